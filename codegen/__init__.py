@@ -1,0 +1,32 @@
+"""onnx2mcu: quantized ONNX models to bit-exact, malloc-free C for microcontrollers.
+
+    import codegen
+    codegen.generate("model.onnx", "out/")               # write the C project
+    outputs = codegen.run("model.onnx", {"x": x})        # compile and run it on the host
+    report = codegen.verify("model.onnx", samples=10)    # compare with ONNX Runtime
+"""
+
+from .api import GenerateResult, generate, run, verify
+from .errors import (
+    ModelError,
+    Onnx2McuError,
+    OutputError,
+    ShapeError,
+    ToolchainError,
+    UnsupportedError,
+)
+from .version import __version__
+
+__all__ = [
+    "GenerateResult",
+    "ModelError",
+    "Onnx2McuError",
+    "OutputError",
+    "ShapeError",
+    "ToolchainError",
+    "UnsupportedError",
+    "__version__",
+    "generate",
+    "run",
+    "verify",
+]

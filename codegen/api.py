@@ -1,0 +1,116 @@
+"""The Python API that the CLI wraps: generate, run, verify."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .build import build_host, run_binary
+from .errors import InputDataError, UnsupportedError
+from .importer import ModelSource
+from .pipeline import Generated, Options, generate_sources
+from .project import check_output_dir, write_project
+from .verify import (
+    VerifyReport,
+    compare_outputs,
+    ort_version,
+    random_inputs,
+    reference_model,
+    run_ort,
+)
+
+Samples = Sequence[Mapping[str, np.ndarray[Any, Any]]]
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    out: Path
+    name: str
+    files: tuple[str, ...]
+    arena_bytes: int
+    arena_lower_bound: int
+    requant: str
+
+
+def _options(board: str, name: str | None, requant: str | None,
+             input_shapes: Mapping[str, tuple[int, ...]] | None) -> Options:
+    return Options(board=board, name=name, requant=requant, input_shapes=input_shapes)
+
+
+def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
+             requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+             force: bool = False) -> GenerateResult:
+    """Write the C project for `model` into `out` (atomically; never half-written)."""
+    out = Path(out)
+    check_output_dir(out, force)  # fail before doing any work
+    gen = generate_sources(model, _options(board, name, requant, input_shapes))
+    write_project(out, gen.files, force=force)
+    return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
+                          gen.plan.lower_bound, gen.program.requant)
+
+
+def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, Any]:
+    """Arrays keyed by input name, or positional arr_0, arr_1, ... as np.savez writes."""
+    if all(n in data for n in inputs):
+        return {n: data[n] for n in inputs}
+    positional = [f"arr_{i}" for i in range(len(inputs))]
+    if len(data) == len(inputs) and all(p in data for p in positional):
+        return {n: data[p] for n, p in zip(inputs, positional, strict=True)}
+    missing = next(n for n in inputs if n not in data)
+    raise InputDataError(f"no data for model input '{missing}' (given: "
+                         f"{', '.join(sorted(data)) or 'nothing'})")
+
+
+def _require_host(gen: Generated) -> None:
+    if gen.board.kind != "host":
+        raise UnsupportedError(f"board '{gen.board.name}': running on this board is not "
+                               "supported yet; use --board host")
+
+
+def run_generated(gen: Generated, samples: Samples,
+                  cflags: Sequence[str] = ()) -> list[dict[str, np.ndarray[Any, Any]]]:
+    _require_host(gen)
+    build = build_host(gen.files, gen.name, [*gen.board.cflags, *cflags])
+    return run_binary(build.binary, gen.program.inputs, gen.program.outputs, samples)
+
+
+def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
+        requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+        cflags: Sequence[str] = ()) -> dict[str, np.ndarray[Any, Any]]:
+    """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
+    gen = generate_sources(model, _options(board, None, requant, input_shapes))
+    names = [t.name for t in gen.program.inputs]
+    return run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
+
+
+def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = None,
+           samples: int = 10, seed: int = 0, board: str = "host", requant: str | None = None,
+           input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+           cflags: Sequence[str] = (), ort_level: str = "all",
+           progress: Callable[[str], None] | None = None) -> VerifyReport:
+    """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit."""
+    gen = generate_sources(model, _options(board, None, requant, input_shapes))
+    if inputs is None:
+        if samples < 1:
+            raise InputDataError("--samples must be at least 1")
+        data = random_inputs(gen.program.inputs, samples, seed)
+        used_seed: int | None = seed
+    else:
+        names = [t.name for t in gen.program.inputs]
+        given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
+        data = [match_inputs(sample, names) for sample in given]
+        used_seed = None
+    ours = run_generated(gen, data, cflags)
+    ref_model, description, notes = reference_model(gen.model, gen.graph)
+    # ORT wants exactly the model's dtypes; the harness already coerced ours.
+    feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype)) for t in
+              gen.program.inputs} for s in data]
+    refs = run_ort(ref_model, feeds, ort_level)
+    reports = compare_outputs(gen.program.outputs, ours, refs)
+    return VerifyReport(outputs=reports, samples=len(data), seed=used_seed,
+                        ort_version=ort_version(), ort_level=ort_level, reference=description,
+                        requant=gen.program.requant, board=gen.board.name, notes=notes)

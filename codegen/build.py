@@ -1,0 +1,180 @@
+"""Build a generated project with the host C compiler and run its harness.
+
+Builds are cached by the hash of every source file, the compiler's identity and the
+flags, so running the same model twice compiles once. A cache entry is created in a
+temporary folder and renamed into place, so an interrupted build never leaves a
+half-built entry behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .emitter import STRICT_CFLAGS
+from .errors import InputDataError, ToolchainError
+from .ir import Tensor, numpy_dtype
+from .project import write_files
+
+RUN_TIMEOUT_S = 600
+
+
+def cache_root() -> Path:
+    env = os.environ.get("ONNX2MCU_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "onnx2mcu"
+
+
+def host_compiler() -> str:
+    cc = os.environ.get("CC", "cc")
+    path = shutil.which(cc)
+    if path is None:
+        raise ToolchainError(f"no host C compiler '{cc}' found: install one "
+                             "(apt-get install gcc) or set CC")
+    return path
+
+
+@lru_cache(maxsize=8)
+def _compiler_identity(cc: str) -> str:
+    try:
+        result = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60,
+                                check=False)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run the C compiler {cc}: {exc}") from None
+    return cc + "\n" + result.stdout
+
+
+@dataclass(frozen=True)
+class HostBuild:
+    binary: Path
+    cached: bool  # True when the binary came from the cache without compiling
+
+
+def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()) -> HostBuild:
+    """Compile the project's harness (NAME_main.c, NAME.c, runtime/*.c), cached."""
+    cc = host_compiler()
+    flags = [*STRICT_CFLAGS, *cflags]
+    digest = hashlib.sha256()
+    digest.update(_compiler_identity(cc).encode())
+    digest.update("\0".join(flags).encode())
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    key = digest.hexdigest()[:32]
+    entry = cache_root() / key
+    binary = entry / "build" / f"{name}_main"
+    if binary.is_file():
+        return HostBuild(binary, cached=True)
+
+    cache_root().mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=cache_root()))
+    try:
+        write_files(staging, files)
+        sources = [f"{name}_main.c", f"{name}.c",
+                   *sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))]
+        (staging / "build").mkdir()
+        command = [cc, *flags, "-I.", "-Iruntime", "-o", f"build/{name}_main", *sources, "-lm"]
+        result = subprocess.run(command, cwd=staging, capture_output=True, text=True,
+                                timeout=RUN_TIMEOUT_S, check=False)
+        if result.returncode != 0:
+            raise ToolchainError(f"the C compiler failed on the generated code:\n"
+                                 f"{' '.join(command)}\n{result.stderr.strip()}")
+        try:
+            os.rename(staging, entry)
+        except OSError:
+            if not binary.is_file():  # another process may have won the race
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return HostBuild(binary, cached=False)
+
+
+# ---------------------------------------------------------------- raw I/O
+
+
+def _coerce(tensor: Tensor, value: Any) -> np.ndarray[Any, Any]:
+    array = np.asarray(value)
+    target = numpy_dtype(tensor.dtype)
+    label = tensor.name.split("#")[0]
+    if tuple(array.shape) != tensor.shape:
+        raise InputDataError(f"input '{label}' has shape {list(array.shape)}, the model "
+                             f"expects {list(tensor.shape)}")
+    if array.dtype == target:
+        return array
+    if target.kind == "f" and array.dtype.kind in "fiu":
+        return array.astype(target)
+    if target.kind in "iu" and array.dtype.kind in "iu":
+        info = np.iinfo(target)
+        if array.size and (array.min() < info.min or array.max() > info.max):
+            raise InputDataError(f"input '{label}' has values outside the {tensor.dtype} range")
+        return array.astype(target)
+    raise InputDataError(f"input '{label}' has dtype {array.dtype}, the model expects "
+                         f"{tensor.dtype}")
+
+
+def encode_samples(inputs: Sequence[Tensor],
+                   samples: Sequence[Mapping[str, Any]]) -> bytes:
+    chunks = []
+    for sample in samples:
+        for tensor in inputs:
+            if tensor.name not in sample:
+                raise InputDataError(f"no data for model input '{tensor.name}'")
+            array = _coerce(tensor, sample[tensor.name])
+            chunks.append(np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"),
+                                                              copy=False).tobytes())
+    return b"".join(chunks)
+
+
+def decode_samples(outputs: Sequence[Tensor], data: bytes,
+                   count: int) -> list[dict[str, np.ndarray[Any, Any]]]:
+    per_sample = sum(t.nbytes for t in outputs)
+    if len(data) != per_sample * count:
+        raise ToolchainError(f"the generated program wrote {len(data)} bytes, expected "
+                             f"{per_sample * count}")
+    results = []
+    offset = 0
+    for _ in range(count):
+        sample: dict[str, np.ndarray[Any, Any]] = {}
+        for tensor in outputs:
+            dtype = numpy_dtype(tensor.dtype).newbyteorder("<")
+            chunk = np.frombuffer(data, dtype=dtype, count=tensor.numel, offset=offset)
+            # A repeated graph output has an aliased buffer but the same ONNX name.
+            sample[tensor.name.split("#")[0]] = chunk.astype(
+                dtype.newbyteorder("=")).reshape(tensor.shape)
+            offset += tensor.nbytes
+        results.append(sample)
+    return results
+
+
+def run_binary(binary: Path, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
+               samples: Sequence[Mapping[str, Any]],
+               env: Mapping[str, str] | None = None) -> list[dict[str, np.ndarray[Any, Any]]]:
+    """Run the harness once over all samples and decode its outputs."""
+    payload = encode_samples(inputs, samples)
+    with tempfile.TemporaryDirectory(prefix="onnx2mcu-run-") as tmp:
+        in_path, out_path = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+        in_path.write_bytes(payload)
+        try:
+            result = subprocess.run([str(binary), str(in_path), str(out_path)],
+                                    capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                                    check=False, env=None if env is None else dict(env))
+        except subprocess.TimeoutExpired:
+            raise ToolchainError(f"the generated program did not finish in {RUN_TIMEOUT_S} s"
+                                 ) from None
+        if result.returncode != 0:
+            raise ToolchainError(f"the generated program failed (exit {result.returncode}):\n"
+                                 f"{result.stderr.strip()}")
+        return decode_samples(outputs, out_path.read_bytes(), len(samples))

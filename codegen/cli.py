@@ -1,0 +1,153 @@
+"""Command-line interface: onnx2mcu generate | run | verify | boards.
+
+Every error a user can cause prints one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import api
+from .boards import list_boards
+from .errors import InputDataError, Onnx2McuError
+from .importer import parse_input_shape
+from .version import __version__
+from .verify import VerifyReport
+
+
+def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | None:
+    if not values:
+        return None
+    return dict(parse_input_shape(v) for v in values)
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray[Any, Any]]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise InputDataError(f"{path}: no such file") from None
+    except Exception as exc:
+        raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="quantized ONNX model (.onnx)")
+    p.add_argument("--board", default="host", help="target board (see `onnx2mcu boards`)")
+    p.add_argument("--requant", choices=["float", "int"],
+                   help="requantization arithmetic: float32 as ORT (default on FPU boards) or "
+                        "integer-only (default on cores without FPU); both are bit-exact")
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0xD1x...",
+                   help="static shape for an input with dynamic dimensions (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="onnx2mcu",
+        description="Quantized ONNX models to bit-exact, malloc-free C for microcontrollers.")
+    parser.add_argument("--version", action="version", version=f"onnx2mcu {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="write a C99 project for the model")
+    _common(g)
+    g.add_argument("-o", "--output", required=True, help="output folder")
+    g.add_argument("--name", help="C name of the model (default: from the file name)")
+    g.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+
+    r = sub.add_parser("run", help="generate, compile and run on given inputs")
+    _common(r)
+    r.add_argument("--inputs", required=True, help=".npz with one array per model input")
+    r.add_argument("--output", required=True, help=".npz to write, keyed by output name")
+
+    v = sub.add_parser("verify", help="compare the generated C with ONNX Runtime bit for bit")
+    _common(v)
+    v.add_argument("--inputs", help=".npz with one array per model input (default: random)")
+    v.add_argument("--samples", type=int, default=10, help="random samples (default 10)")
+    v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+    sub.add_parser("boards", help="list the known boards")
+    return parser
+
+
+def print_report(report: VerifyReport) -> None:
+    print(f"reference: onnxruntime {report.ort_version} (CPUExecutionProvider, "
+          f"1 thread, graph optimization {report.ort_level}) on {report.reference}")
+    for note in report.notes:
+        print(f"note: {note}")
+    source = "random inputs, seed " + str(report.seed) if report.seed is not None else \
+        "given inputs"
+    print(f"generated C: board {report.board}, requant {report.requant}; "
+          f"{report.samples} sample(s), {source}")
+    width = max([len(o.name) for o in report.outputs] + [6])
+    print(f"{'output':<{width}}  {'dtype':<7}  {'elements':>10}  {'mismatches':>10}  "
+          f"{'max_abs_diff':>12}")
+    for o in report.outputs:
+        print(f"{o.name:<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
+              f"{o.max_abs_diff:>12.6g}")
+    total = sum(o.elements for o in report.outputs)
+    if report.ok:
+        print(f"result: BIT-EXACT ({total} output elements identical to ONNX Runtime)")
+    else:
+        bad = sum(o.mismatches for o in report.outputs)
+        print(f"result: MISMATCH ({bad} of {total} output elements differ from ONNX Runtime)")
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "boards":
+        for b in list_boards():
+            print(f"{b.name:<16} {b.description}")
+        return 0
+    shapes = _input_shapes(args.input_shape)
+    if args.command == "generate":
+        result = api.generate(args.model, args.output, board=args.board, name=args.name,
+                              requant=args.requant, input_shapes=shapes, force=args.force)
+        print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
+              f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
+        print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
+        return 0
+    if args.command == "run":
+        outputs = api.run(args.model, _load_npz(args.inputs), board=args.board,
+                          requant=args.requant, input_shapes=shapes)
+        out = Path(args.output)
+        np.savez(out, **outputs)  # type: ignore[arg-type]
+        print(f"wrote {out} ({', '.join(outputs)})")
+        return 0
+    if args.command == "verify":
+        inputs = _load_npz(args.inputs) if args.inputs else None
+        report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
+                            board=args.board, requant=args.requant, input_shapes=shapes)
+        print_report(report)
+        return 0 if report.ok else 1
+    raise AssertionError(args.command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _command(args)
+    except Onnx2McuError as exc:
+        message = str(exc).replace("\n", "\n  ")
+        print(f"onnx2mcu: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("onnx2mcu: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in onnx2mcu, not in the user's input
+        if os.environ.get("ONNX2MCU_DEBUG"):
+            traceback.print_exc()
+        print(f"onnx2mcu: internal error: {type(exc).__name__}: {exc} (set ONNX2MCU_DEBUG=1 "
+              "for a traceback, and please report it)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

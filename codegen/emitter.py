@@ -1,0 +1,283 @@
+"""Program + arena plan -> the files of a C99 project, rendered with Jinja2.
+
+Nothing from the model reaches the C source unescaped: identifiers are generated
+(L<n>_weights, input0, ...), and model names appear only in sanitized comments and
+escaped string literals. The output depends only on the program, so the same model and
+options always give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from .version import __version__
+from .boards import Board
+from .ir import Tensor, c_type
+from .planner import ArenaPlan
+from .program import CArray, CFloat, CRef, CStruct, CValue, KernelCall, Program
+from .resources import runtime_dir, templates_dir
+
+STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
+RUNTIME_HEADERS = ("q8_arith.h", "q8_runtime.h")
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
+C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto "
+    "if inline int long register restrict return short signed sizeof static struct switch "
+    "typedef union unsigned void volatile while main".split()
+)
+
+
+# ------------------------------------------------------------------ C text helpers
+
+
+def c_comment(text: str, limit: int = 120) -> str:
+    """Text safe inside /* */: printable ASCII only, with no '*', '\\' or '?' so that
+    comment terminators, line splices and trigraphs cannot form."""
+    safe = "".join(ch if " " <= ch <= "~" and ch not in "*\\?" else "_" for ch in text)
+    return safe if len(safe) <= limit else safe[: limit - 3] + "..."
+
+
+def c_string(text: str) -> str:
+    """A C string literal with every byte outside plain printable ASCII escaped."""
+    out = []
+    for byte in text.encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def default_name(stem: str) -> str:
+    """A C identifier derived from a file name, e.g. 'tiny-cnn.qop' -> 'tiny_cnn_qop'."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_")
+    if not name or not name[0].isalpha():
+        name = "model_" + name
+    name = name[:63].rstrip("_") or "model"
+    return name + "_model" if name in C_KEYWORDS else name
+
+
+def is_valid_name(name: str) -> bool:
+    return bool(IDENTIFIER.fullmatch(name)) and name not in C_KEYWORDS
+
+
+def c_float(value: float) -> str:
+    """An exact float32 literal: hexadecimal, so no decimal rounding is involved."""
+    v = float(np.float32(value))
+    if v == 0.0:
+        return "-0.0f" if np.signbit(v) else "0.0f"
+    mantissa, exponent = v.hex().split("p")
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}f"
+
+
+def _format_scalar(value: Any, ctype: str) -> str:
+    if ctype == "float":
+        return c_float(float(value))
+    return str(int(value))
+
+
+def format_array(symbol: str, array: CArray, per_line: int = 16) -> str:
+    values = np.asarray(array.values).reshape(-1)
+    items = [_format_scalar(v, array.ctype) for v in values.tolist()]
+    if array.ctype == "float":
+        per_line = 4
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    body = ",\n    ".join(lines)
+    return f"static const {array.ctype} {symbol}[{len(items)}] = {{\n    {body}\n}};"
+
+
+def format_value(value: CValue, prefix: str, indent: int = 1) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, CFloat):
+        return c_float(value.value)
+    if isinstance(value, CRef):
+        return f"{prefix}_{value.name}"
+    pad = "    " * (indent + 1)
+    fields = ",\n".join(f"{pad}.{k} = {format_value(v, prefix, indent + 1)}"
+                        for k, v in value.fields)
+    return "{\n" + fields + "\n" + "    " * indent + "}"
+
+
+def format_struct(symbol: str, struct: CStruct, prefix: str) -> str:
+    return f"static const {struct.ctype} {symbol} = {format_value(struct, prefix, 0)};"
+
+
+# ------------------------------------------------------------------ the project
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """Maps tensor names to C expressions for the generated entry point."""
+
+    expressions: dict[str, str]
+
+    def of(self, tensor: str) -> str:
+        return self.expressions[tensor]
+
+
+def _buffers(program: Program, plan: ArenaPlan) -> Buffers:
+    expr: dict[str, str] = {}
+    for i, t in enumerate(program.inputs):
+        expr[t.name] = f"input{i}"
+    for i, t in enumerate(program.outputs):
+        expr[t.name] = f"output{i}"
+    for i, name in enumerate(sorted(program.constants)):
+        expr[name] = f"const{i}"
+    for name, placement in plan.placements.items():
+        ctype = c_type(program.tensors[name].dtype)
+        expr[name] = f"({ctype} *)(void *)(arena.bytes + {placement.offset})"
+    return Buffers(expr)
+
+
+def _call_statement(index: int, call: KernelCall, buffers: Buffers) -> str:
+    args = [f"&L{index}_params"] if call.params is not None else []
+    args += [buffers.of(t) for t in call.inputs]
+    args += [buffers.of(t) for t in call.outputs]
+    return f"{call.function}({', '.join(args)});"
+
+
+def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any]:
+    quant = t.quant
+    scale = zero_point = None
+    quant_note = ""
+    if quant is not None and quant.per_tensor:
+        scale = c_float(quant.scale[0])
+        zero_point = quant.zero_point[0]
+        quant_note = ("real = (q - ZERO_POINT) * SCALE" if t.dtype != "float32" else
+                      "the quantization applied to this float tensor inside the model")
+    elif quant is not None:
+        quant_note = f"quantized per axis {quant.axis} ({len(quant.scale)} scales)"
+    return {
+        "macro": f"{prefix}_{kind.upper()}{index}",
+        "name": c_string(t.name.split("#")[0]),
+        "comment": c_comment(t.name.split("#")[0], 60),
+        "ctype": c_type(t.dtype),
+        "dtype": t.dtype,
+        "size": t.numel,
+        "bytes": t.nbytes,
+        "rank": len(t.shape),
+        "shape": ", ".join(str(d) for d in t.shape) or "1",
+        "shape_text": "x".join(str(d) for d in t.shape) or "scalar",
+        "scale": scale,
+        "zero_point": zero_point,
+        "quant_note": quant_note,
+        "param": f"{kind}{index}",
+        "decode": {"float32": "f32", "uint8": "u8", "int8": "s8", "int32": "s32"}[t.dtype],
+    }
+
+
+def emit_project(program: Program, plan: ArenaPlan, board: Board,
+                 source_note: str = "") -> dict[str, bytes]:
+    """Render every file of the generated project, keyed by relative path."""
+    name = program.name
+    prefix = name.upper()
+    buffers = _buffers(program, plan)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+    definitions: list[str] = []
+    weight_bytes = 0
+    for i, name_c in enumerate(sorted(program.constants)):
+        value = program.constants[name_c]
+        array = CArray(f"const{i}", c_type(str(value.dtype)), value)
+        definitions.append(f"/* constant {c_comment(name_c, 60)} */")
+        definitions.append(format_array(f"const{i}", array))
+        weight_bytes += value.nbytes
+    calls = []
+    for i, call in enumerate(program.calls):
+        for array in call.arrays:
+            definitions.append(format_array(f"L{i}_{array.name}", array))
+            weight_bytes += np.asarray(array.values).nbytes
+        if call.params is not None:
+            definitions.append(format_struct(f"L{i}_params", call.params, f"L{i}"))
+        calls.append({"comment": c_comment(call.node, 100), "function": call.function,
+                      "statement": _call_statement(i, call, buffers)})
+
+    used = {name for call in program.calls for name in (*call.inputs, *call.outputs)}
+    unused = [buffers.of(t.name) for t in (*program.inputs, *program.outputs)
+              if t.name not in used]
+    inputs = [_tensor_info(t, i, "input", prefix) for i, t in enumerate(program.inputs)]
+    outputs = [_tensor_info(t, i, "output", prefix) for i, t in enumerate(program.outputs)]
+    sources = program.sources
+    context = {
+        "name": name,
+        "prefix": prefix,
+        "version": __version__,
+        "source_note": c_comment(source_note, 100),
+        "inputs": inputs,
+        "outputs": outputs,
+        "definitions": definitions,
+        "calls": calls,
+        "unused_params": unused,
+        "arena_bytes": plan.size,
+        "arena_lower_bound": plan.lower_bound,
+        "weight_bytes": weight_bytes,
+        "requant": program.requant,
+        "runtime_sources": [f"runtime/{s}" for s in sources],
+        "strict_cflags": " ".join(STRICT_CFLAGS),
+        "board_cflags": " ".join(board.cflags),
+        "board": board.name,
+        "max_io_bytes": max([t["bytes"] for t in inputs + outputs], default=1),
+        "decoders": sorted({t["decode"] for t in inputs}),
+        "encoders": sorted({t["decode"] for t in outputs}),
+    }
+    files: dict[str, str] = {
+        f"{name}.h": env.get_template("model.h.j2").render(context),
+        f"{name}.c": env.get_template("model.c.j2").render(context),
+        f"{name}_main.c": env.get_template("main_host.c.j2").render(context),
+        "Makefile": env.get_template("Makefile.j2").render(context),
+        "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(context),
+        f"{name}.json": _manifest(program, plan, board, weight_bytes),
+    }
+    out = {path: text.encode("utf-8") for path, text in files.items()}
+    runtime = runtime_dir()
+    for src in (*RUNTIME_HEADERS, *sources):
+        out[f"runtime/{src}"] = (runtime / src).read_bytes()
+    return out
+
+
+def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int) -> str:
+    def tensor(t: Tensor) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": t.name.split("#")[0], "dtype": t.dtype,
+                                 "shape": list(t.shape)}
+        if t.quant is not None:
+            entry["scale"] = list(t.quant.scale)
+            entry["zero_point"] = list(t.quant.zero_point)
+            if t.quant.axis is not None:
+                entry["axis"] = t.quant.axis
+        return entry
+
+    manifest = {
+        "generator": f"onnx2mcu {__version__}",
+        "name": program.name,
+        "board": board.name,
+        "requant": program.requant,
+        "inputs": [tensor(t) for t in program.inputs],
+        "outputs": [tensor(t) for t in program.outputs],
+        "arena_bytes": plan.size,
+        "arena_lower_bound_bytes": plan.lower_bound,
+        "weight_bytes": weight_bytes,
+        "kernels": [{"node": c.node, "function": c.function, "macs": c.macs}
+                    for c in program.calls],
+    }
+    return json.dumps(manifest, indent=2) + "\n"

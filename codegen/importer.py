@@ -1,0 +1,319 @@
+"""ONNX -> IR: load and check the model, resolve constants and static shapes, and let
+each operator module validate its node and infer its outputs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from . import ops
+from .errors import ModelError, ShapeError, UnsupportedError
+from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor
+
+MIN_OPSET, MAX_OPSET = 10, 21
+MAX_ELEMENTS = 2**31 - 1  # kernels index tensors with 32-bit integers
+
+ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
+
+
+def load_model(source: ModelSource) -> onnx.ModelProto:
+    """Read a model from a path, serialized bytes or a ModelProto."""
+    if isinstance(source, onnx.ModelProto):
+        return source
+    try:
+        if isinstance(source, bytes):
+            return onnx.load_from_string(source)
+        path = Path(source)
+        if not path.is_file():
+            raise ModelError(f"{path}: no such model file")
+        return onnx.load(str(path))
+    except ModelError:
+        raise
+    except Exception as exc:  # protobuf raises several unrelated types for bad files
+        raise ModelError(f"{source if not isinstance(source, bytes) else 'model'}: "
+                         f"not a valid ONNX model ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """Parse NAME=1x3x32x32 (as given to --input-shape)."""
+    name, sep, dims = text.rpartition("=")
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or min(shape) < 1:
+        raise ShapeError(f"--input-shape '{text}': expected NAME=D0xD1x..., e.g. x=1x3x32x32")
+    return name, shape
+
+
+def import_model(model: onnx.ModelProto,
+                 input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
+    """Build the IR of a model. Raises ModelError/UnsupportedError/ShapeError."""
+    _check_model(model)
+    opsets = _opsets(model)
+    g = model.graph
+    constants = _initializers(g)
+    for unknown in sorted(set(input_shapes or {}) - {i.name for i in g.input}):
+        raise ShapeError(f"--input-shape: the model has no input named '{unknown}'")
+
+    tensors: dict[str, Tensor] = {}
+    inputs: list[str] = []
+    for value in g.input:
+        if value.name in constants:
+            continue  # IR < 4 lists initializers among the inputs
+        tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name))
+        inputs.append(value.name)
+    for name, array in constants.items():
+        dtype = str(array.dtype)
+        if dtype in DTYPES:
+            tensors[name] = Tensor(name, dtype, tuple(int(d) for d in array.shape))
+
+    nodes = _nodes(g, opsets, constants, tensors)
+    graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
+                  nodes=[], tensors=tensors, constants=constants, opsets=opsets,
+                  doc=model.doc_string)
+    _check_supported(nodes)
+    for node in _topological_order(nodes, set(inputs) | set(constants)):
+        _infer_node(node, graph)
+        graph.nodes.append(node)
+    _check_outputs(g, graph)
+    return graph
+
+
+def _check_model(model: onnx.ModelProto) -> None:
+    if not model.HasField("graph"):
+        raise ModelError("model has no graph")
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise ModelError(f"invalid ONNX model: {_first_line(exc)}") from None
+    except Exception as exc:
+        raise ModelError(f"invalid ONNX model: {_first_line(exc)}") from None
+
+
+def _opsets(model: onnx.ModelProto) -> dict[str, int]:
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version)
+              for o in model.opset_import}
+    version = opsets.get("")
+    if version is None:
+        raise ModelError("model imports no ai.onnx opset")
+    if not MIN_OPSET <= version <= MAX_OPSET:
+        raise UnsupportedError(f"ai.onnx opset {version} is not supported; supported: "
+                               f"{MIN_OPSET} to {MAX_OPSET}")
+    return opsets
+
+
+def _to_array(tensor: onnx.TensorProto, where: str) -> np.ndarray[Any, Any]:
+    if tensor.data_location == onnx.TensorProto.EXTERNAL and not tensor.raw_data:
+        raise ModelError(f"{where} '{tensor.name}': external data was not loaded")
+    try:
+        return np.asarray(numpy_helper.to_array(tensor))
+    except Exception as exc:
+        raise ModelError(f"{where} '{tensor.name}': unreadable tensor ({_first_line(exc)})"
+                         ) from None
+
+
+def _initializers(g: onnx.GraphProto) -> dict[str, np.ndarray[Any, Any]]:
+    constants: dict[str, np.ndarray[Any, Any]] = {}
+    if len(g.sparse_initializer):
+        raise UnsupportedError(f"sparse initializer '{g.sparse_initializer[0].values.name}' "
+                               "is not supported")
+    for init in g.initializer:
+        if init.name in constants:
+            raise ModelError(f"initializer '{init.name}' is defined twice")
+        constants[init.name] = _to_array(init, "initializer")
+    return constants
+
+
+def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None) -> Tensor:
+    if not value.type.HasField("tensor_type"):
+        raise UnsupportedError(f"graph input '{value.name}' is not a tensor")
+    ttype = value.type.tensor_type
+    dtype = ONNX_TO_DTYPE.get(ttype.elem_type)
+    if dtype is None:
+        type_name = onnx.TensorProto.DataType.Name(ttype.elem_type) \
+            if ttype.elem_type in onnx.TensorProto.DataType.values() else str(ttype.elem_type)
+        raise UnsupportedError(f"graph input '{value.name}' has dtype {type_name}; "
+                               f"supported: {', '.join(DTYPES)}")
+    if not ttype.HasField("shape"):
+        if override is None:
+            raise ShapeError(f"graph input '{value.name}' has no shape; pass --input-shape "
+                             f"{value.name}=D0xD1x...")
+        return Tensor(value.name, dtype, override)
+    dims = list(ttype.shape.dim)
+    if override is not None:
+        if len(override) != len(dims) or any(
+                d.HasField("dim_value") and d.dim_value != o for d, o in zip(dims, override,
+                                                                              strict=True)):
+            declared = "x".join(d.dim_param or str(d.dim_value) or "?" for d in dims)
+            raise ShapeError(f"--input-shape {value.name}={'x'.join(map(str, override))} "
+                             f"does not match the declared shape {declared}")
+        return Tensor(value.name, dtype, override)
+    shape: list[int] = []
+    for axis, d in enumerate(dims):
+        if not d.HasField("dim_value") or d.dim_value < 1:
+            symbol = d.dim_param or "?"
+            example = "x".join(str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0
+                               else "1" for x in dims)
+            raise ShapeError(f"graph input '{value.name}' has dynamic dimension '{symbol}' "
+                             f"(axis {axis}); pass --input-shape {value.name}={example}")
+        shape.append(int(d.dim_value))
+    _check_size(tuple(shape), f"graph input '{value.name}'")
+    return Tensor(value.name, dtype, tuple(shape))
+
+
+def _check_size(shape: tuple[int, ...], what: str) -> None:
+    if int(np.prod(shape, dtype=object)) > MAX_ELEMENTS:
+        raise ShapeError(f"{what} has {np.prod(shape, dtype=object)} elements; the limit is "
+                         f"{MAX_ELEMENTS}")
+
+
+def _attribute(attr: onnx.AttributeProto, where: str) -> Any:
+    if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+        raise UnsupportedError(f"{where}: subgraph attribute '{attr.name}' is not supported")
+    value = onnx.helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, onnx.TensorProto):
+        return _to_array(value, where)
+    if isinstance(value, list):
+        return [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
+    return value
+
+
+def _constant_node_value(node: Node) -> np.ndarray[Any, Any]:
+    if len(node.attrs) != 1:
+        raise ModelError(f"{node.describe()}: a Constant needs exactly one value attribute")
+    key, value = next(iter(node.attrs.items()))
+    if key == "value":
+        return np.asarray(value)
+    if key == "value_float":
+        return np.array(value, dtype=np.float32)
+    if key == "value_floats":
+        return np.array(value, dtype=np.float32)
+    if key in ("value_int", "value_ints"):
+        return np.array(value, dtype=np.int64)
+    raise UnsupportedError(f"{node.describe()}: Constant attribute '{key}' is not supported")
+
+
+def _nodes(g: onnx.GraphProto, opsets: dict[str, int], constants: dict[str, np.ndarray[Any, Any]],
+           tensors: dict[str, Tensor]) -> list[Node]:
+    nodes: list[Node] = []
+    for index, proto in enumerate(g.node):
+        domain = "" if proto.domain == "ai.onnx" else proto.domain
+        name = proto.name or f"{proto.op_type}_{index}"
+        probe = Node(name, proto.op_type, domain, (), ())
+        attrs = {a.name: _attribute(a, probe.describe()) for a in proto.attribute}
+        node = Node(name=name, op_type=proto.op_type, domain=domain,
+                    inputs=tuple(proto.input), outputs=tuple(proto.output), attrs=attrs,
+                    opset=opsets.get(domain, 0))
+        if domain not in opsets:
+            raise ModelError(f"{node.describe()}: the model imports no opset for domain "
+                             f"'{domain}'")
+        if node.op_type == "Constant" and domain == "":
+            if len(node.outputs) != 1:
+                raise ModelError(f"{node.describe()}: a Constant has exactly one output")
+            value = _constant_node_value(node)
+            constants[node.outputs[0]] = value
+            if str(value.dtype) in DTYPES:
+                tensors[node.outputs[0]] = Tensor(node.outputs[0], str(value.dtype),
+                                                  tuple(int(d) for d in value.shape))
+            continue
+        nodes.append(node)
+    return nodes
+
+
+def _check_supported(nodes: list[Node]) -> None:
+    """Fail on the first unsupported operator, naming how many more there are."""
+    unsupported = [n for n in nodes if ops.lookup(n) is None]
+    if not unsupported:
+        return
+    first = unsupported[0]
+    more = ""
+    if len(unsupported) > 1:
+        others = sorted({f"{n.op_type}" for n in unsupported[1:]})
+        more = f" ({len(unsupported) - 1} more unsupported nodes: {', '.join(others)})"
+    raise UnsupportedError(f"{first.describe()}: operator not supported{more}")
+
+
+def _topological_order(nodes: list[Node], available: set[str]) -> list[Node]:
+    """Kahn's algorithm, stable with respect to the file's node order."""
+    producers: dict[str, Node] = {}
+    for node in nodes:
+        for out in node.outputs:
+            if not out:
+                continue
+            if out in producers or out in available:
+                raise ModelError(f"{node.describe()}: output '{out}' is defined twice")
+            producers[out] = node
+    for node in nodes:
+        for name in node.inputs:
+            if name and name not in producers and name not in available:
+                raise ModelError(f"{node.describe()}: input '{name}' is not produced by any "
+                                 "node, initializer or graph input")
+    ready = set(available)
+    remaining = list(nodes)
+    order: list[Node] = []
+    while remaining:
+        progressed = False
+        for node in list(remaining):
+            if all(not i or i in ready for i in node.inputs):
+                order.append(node)
+                ready.update(o for o in node.outputs if o)
+                remaining.remove(node)
+                progressed = True
+        if not progressed:
+            raise ModelError(f"{remaining[0].describe()}: the graph has a cycle")
+    return order
+
+
+def _infer_node(node: Node, graph: Graph) -> None:
+    opdef = ops.lookup(node)
+    assert opdef is not None
+    if opdef.since_versions and node.opset < min(opdef.since_versions):
+        raise UnsupportedError(f"{node.describe()}: opset {node.opset} is older than this "
+                               "operator")
+    inferred = opdef.infer(node, graph)
+    for tensor in inferred.outputs:
+        _check_size(tensor.shape, f"{node.describe()}: output '{tensor.name}'")
+        graph.tensors[tensor.name] = tensor
+    for name, quant in inferred.quant.items():
+        _annotate(graph.tensors[name], quant)
+
+
+def _annotate(tensor: Tensor, quant: QuantParams) -> None:
+    if tensor.quant is None:
+        tensor.quant = quant
+
+
+def _check_outputs(g: onnx.GraphProto, graph: Graph) -> None:
+    if not graph.outputs:
+        raise ModelError("the graph has no outputs")
+    for value in g.output:
+        tensor = graph.tensors.get(value.name)
+        if tensor is None:
+            raise ModelError(f"graph output '{value.name}' is not produced by any node")
+        ttype = value.type.tensor_type
+        declared = ONNX_TO_DTYPE.get(ttype.elem_type)
+        if ttype.elem_type and declared != tensor.dtype:
+            raise ModelError(f"graph output '{value.name}' is declared as "
+                             f"{onnx.TensorProto.DataType.Name(ttype.elem_type)} but is "
+                             f"{tensor.dtype}")
+        if ttype.HasField("shape"):
+            dims = ttype.shape.dim
+            static = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+            if len(static) != len(tensor.shape) or any(
+                    s is not None and s != t for s, t in zip(static, tensor.shape, strict=False)):
+                raise ShapeError(f"graph output '{value.name}' is declared with shape "
+                                 f"{static} but computes {list(tensor.shape)}")

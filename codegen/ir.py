@@ -1,0 +1,108 @@
+"""The intermediate representation: a typed, shape-resolved dataflow graph.
+
+The importer builds it from ONNX, passes rewrite it, and lowering turns it into kernel
+calls. Every tensor has a static shape and one of the dtypes below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# dtype name -> (numpy dtype, C type, ONNX TensorProto code)
+DTYPES: dict[str, tuple[type[np.generic], str, int]] = {
+    "float32": (np.float32, "float", 1),
+    "uint8": (np.uint8, "uint8_t", 2),
+    "int8": (np.int8, "int8_t", 3),
+    "int32": (np.int32, "int32_t", 6),
+}
+ONNX_TO_DTYPE = {code: name for name, (_, _, code) in DTYPES.items()}
+
+QUANT_RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+
+
+def numpy_dtype(dtype: str) -> np.dtype[Any]:
+    return np.dtype(DTYPES[dtype][0])
+
+
+def c_type(dtype: str) -> str:
+    return DTYPES[dtype][1]
+
+
+def itemsize(dtype: str) -> int:
+    return numpy_dtype(dtype).itemsize
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    """Quantization of a tensor: real = (q - zero_point) * scale, per tensor or per axis."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+    @property
+    def per_tensor(self) -> bool:
+        return len(self.scale) == 1
+
+
+@dataclass
+class Tensor:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    # For an integer tensor, its quantization. For a float tensor at the graph boundary,
+    # the quantization its QuantizeLinear consumer / DequantizeLinear producer applies.
+    quant: QuantParams | None = None
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * itemsize(self.dtype)
+
+
+@dataclass
+class Node:
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]  # "" marks an omitted optional input
+    outputs: tuple[str, ...]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    opset: int = 0
+
+    def describe(self) -> str:
+        domain = self.domain or "ai.onnx"
+        return f"node '{self.name}' ({self.op_type}, domain {domain})"
+
+    def input(self, index: int) -> str | None:
+        """The name of input `index`, or None when it is absent or omitted."""
+        if index < len(self.inputs) and self.inputs[index]:
+            return self.inputs[index]
+        return None
+
+
+@dataclass
+class Graph:
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    nodes: list[Node]
+    tensors: dict[str, Tensor]
+    constants: dict[str, np.ndarray[Any, Any]]
+    opsets: dict[str, int]
+    doc: str = ""
+
+    def producer(self, tensor: str) -> Node | None:
+        for node in self.nodes:
+            if tensor in node.outputs:
+                return node
+        return None
+
+    def consumers(self, tensor: str) -> list[Node]:
+        return [node for node in self.nodes if tensor in node.inputs]

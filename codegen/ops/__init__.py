@@ -1,0 +1,81 @@
+"""Operator registry.
+
+Each module in this package implements one operator family: it validates a node and
+infers its outputs (`infer`), and lowers it to runtime kernel calls (`lower`). Modules
+register themselves with `register`; they are discovered automatically, so adding an
+operator means adding one module here plus its kernel in runtime_c/.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..ir import Graph, Node, QuantParams, Tensor
+from ..program import KernelCall
+
+
+@dataclass(frozen=True)
+class LoweringOptions:
+    requant: str = "float"  # "float" or "int"
+
+
+@dataclass
+class Inferred:
+    """What `infer` learns about a node: its outputs, and quantization of any tensor."""
+
+    outputs: list[Tensor]
+    quant: dict[str, QuantParams] = field(default_factory=dict)
+
+
+InferFn = Callable[[Node, Graph], Inferred]
+LowerFn = Callable[[Node, Graph, LoweringOptions], list[KernelCall]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    op_type: str
+    domain: str
+    infer: InferFn
+    lower: LowerFn
+    since_versions: tuple[int, ...] = ()  # opset versions whose semantics are implemented
+
+
+_REGISTRY: dict[tuple[str, str], OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    key = (_normalize_domain(op.domain), op.op_type)
+    if key in _REGISTRY:
+        raise RuntimeError(f"operator {key} registered twice")
+    _REGISTRY[key] = op
+    return op
+
+
+def _normalize_domain(domain: str) -> str:
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+def lookup(node: Node) -> OpDef | None:
+    _load_all()
+    return _REGISTRY.get((_normalize_domain(node.domain), node.op_type))
+
+
+def supported_ops() -> list[tuple[str, str]]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+_loaded = False
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        if not module.startswith("_"):
+            importlib.import_module(f"{__name__}.{module}")

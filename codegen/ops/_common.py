@@ -1,0 +1,119 @@
+"""Helpers shared by operator modules: constant inputs, attributes, quantization params."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import QUANT_RANGE, Graph, Node, QuantParams, Tensor
+
+
+def input_tensor(node: Node, graph: Graph, index: int, what: str) -> Tensor:
+    name = node.input(index)
+    if name is None:
+        raise ModelError(f"{node.describe()}: required input {index} ({what}) is missing")
+    return graph.tensors[name]
+
+
+def constant_input(node: Node, graph: Graph, index: int, what: str) -> np.ndarray[Any, Any]:
+    """The value of a constant input; code generation needs weights and quantization
+    parameters at generation time."""
+    name = node.input(index)
+    if name is None:
+        raise ModelError(f"{node.describe()}: required input {index} ({what}) is missing")
+    if name not in graph.constants:
+        raise UnsupportedError(
+            f"{node.describe()}: {what} '{name}' must be a constant (initializer or Constant "
+            "node); computed values are not supported"
+        )
+    return graph.constants[name]
+
+
+def check_dtype(node: Node, what: str, tensor: Tensor | np.ndarray[Any, Any],
+                allowed: tuple[str, ...]) -> str:
+    dtype = tensor.dtype if isinstance(tensor, Tensor) else str(tensor.dtype)
+    if dtype not in allowed:
+        raise UnsupportedError(
+            f"{node.describe()}: {what} has dtype {dtype}; supported: {', '.join(allowed)}"
+        )
+    return dtype
+
+
+def attr_int(node: Node, name: str, default: int) -> int:
+    value = node.attrs.get(name, default)
+    if not isinstance(value, int):
+        raise ModelError(f"{node.describe()}: attribute '{name}' must be an integer")
+    return value
+
+
+def attr_ints(node: Node, name: str, default: list[int] | None) -> list[int] | None:
+    value = node.attrs.get(name, default)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+        raise ModelError(f"{node.describe()}: attribute '{name}' must be a list of integers")
+    return list(value)
+
+
+def attr_str(node: Node, name: str, default: str) -> str:
+    value = node.attrs.get(name, default)
+    if not isinstance(value, str):
+        raise ModelError(f"{node.describe()}: attribute '{name}' must be a string")
+    return value
+
+
+def reject_unknown_attrs(node: Node, known: set[str]) -> None:
+    unknown = sorted(set(node.attrs) - known)
+    if unknown:
+        raise UnsupportedError(f"{node.describe()}: unsupported attribute '{unknown[0]}'")
+
+
+def scalar_or_vector(node: Node, what: str, value: np.ndarray[Any, Any], length: int,
+                     allow_vector: bool) -> np.ndarray[Any, Any]:
+    """Flatten a quantization parameter that must hold 1 or `length` values."""
+    flat = value.reshape(-1)
+    if value.ndim > 1 or flat.size == 0:
+        raise ModelError(f"{node.describe()}: {what} must be a scalar or a 1-D tensor, "
+                         f"got shape {list(value.shape)}")
+    if flat.size != 1 and not (allow_vector and flat.size == length):
+        expected = f"1 or {length}" if allow_vector else "1"
+        raise ModelError(f"{node.describe()}: {what} has {flat.size} values, expected {expected}")
+    return flat
+
+
+def check_scales(node: Node, what: str, scale: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    if scale.dtype != np.float32:
+        raise UnsupportedError(f"{node.describe()}: {what} has dtype {scale.dtype}; "
+                               "supported: float32")
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        bad = scale[~(np.isfinite(scale) & (scale > 0))][0]
+        raise ModelError(f"{node.describe()}: {what} must be finite and positive, got {bad}")
+    return scale
+
+
+def check_zero_points(node: Node, what: str, zp: np.ndarray[Any, Any],
+                      dtype: str) -> np.ndarray[Any, Any]:
+    if str(zp.dtype) != dtype:
+        raise ModelError(f"{node.describe()}: {what} has dtype {zp.dtype}, expected {dtype}")
+    return zp
+
+
+def quant_params(scale: np.ndarray[Any, Any], zero_point: np.ndarray[Any, Any],
+                 axis: int | None) -> QuantParams:
+    scales = tuple(float(s) for s in scale.reshape(-1))
+    zps = tuple(int(z) for z in zero_point.reshape(-1))
+    if len(zps) == 1 and len(scales) > 1:
+        zps = zps * len(scales)
+    return QuantParams(scale=scales, zero_point=zps, axis=axis if len(scales) > 1 else None)
+
+
+def quant_range(dtype: str) -> tuple[int, int]:
+    return QUANT_RANGE[dtype]
+
+
+def normalize_axis(node: Node, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise ModelError(f"{node.describe()}: axis {axis} is out of range for rank {rank}")
+    return axis % rank

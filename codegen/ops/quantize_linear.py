@@ -1,0 +1,151 @@
+"""QuantizeLinear and DequantizeLinear (opsets 10, 13, 19, 21), per tensor and per axis,
+between float32 and uint8/int8 (and int32 -> float32 for dequantized biases)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
+from ..program import CArray, CRef, CStruct, KernelCall
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import (
+    attr_int,
+    check_dtype,
+    check_scales,
+    constant_input,
+    input_tensor,
+    normalize_axis,
+    quant_params,
+    reject_unknown_attrs,
+    scalar_or_vector,
+)
+
+SOURCES_Q = ("quantize_linear.c",)
+SOURCES_DQ = ("dequantize_linear.c",)
+
+
+def _axis_and_scale(node: Node, graph: Graph, x: Tensor) -> tuple[int | None, np.ndarray[Any, Any]]:
+    """The quantization axis (None for per tensor) and the flattened float32 scales."""
+    scale = check_scales(node, "scale", constant_input(node, graph, 1, "scale"))
+    if node.attrs.get("block_size", 0) not in (0, None):
+        raise UnsupportedError(f"{node.describe()}: blocked quantization (block_size) "
+                               "is not supported")
+    if scale.ndim == 0 or scale.size == 1:
+        return None, scale.reshape(-1)
+    if node.opset < 13:
+        raise ModelError(f"{node.describe()}: scale must be a scalar before opset 13")
+    if scale.ndim != 1:
+        raise UnsupportedError(f"{node.describe()}: scale of shape {list(scale.shape)} "
+                               "(blocked quantization) is not supported")
+    axis = normalize_axis(node, attr_int(node, "axis", 1), len(x.shape))
+    flat = scalar_or_vector(node, "scale", scale, x.shape[axis], allow_vector=True)
+    return axis, flat
+
+
+def _zero_point(node: Node, graph: Graph, default_dtype: str, length: int) -> np.ndarray[Any, Any]:
+    if node.input(2) is None:
+        return np.zeros(1, dtype=default_dtype)
+    zp = constant_input(node, graph, 2, "zero point")
+    flat = scalar_or_vector(node, "zero point", zp, length, allow_vector=True)
+    return flat
+
+
+def _qdq_params(x: Tensor, axis: int | None, scale: np.ndarray[Any, Any],
+                zp: np.ndarray[Any, Any]) -> tuple[CStruct, tuple[CArray, ...]]:
+    if axis is None:
+        outer, axis_len, inner = 1, 1, x.numel
+    else:
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        axis_len = x.shape[axis]
+        inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    per_axis = axis is not None
+    zps = np.broadcast_to(zp.astype(np.int32), scale.shape)
+    arrays = (CArray("scale", "float", scale.astype(np.float32)),
+              CArray("zero_point", "int32_t", zps.astype(np.int32)))
+    params = CStruct("q8_qdq_params", (
+        ("outer", outer), ("axis_len", axis_len), ("inner", inner),
+        ("per_axis", int(per_axis)), ("scale", CRef("scale")),
+        ("zero_point", CRef("zero_point")),
+    ))
+    return params, arrays
+
+
+# ---------------------------------------------------------------- QuantizeLinear
+
+
+def infer_quantize_linear(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"axis", "saturate", "block_size", "output_dtype"})
+    x = input_tensor(node, graph, 0, "x")
+    check_dtype(node, "input x", x, ("float32",))
+    axis, scale = _axis_and_scale(node, graph, x)
+    out_dtype_attr = node.attrs.get("output_dtype", 0)
+    default_dtype = "uint8"
+    if out_dtype_attr:
+        if out_dtype_attr not in ONNX_TO_DTYPE or ONNX_TO_DTYPE[out_dtype_attr] not in (
+                "uint8", "int8"):
+            raise UnsupportedError(f"{node.describe()}: output_dtype {out_dtype_attr} is not "
+                                   "supported; supported: uint8, int8")
+        default_dtype = ONNX_TO_DTYPE[out_dtype_attr]
+    zp = _zero_point(node, graph, default_dtype, scale.size)
+    y_dtype = check_dtype(node, "y_zero_point", zp, ("uint8", "int8"))
+    if out_dtype_attr and y_dtype != default_dtype:
+        raise ModelError(f"{node.describe()}: output_dtype and y_zero_point disagree")
+    q = quant_params(scale, zp, axis)
+    y = Tensor(node.outputs[0], y_dtype, x.shape, q)
+    return Inferred([y], {x.name: q})
+
+
+def lower_quantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    axis, scale = _axis_and_scale(node, graph, x)
+    zp = _zero_point(node, graph, y.dtype, scale.size)
+    params, arrays = _qdq_params(x, axis, scale, zp)
+    suffix = "u8" if y.dtype == "uint8" else "s8"
+    return [KernelCall(f"q8_quantize_linear_{suffix}", node.name, (x.name,), (y.name,),
+                       params, arrays, SOURCES_Q)]
+
+
+register(OpDef("QuantizeLinear", "", infer_quantize_linear, lower_quantize_linear,
+               since_versions=(10, 13, 19, 21)))
+
+
+# -------------------------------------------------------------- DequantizeLinear
+
+
+def infer_dequantize_linear(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"axis", "block_size", "output_dtype"})
+    x = input_tensor(node, graph, 0, "x")
+    x_dtype = check_dtype(node, "input x", x, ("uint8", "int8", "int32"))
+    axis, scale = _axis_and_scale(node, graph, x)
+    zp = _zero_point(node, graph, x_dtype, scale.size)
+    if str(zp.dtype) != x_dtype:
+        raise ModelError(f"{node.describe()}: x_zero_point has dtype {zp.dtype}, "
+                         f"expected {x_dtype}")
+    if x_dtype == "int32" and np.any(zp != 0):
+        raise ModelError(f"{node.describe()}: an int32 input needs a zero point of 0")
+    out_dtype = node.attrs.get("output_dtype", 0)
+    if out_dtype not in (0, 1):
+        raise UnsupportedError(f"{node.describe()}: output_dtype {out_dtype} is not "
+                               "supported; supported: float32")
+    q = quant_params(scale, zp, axis)
+    y = Tensor(node.outputs[0], "float32", x.shape, q)
+    return Inferred([y], {x.name: q})
+
+
+def lower_dequantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    axis, scale = _axis_and_scale(node, graph, x)
+    zp = _zero_point(node, graph, x.dtype, scale.size)
+    params, arrays = _qdq_params(x, axis, scale, zp)
+    suffix = {"uint8": "u8", "int8": "s8", "int32": "s32"}[x.dtype]
+    return [KernelCall(f"q8_dequantize_linear_{suffix}", node.name, (x.name,), (y.name,),
+                       params, arrays, SOURCES_DQ)]
+
+
+register(OpDef("DequantizeLinear", "", infer_dequantize_linear, lower_dequantize_linear,
+               since_versions=(10, 13, 19, 21)))

@@ -1,0 +1,74 @@
+"""The stages in order: import -> passes -> lowering -> planning -> emission."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from .boards import Board, load_board
+from .emitter import default_name, emit_project, is_valid_name
+from .errors import UnsupportedError
+from .importer import ModelSource, import_model, load_model
+from .ir import Graph
+from .lowering import lower_graph
+from .ops import LoweringOptions
+from .passes import run_passes
+from .planner import ArenaPlan, plan_arena
+from .program import Program
+
+REQUANT_MODES = ("float", "int")
+
+
+@dataclass(frozen=True)
+class Options:
+    board: str = "host"
+    name: str | None = None
+    requant: str | None = None  # None: the board's default
+    input_shapes: Mapping[str, tuple[int, ...]] | None = None
+
+
+@dataclass
+class Generated:
+    model: onnx.ModelProto
+    graph: Graph
+    program: Program
+    plan: ArenaPlan
+    board: Board
+    files: dict[str, bytes]
+    rewrites: dict[str, list[str]]
+
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+
+def model_name(source: ModelSource, requested: str | None) -> str:
+    if requested is not None:
+        if not is_valid_name(requested):
+            raise UnsupportedError(f"--name '{requested}' is not usable as a C identifier: use "
+                                   "a letter followed by letters, digits or '_' (max 63), "
+                                   "not a C keyword")
+        return requested
+    if isinstance(source, str | Path):
+        return default_name(Path(source).name.removesuffix(".onnx"))
+    return "model"
+
+
+def generate_sources(source: ModelSource, options: Options) -> Generated:
+    """Run every stage in memory; nothing is written to disk."""
+    board = load_board(options.board)
+    requant = options.requant or board.requant
+    if requant not in REQUANT_MODES:
+        raise UnsupportedError(f"--requant '{requant}': choose one of {', '.join(REQUANT_MODES)}")
+    name = model_name(source, options.name)
+    model = load_model(source)
+    graph = import_model(model, options.input_shapes)
+    graph, rewrites = run_passes(graph)
+    program = lower_graph(graph, name, LoweringOptions(requant=requant))
+    plan = plan_arena(program)
+    note = model.graph.name or ""
+    files = emit_project(program, plan, board, source_note=note)
+    return Generated(model, graph, program, plan, board, files, rewrites)

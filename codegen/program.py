@@ -1,0 +1,76 @@
+"""The lowered program: kernel calls with their precomputed parameters.
+
+Lowering produces it from the IR; the memory planner and the emitter only read it.
+Parameter values are plain data (ints, float32 values, references to const arrays and
+nested struct initializers) so the emitter can print them without knowing any kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from .ir import Tensor
+
+
+@dataclass(frozen=True)
+class CArray:
+    """A const array in the generated source (weights, per-channel constants)."""
+
+    name: str  # a suffix; the emitter prefixes the call's symbol
+    ctype: str
+    values: np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class CRef:
+    """The address of a CArray of the same call."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class CFloat:
+    """A float32 constant, printed as an exact hexadecimal literal."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class CStruct:
+    ctype: str
+    fields: tuple[tuple[str, CValue], ...]
+
+
+CValue = Union[int, CFloat, CRef, CStruct, None]
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One call of a runtime kernel: function(&params, inputs..., outputs...)."""
+
+    function: str
+    node: str  # the IR node it implements, for comments and diagnostics
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    params: CStruct | None = None
+    arrays: tuple[CArray, ...] = ()
+    sources: tuple[str, ...] = ()  # runtime_c files that define `function`
+    macs: int = 0
+
+
+@dataclass
+class Program:
+    name: str
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    tensors: dict[str, Tensor]
+    calls: list[KernelCall]
+    constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    requant: str = "float"
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({src for call in self.calls for src in call.sources})

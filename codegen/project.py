@@ -1,0 +1,58 @@
+"""Write a generated project to disk without ever leaving a half-written folder or
+overwriting a user's files: everything goes to a temporary sibling folder first and is
+moved into place by rename at the end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from .errors import OutputError
+
+
+def _is_nonempty_dir(path: Path) -> bool:
+    return path.is_dir() and any(path.iterdir())
+
+
+def check_output_dir(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} exists and is not a folder")
+    if _is_nonempty_dir(out) and not force:
+        raise OutputError(f"{out} is not empty; pass --force to replace its contents")
+
+
+def write_files(root: Path, files: Mapping[str, bytes]) -> None:
+    for rel, data in sorted(files.items()):
+        path = root / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            raise OutputError(f"refusing to write outside the output folder: {rel}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def write_project(out: Path, files: Mapping[str, bytes], force: bool = False) -> None:
+    """Atomically make `out` contain exactly `files`."""
+    out = Path(out).absolute()
+    check_output_dir(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    old: Path | None = None
+    try:
+        write_files(staging, files)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.rmdir(old)
+            os.rename(out, old)
+        os.rename(staging, out)
+    except BaseException:
+        if old is not None and old.exists() and not out.exists():
+            os.rename(old, out)
+            old = None
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,242 @@
+"""Compare the generated C with ONNX Runtime, bit for bit.
+
+This is the only module that knows ONNX Runtime exists. ORT is the reference, with one
+documented exception: on x86 CPUs without VNNI, ORT's u8 x s8 kernels add pairs of
+products with int16 saturation (vpmaddubsw). The generated C computes the exact sum, as
+the ONNX specification and ORT on ARM/VNNI do. `verify` probes the local ORT once; when
+it saturates, the reference is the same model with its int8 weights moved to uint8
+(+128, zero points +128): identical mathematics that ORT computes exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .errors import Onnx2McuError
+from .ir import QUANT_RANGE, Graph, Tensor
+
+ORT_LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED",
+              "basic": "ORT_ENABLE_BASIC", "disable": "ORT_DISABLE_ALL"}
+# Set to 1/0 to override the saturation probe (tests use it to exercise both paths).
+SATURATION_ENV = "ONNX2MCU_ORT_U8S8_SATURATES"
+
+
+class OrtError(Onnx2McuError):
+    """ONNX Runtime could not run the model."""
+
+
+def ort_version() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
+
+
+def _session(model: onnx.ModelProto, level: str = "all") -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, ORT_LEVELS[level])
+    try:
+        return ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise OrtError(f"ONNX Runtime cannot run this model: {text}") from None
+
+
+def run_ort(model: onnx.ModelProto, samples: Sequence[Mapping[str, np.ndarray[Any, Any]]],
+            level: str = "all") -> list[dict[str, np.ndarray[Any, Any]]]:
+    session = _session(model, level)
+    names = [o.name for o in session.get_outputs()]
+    results = []
+    for sample in samples:
+        feed = {i.name: sample[i.name] for i in session.get_inputs()}
+        try:
+            values = session.run(names, feed)
+        except Exception as exc:
+            raise OrtError(f"ONNX Runtime failed: {str(exc).strip()[:300]}") from None
+        results.append({n: np.asarray(v) for n, v in zip(names, values, strict=True)})
+    return results
+
+
+@lru_cache(maxsize=1)
+def _probe_saturation() -> bool:
+    a = helper.make_tensor_value_info("a", onnx.TensorProto.UINT8, [1, 2])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [1, 1])
+    b = numpy_helper.from_array(np.full((2, 1), -128, dtype=np.int8), "b")
+    graph = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "probe",
+                              [a], [y], [b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    out = run_ort(model, [{"a": np.full((1, 2), 255, dtype=np.uint8)}])[0]["y"]
+    return int(out.reshape(-1)[0]) == -32768  # exact: -65280
+
+
+def ort_saturates_u8s8() -> bool:
+    """Does the local ORT saturate u8 x s8 products in int16 pairs (x86 without VNNI)?"""
+    forced = os.environ.get(SATURATION_ENV)
+    if forced in ("0", "1"):
+        return forced == "1"
+    return _probe_saturation()
+
+
+def u8s8_nodes(graph: Graph) -> list[str]:
+    """Nodes whose ORT kernel multiplies uint8 activations by int8 weights."""
+    names = []
+    for node in graph.nodes:
+        if node.op_type == "QLinearConv" and node.domain == "":
+            x = graph.tensors[node.inputs[0]]
+            w = graph.constants.get(node.inputs[3])
+            if x.dtype == "uint8" and w is not None and w.dtype == np.int8:
+                names.append(node.name)
+    return names
+
+
+def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
+    """The same model with the int8 weights of u8 x s8 QLinearConvs moved to uint8."""
+    targets = set(u8s8_nodes(graph))
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    g = rewritten.graph
+    existing = {i.name for i in g.initializer} | {o for n in g.node for o in n.output}
+    for index, node in enumerate(g.node):
+        name = node.name or f"{node.op_type}_{index}"
+        if name not in targets:
+            continue
+        for slot in (3, 5):  # w, w_zero_point
+            value = graph.constants[node.input[slot]]
+            shifted = (value.astype(np.int16) + 128).astype(np.uint8)
+            new_name = f"{node.input[slot]}__u8_{index}"
+            while new_name in existing:
+                new_name += "_"
+            existing.add(new_name)
+            g.initializer.append(numpy_helper.from_array(shifted, new_name))
+            node.input[slot] = new_name
+    return rewritten
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def random_inputs(inputs: Sequence[Tensor], count: int,
+                  seed: int) -> list[dict[str, np.ndarray[Any, Any]]]:
+    """Random inputs that cover each input's whole quantized range, and a little beyond."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(count):
+        sample: dict[str, np.ndarray[Any, Any]] = {}
+        for t in inputs:
+            sample[t.name] = _random_tensor(t, rng)
+        samples.append(sample)
+    return samples
+
+
+def _random_tensor(t: Tensor, rng: np.random.Generator) -> np.ndarray[Any, Any]:
+    if t.dtype in QUANT_RANGE:
+        lo, hi = QUANT_RANGE[t.dtype]
+        return rng.integers(lo, hi + 1, size=t.shape).astype(t.dtype)
+    if t.dtype == "int32":
+        return rng.integers(-(2**20), 2**20, size=t.shape).astype(np.int32)
+    if t.quant is None:
+        return rng.standard_normal(t.shape).astype(np.float32)
+    scale = np.array(t.quant.scale, dtype=np.float32)
+    zp = np.array(t.quant.zero_point, dtype=np.float64)
+    if t.quant.axis is not None:
+        bshape = [1] * len(t.shape)
+        bshape[t.quant.axis] = -1
+        scale, zp = scale.reshape(bshape), zp.reshape(bshape)
+    # Quantized values from -130 to 258 cover both 8-bit ranges and saturation; a third
+    # of the values sit exactly on .5 rounding boundaries.
+    q = rng.integers(-130, 259, size=t.shape).astype(np.float64)
+    q = np.where(rng.random(t.shape) < 0.33, q + 0.5, q + rng.random(t.shape) - 0.5)
+    return ((q - zp) * scale).astype(np.float32)
+
+
+# ---------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class OutputReport:
+    name: str
+    dtype: str
+    elements: int
+    mismatches: int
+    max_abs_diff: float
+
+
+@dataclass
+class VerifyReport:
+    outputs: list[OutputReport]
+    samples: int
+    seed: int | None
+    ort_version: str
+    ort_level: str
+    reference: str
+    requant: str
+    board: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.mismatches == 0 for o in self.outputs)
+
+
+def compare_arrays(ours: np.ndarray[Any, Any], ref: np.ndarray[Any, Any]) -> tuple[int, float]:
+    """(mismatching elements, max abs diff); floats are compared bit for bit."""
+    if ours.shape != ref.shape or ours.dtype != ref.dtype:
+        return max(ours.size, ref.size), float("inf")
+    if ours.dtype.kind == "f":
+        bits_a = ours.view(np.uint32 if ours.itemsize == 4 else np.uint64)
+        bits_b = ref.view(bits_a.dtype)
+        mismatches = int(np.count_nonzero(bits_a != bits_b))
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
+        diff = np.where(bits_a == bits_b, 0.0, diff)
+        return mismatches, float(np.max(diff)) if diff.size else 0.0
+    mismatches = int(np.count_nonzero(ours != ref))
+    diff = np.abs(ours.astype(np.int64) - ref.astype(np.int64))
+    return mismatches, float(np.max(diff)) if diff.size else 0.0
+
+
+def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, np.ndarray[Any, Any]]],
+                    refs: Sequence[Mapping[str, np.ndarray[Any, Any]]]) -> list[OutputReport]:
+    reports = []
+    for t in outputs:
+        name = t.name.split("#")[0]
+        mismatches, max_diff, elements = 0, 0.0, 0
+        for a, b in zip(ours, refs, strict=True):
+            m, d = compare_arrays(a[name], b[name])
+            mismatches += m
+            max_diff = max(max_diff, d) if not np.isnan(d) else float("nan")
+            elements += a[name].size
+        reports.append(OutputReport(name, t.dtype, elements, mismatches, max_diff))
+    return reports
+
+
+RunFn = Callable[[Sequence[Mapping[str, np.ndarray[Any, Any]]]],
+                 list[dict[str, np.ndarray[Any, Any]]]]
+
+
+def reference_model(model: onnx.ModelProto, graph: Graph) -> tuple[onnx.ModelProto, str, list[str]]:
+    """The model ORT should run, a one-line description of it, and notes for the user."""
+    nodes = u8s8_nodes(graph)
+    if not nodes:
+        return model, "the model as given", []
+    if not ort_saturates_u8s8():
+        return model, "the model as given", [
+            f"{len(nodes)} u8 x s8 node(s): this CPU's ORT computes them exactly (VNNI or ARM)"]
+    return exact_u8s8_model(model, graph), "the model with int8 weights moved to uint8", [
+        f"{len(nodes)} u8 x s8 node(s): this CPU's ORT saturates int16 pairs of u8 x s8 "
+        "products (x86 without VNNI); the generated C computes the exact sum, as ONNX "
+        "specifies, so the reference is the same model with int8 weights moved to uint8 "
+        "(+128, zero points +128), which ORT computes exactly"]

@@ -1,0 +1,144 @@
+/*
+ * q8_arith.h - the scalar arithmetic that makes onnx2mcu bit-exact with ONNX Runtime.
+ *
+ * ORT requantizes an int32 accumulator as
+ *     v = f32( (float)acc * scale );  v = clamp(v, lo, hi);  y = rne(v) + zp
+ * with scale = f32( f32(x_scale * w_scale) / y_scale ) and rne = round half to even.
+ * q8_requant_f32() does exactly that on any IEEE-754 binary32 FPU.
+ * q8_requant_int() reproduces the same two float32 roundings with integer operations
+ * only, for cores without an FPU. See docs in README.md ("Numerics").
+ *
+ * Requirements on the compiler: IEEE binary32 floats, no -ffast-math.
+ */
+#ifndef Q8_ARITH_H
+#define Q8_ARITH_H
+
+#include <float.h>
+#include <stdint.h>
+
+#if defined(__FAST_MATH__)
+#error "onnx2mcu kernels need IEEE float semantics: do not compile them with -ffast-math"
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define Q8_INLINE static __inline__ __attribute__((always_inline))
+#else
+#define Q8_INLINE static
+#endif
+
+/*
+ * Round to the nearest integer, ties to even, for |v| < 2^22.
+ * Adding 1.5 * 2^23 leaves no fraction bits, so the FPU's own round-to-nearest-even
+ * does the rounding; the casts force float32 precision even where FLT_EVAL_METHOD != 0.
+ */
+Q8_INLINE int32_t q8_round_half_even(float v)
+{
+    const float magic = 12582912.0f;
+    float r = (float)(v + magic);
+    r = (float)(r - magic);
+    return (int32_t)r;
+}
+
+/*
+ * Clamp as x86 maxps/minps do (the order ORT uses): a NaN input becomes lo.
+ */
+Q8_INLINE float q8_clamp_f32(float v, float lo, float hi)
+{
+    v = (v > lo) ? v : lo;
+    v = (v < hi) ? v : hi;
+    return v;
+}
+
+/* Float requantization of an accumulator; returns the value before the zero point. */
+Q8_INLINE int32_t q8_requant_f32(int32_t acc, float scale, float lo, float hi)
+{
+    float v = (float)((float)acc * scale);
+    return q8_round_half_even(q8_clamp_f32(v, lo, hi));
+}
+
+/* Number of significant bits of v (0 for v == 0). */
+Q8_INLINE int q8_bit_length32(uint32_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return v ? 32 - __builtin_clz(v) : 0;
+#else
+    int n = 0;
+    while (v) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+Q8_INLINE int q8_bit_length64(uint64_t v)
+{
+    uint32_t hi = (uint32_t)(v >> 32);
+    return hi ? 32 + q8_bit_length32(hi) : q8_bit_length32((uint32_t)v);
+}
+
+/* v / 2^n rounded half to even, 1 <= n <= 31. */
+Q8_INLINE uint32_t q8_shift_round_even32(uint32_t v, int n)
+{
+    uint32_t q = v >> n;
+    uint32_t rem = v & ((1u << n) - 1u);
+    uint32_t half = 1u << (n - 1);
+    return q + (uint32_t)(rem > half || (rem == half && (q & 1u)));
+}
+
+/* v / 2^n rounded half to even, 1 <= n <= 63. */
+Q8_INLINE uint64_t q8_shift_round_even64(uint64_t v, int n)
+{
+    uint64_t q = v >> n;
+    uint64_t rem = v & ((((uint64_t)1) << n) - 1u);
+    uint64_t half = ((uint64_t)1) << (n - 1);
+    return q + (uint64_t)(rem > half || (rem == half && (q & 1u)));
+}
+
+/*
+ * Integer-only requantization, bit-identical to q8_requant_f32(acc, scale, lo, hi) with
+ * scale = mult * 2^exp, |mult| < 2^24 (the float32 significand, sign included) and
+ * lo/hi integers. Returns the value before the zero point.
+ */
+Q8_INLINE int32_t q8_requant_int(int32_t acc, int32_t mult, int32_t exp, int32_t lo, int32_t hi)
+{
+    uint32_t a = (acc < 0) ? 0u - (uint32_t)acc : (uint32_t)acc;
+    uint32_t m = (mult < 0) ? 0u - (uint32_t)mult : (uint32_t)mult;
+    int negative = (acc < 0) != (mult < 0);
+    int32_t e = exp;
+    uint64_t p;
+    uint32_t mag;
+    int32_t v;
+    int n;
+
+    /* (float)acc: round |acc| to 24 significant bits. */
+    if (a >= 0x1000000u) {
+        n = q8_bit_length32(a) - 24;
+        a = q8_shift_round_even32(a, n);
+        e += n;
+    }
+    /* f32(a * m): the exact 48-bit product, rounded again to 24 significant bits. */
+    p = (uint64_t)a * m;
+    n = q8_bit_length64(p) - 24;
+    if (n > 0) {
+        p = q8_shift_round_even64(p, n);
+        e += n;
+    }
+    /* rne(p * 2^e), saturated well outside any 8-bit range. */
+    if (p == 0u) {
+        mag = 0u;
+    } else if (e >= 0) {
+        mag = (e > 10 || p > (1024u >> e)) ? 1024u : (uint32_t)p << e;
+    } else if (e < -40) {
+        mag = 0u;
+    } else {
+        uint64_t r = q8_shift_round_even64(p, -e);
+        mag = r > 1024u ? 1024u : (uint32_t)r;
+    }
+    v = negative ? -(int32_t)mag : (int32_t)mag;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    return v;
+}
+
+#endif /* Q8_ARITH_H */

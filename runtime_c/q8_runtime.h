@@ -1,0 +1,125 @@
+/*
+ * q8_runtime.h - public API of the onnx2mcu integer kernels.
+ *
+ * Every kernel is a plain C99 function with a small const parameter struct that the
+ * code generator fills at generation time. Kernels never allocate; tensors are NCHW,
+ * dense, in the layout ONNX defines.
+ *
+ * Naming: q8_<family>_<activation type>[_<variant>], for example q8_conv_u8_freq is the
+ * reference convolution on uint8 activations with float requantization, and
+ * q8_conv_u8_ireq the same with integer-only requantization.
+ */
+#ifndef Q8_RUNTIME_H
+#define Q8_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define Q8_RESTRICT __restrict
+extern "C" {
+#else
+#define Q8_RESTRICT restrict
+#endif
+
+/* Shape of a 4-D NCHW tensor. 1-D convolutions use h = 1. */
+typedef struct {
+    int32_t n;
+    int32_t c;
+    int32_t h;
+    int32_t w;
+} q8_dims;
+
+/*
+ * Requantization of int32 accumulators to 8 bits, per tensor or per output channel.
+ *   freq kernels read scale[] (float32, exactly the scale ORT computes);
+ *   ireq kernels read mult[] and exp[] with scale = mult * 2^exp, |mult| < 2^24.
+ * The result is clamped to [act_min, act_max] (the full 8-bit range unless an
+ * activation was folded in) and offset by zero_point.
+ */
+typedef struct {
+    const float *scale;
+    const int32_t *mult;
+    const int32_t *exp;
+    int32_t per_channel; /* 1: index scale/mult/exp by output channel; 0: one value */
+    int32_t zero_point;
+    int32_t act_min;
+    int32_t act_max;
+} q8_requant_params;
+
+/*
+ * QLinearConv (1-D and 2-D, grouped, depthwise, dilated, strided, padded).
+ * Weights are int8 [M][C/groups][kernel_h][kernel_w]; uint8 weights are stored shifted
+ * by -128 together with their zero points, which leaves every product unchanged.
+ * pad_top/pad_left may be negative (ORT's SAME padding when kernel < stride).
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t groups;
+    int32_t input_zero_point;
+    const int8_t *weights;
+    const int32_t *weight_zero_point;
+    int32_t weight_zero_point_per_channel;
+    const int32_t *bias; /* [M] or NULL */
+    q8_requant_params requant;
+} q8_conv_params;
+
+void q8_conv_u8_freq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                     uint8_t *Q8_RESTRICT output);
+void q8_conv_s8_freq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                     int8_t *Q8_RESTRICT output);
+void q8_conv_u8_ireq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                     uint8_t *Q8_RESTRICT output);
+void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                     int8_t *Q8_RESTRICT output);
+
+/*
+ * QuantizeLinear and DequantizeLinear, per tensor or per axis.
+ * The tensor is viewed as [outer][axis_len][inner]; scale and zero_point hold axis_len
+ * values when per_axis is 1, else one value.
+ */
+typedef struct {
+    int32_t outer;
+    int32_t axis_len;
+    int32_t inner;
+    int32_t per_axis;
+    const float *scale;
+    const int32_t *zero_point;
+} q8_qdq_params;
+
+/* y = clamp(rne(x / scale) + zero_point); NaN gives the type's minimum, as in ORT. */
+void q8_quantize_linear_u8(const q8_qdq_params *params, const float *Q8_RESTRICT input,
+                           uint8_t *Q8_RESTRICT output);
+void q8_quantize_linear_s8(const q8_qdq_params *params, const float *Q8_RESTRICT input,
+                           int8_t *Q8_RESTRICT output);
+
+/* y = (float)(x - zero_point) * scale, rounded once to float32. */
+void q8_dequantize_linear_u8(const q8_qdq_params *params, const uint8_t *Q8_RESTRICT input,
+                             float *Q8_RESTRICT output);
+void q8_dequantize_linear_s8(const q8_qdq_params *params, const int8_t *Q8_RESTRICT input,
+                             float *Q8_RESTRICT output);
+void q8_dequantize_linear_s32(const q8_qdq_params *params, const int32_t *Q8_RESTRICT input,
+                              float *Q8_RESTRICT output);
+
+/* Byte copy, for graph outputs that are graph inputs or constants. */
+typedef struct {
+    size_t bytes;
+} q8_copy_params;
+
+void q8_copy(const q8_copy_params *params, const void *Q8_RESTRICT input,
+             void *Q8_RESTRICT output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* Q8_RUNTIME_H */

@@ -1,0 +1,133 @@
+/*
+ * qlinear_conv.c - QLinearConv, reference path (NCHW, direct convolution).
+ *
+ * The arithmetic follows ONNX exactly: acc = sum (x - x_zp) * (w - w_zp) + bias over
+ * the valid (unpadded) kernel taps, which equals ORT's x_zp padding. The accumulation
+ * is done modulo 2^32, as ORT's int32 arithmetic is, so no input can overflow a signed
+ * type. Requantization is q8_requant_f32 / q8_requant_int from q8_arith.h.
+ */
+#include "q8_arith.h"
+#include "q8_runtime.h"
+
+/* First kernel tap k in [0, K) that lands at or after input position 0. */
+static int32_t first_valid_tap(int32_t base, int32_t dil, int32_t K)
+{
+    int32_t k = 0;
+    while (k < K && base + k * dil < 0) {
+        k++;
+    }
+    return k;
+}
+
+/* One past the last kernel tap k with base + k*dil < size. */
+static int32_t end_valid_tap(int32_t base, int32_t dil, int32_t size, int32_t K)
+{
+    int32_t k = K;
+    while (k > 0 && base + (k - 1) * dil >= size) {
+        k--;
+    }
+    return k;
+}
+
+Q8_INLINE int32_t load_act(const uint8_t *p, int is_signed)
+{
+    return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
+}
+
+/*
+ * The one convolution loop nest, instantiated for each activation type and
+ * requantization mode below. Activations are read and written as bytes; int8 data is
+ * reinterpreted through a character type, which C allows.
+ */
+Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRICT x,
+                              uint8_t *Q8_RESTRICT y, int is_signed, int int_requant)
+{
+    const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
+    const int32_t M = p->output.c, OH = p->output.h, OW = p->output.w;
+    const int32_t KH = p->kernel_h, KW = p->kernel_w;
+    const int32_t c_per_group = C / p->groups;
+    const int32_t m_per_group = M / p->groups;
+    const int32_t x_zp = p->input_zero_point;
+    const q8_requant_params *rq = &p->requant;
+    const int32_t lo = rq->act_min - rq->zero_point;
+    const int32_t hi = rq->act_max - rq->zero_point;
+    int32_t n, m;
+
+    for (n = 0; n < p->input.n; n++) {
+        for (m = 0; m < M; m++) {
+            const int32_t g = m / m_per_group;
+            const int8_t *w_m = p->weights + (size_t)m * (size_t)(c_per_group * KH * KW);
+            const int32_t w_zp = p->weight_zero_point[p->weight_zero_point_per_channel ? m : 0];
+            const int32_t bias = p->bias ? p->bias[m] : 0;
+            const int32_t ch = rq->per_channel ? m : 0;
+            const uint8_t *x_g = x + ((size_t)n * (size_t)C + (size_t)(g * c_per_group)) *
+                                         (size_t)(H * W);
+            uint8_t *y_m = y + ((size_t)n * (size_t)M + (size_t)m) * (size_t)(OH * OW);
+            int32_t oh, ow;
+
+            for (oh = 0; oh < OH; oh++) {
+                const int32_t ih0 = oh * p->stride_h - p->pad_top;
+                const int32_t kh_begin = first_valid_tap(ih0, p->dilation_h, KH);
+                const int32_t kh_end = end_valid_tap(ih0, p->dilation_h, H, KH);
+                for (ow = 0; ow < OW; ow++) {
+                    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+                    const int32_t kw_begin = first_valid_tap(iw0, p->dilation_w, KW);
+                    const int32_t kw_end = end_valid_tap(iw0, p->dilation_w, W, KW);
+                    uint32_t acc = 0u;
+                    int32_t ci, kh, kw, v;
+
+                    for (ci = 0; ci < c_per_group; ci++) {
+                        const uint8_t *x_c = x_g + (size_t)ci * (size_t)(H * W);
+                        const int8_t *w_c = w_m + (size_t)ci * (size_t)(KH * KW);
+                        for (kh = kh_begin; kh < kh_end; kh++) {
+                            const uint8_t *x_row = x_c + (size_t)(ih0 + kh * p->dilation_h) * (size_t)W;
+                            for (kw = kw_begin; kw < kw_end; kw++) {
+                                const int32_t xv = load_act(x_row + iw0 + kw * p->dilation_w, is_signed) - x_zp;
+                                const int32_t wv = (int32_t)w_c[kh * KW + kw] - w_zp;
+                                acc += (uint32_t)(xv * wv);
+                            }
+                        }
+                    }
+                    acc += (uint32_t)bias;
+                    /* Two's complement reinterpretation, as ORT's int32 wraps. */
+                    {
+                        const int32_t acc_s = (acc > 0x7fffffffu) ? -(int32_t)(0xffffffffu - acc) - 1
+                                                                  : (int32_t)acc;
+                        if (int_requant) {
+                            v = q8_requant_int(acc_s, rq->mult[ch], rq->exp[ch], lo, hi);
+                        } else {
+                            v = q8_requant_f32(acc_s, rq->scale[ch], (float)lo, (float)hi);
+                        }
+                    }
+                    v += rq->zero_point;
+                    /* Modular conversion: int8 results land as their two's complement byte. */
+                    y_m[oh * OW + ow] = (uint8_t)v;
+                }
+            }
+        }
+    }
+}
+
+void q8_conv_u8_freq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                     uint8_t *Q8_RESTRICT output)
+{
+    conv_reference(params, input, output, 0, 0);
+}
+
+void q8_conv_s8_freq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                     int8_t *Q8_RESTRICT output)
+{
+    conv_reference(params, (const uint8_t *)input, (uint8_t *)output, 1, 0);
+}
+
+void q8_conv_u8_ireq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                     uint8_t *Q8_RESTRICT output)
+{
+    conv_reference(params, input, output, 0, 1);
+}
+
+void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                     int8_t *Q8_RESTRICT output)
+{
+    conv_reference(params, (const uint8_t *)input, (uint8_t *)output, 1, 1);
+}
