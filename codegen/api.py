@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .build import build_host, run_binary
 from .errors import InputDataError, UnsupportedError
@@ -23,7 +24,7 @@ from .verify import (
     run_ort,
 )
 
-Samples = Sequence[Mapping[str, np.ndarray[Any, Any]]]
+Samples = Sequence[Mapping[str, NDArray[Any]]]
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def _require_host(gen: Generated) -> None:
 
 
 def run_generated(gen: Generated, samples: Samples,
-                  cflags: Sequence[str] = ()) -> list[dict[str, np.ndarray[Any, Any]]]:
+                  cflags: Sequence[str] = ()) -> list[dict[str, NDArray[Any]]]:
     _require_host(gen)
     build = build_host(gen.files, gen.name, [*gen.board.cflags, *cflags])
     return run_binary(build.binary, gen.program.inputs, gen.program.outputs, samples)
@@ -80,7 +81,7 @@ def run_generated(gen: Generated, samples: Samples,
 
 def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
         requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-        cflags: Sequence[str] = ()) -> dict[str, np.ndarray[Any, Any]]:
+        cflags: Sequence[str] = ()) -> dict[str, NDArray[Any]]:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes))
     names = [t.name for t in gen.program.inputs]

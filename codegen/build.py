@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .emitter import STRICT_CFLAGS
 from .errors import InputDataError, ToolchainError
@@ -105,7 +106,7 @@ def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()
 # ---------------------------------------------------------------- raw I/O
 
 
-def _coerce(tensor: Tensor, value: Any) -> np.ndarray[Any, Any]:
+def _coerce(tensor: Tensor, value: Any) -> NDArray[Any]:
     array = np.asarray(value)
     target = numpy_dtype(tensor.dtype)
     label = tensor.name.split("#")[0]
@@ -139,7 +140,7 @@ def encode_samples(inputs: Sequence[Tensor],
 
 
 def decode_samples(outputs: Sequence[Tensor], data: bytes,
-                   count: int) -> list[dict[str, np.ndarray[Any, Any]]]:
+                   count: int) -> list[dict[str, NDArray[Any]]]:
     per_sample = sum(t.nbytes for t in outputs)
     if len(data) != per_sample * count:
         raise ToolchainError(f"the generated program wrote {len(data)} bytes, expected "
@@ -147,7 +148,7 @@ def decode_samples(outputs: Sequence[Tensor], data: bytes,
     results = []
     offset = 0
     for _ in range(count):
-        sample: dict[str, np.ndarray[Any, Any]] = {}
+        sample: dict[str, NDArray[Any]] = {}
         for tensor in outputs:
             dtype = numpy_dtype(tensor.dtype).newbyteorder("<")
             chunk = np.frombuffer(data, dtype=dtype, count=tensor.numel, offset=offset)
@@ -161,7 +162,7 @@ def decode_samples(outputs: Sequence[Tensor], data: bytes,
 
 def run_binary(binary: Path, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
                samples: Sequence[Mapping[str, Any]],
-               env: Mapping[str, str] | None = None) -> list[dict[str, np.ndarray[Any, Any]]]:
+               env: Mapping[str, str] | None = None) -> list[dict[str, NDArray[Any]]]:
     """Run the harness once over all samples and decode its outputs."""
     payload = encode_samples(inputs, samples)
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-run-") as tmp:

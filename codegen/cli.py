@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import api
 from .boards import list_boards
 from .errors import InputDataError, Onnx2McuError
 from .importer import parse_input_shape
+from .verify import ORT_LEVELS, VerifyReport
 from .version import __version__
-from .verify import VerifyReport
 
 
 def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | None:
@@ -29,7 +30,7 @@ def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | 
     return dict(parse_input_shape(v) for v in values)
 
 
-def _load_npz(path: str) -> dict[str, np.ndarray[Any, Any]]:
+def _load_npz(path: str) -> dict[str, NDArray[Any]]:
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def print_report(report: VerifyReport) -> None:
     print(f"reference: onnxruntime {report.ort_version} (CPUExecutionProvider, "
-          f"1 thread, graph optimization {report.ort_level}) on {report.reference}")
+          f"1 thread, {ORT_LEVELS[report.ort_level]}) on {report.reference}")
     for note in report.notes:
         print(f"note: {note}")
     source = "random inputs, seed " + str(report.seed) if report.seed is not None else \

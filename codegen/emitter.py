@@ -16,21 +16,21 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from .version import __version__
 from .boards import Board
 from .ir import Tensor, c_type
 from .planner import ArenaPlan
 from .program import CArray, CFloat, CRef, CStruct, CValue, KernelCall, Program
 from .resources import runtime_dir, templates_dir
+from .version import __version__
 
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 RUNTIME_HEADERS = ("q8_arith.h", "q8_runtime.h")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
-C_KEYWORDS = frozenset(
+C_KEYWORDS = frozenset((
     "auto break case char const continue default do double else enum extern float for goto "
     "if inline int long register restrict return short signed sizeof static struct switch "
-    "typedef union unsigned void volatile while main".split()
-)
+    "typedef union unsigned void volatile while main"
+).split())
 
 
 # ------------------------------------------------------------------ C text helpers

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from numpy.typing import NDArray
 from onnx import numpy_helper
 
 from . import ops
@@ -69,10 +70,17 @@ def import_model(model: onnx.ModelProto,
 
     tensors: dict[str, Tensor] = {}
     inputs: list[str] = []
+    readers = _first_readers(g)
     for value in g.input:
         if value.name in constants:
             continue  # IR < 4 lists initializers among the inputs
-        tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name))
+        try:
+            tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name))
+        except (UnsupportedError, ShapeError) as exc:
+            reader = readers.get(value.name)
+            if reader is None:
+                raise
+            raise type(exc)(f"{reader}: {exc}") from None
         inputs.append(value.name)
     for name, array in constants.items():
         dtype = str(array.dtype)
@@ -91,15 +99,52 @@ def import_model(model: onnx.ModelProto,
     return graph
 
 
+def _first_readers(g: onnx.GraphProto) -> dict[str, str]:
+    """For error messages: the first node reading each tensor, described."""
+    readers: dict[str, str] = {}
+    for index, proto in enumerate(g.node):
+        node = Node(proto.name or f"{proto.op_type}_{index}", proto.op_type, proto.domain, (), ())
+        for name in proto.input:
+            readers.setdefault(name, node.describe())
+    return readers
+
+
 def _check_model(model: onnx.ModelProto) -> None:
     if not model.HasField("graph"):
         raise ModelError("model has no graph")
+    # The checker insists on a shape field for graph inputs and outputs, which ORT does
+    # not; exporters often leave output shapes out. Give it an empty one meanwhile.
+    g = model.graph
+    shapeless = [v.type.tensor_type for v in (*g.input, *g.output)
+                 if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
+    for ttype in shapeless:
+        ttype.shape.SetInParent()
+    _check_references(g)
     try:
         onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as exc:
+    except Exception as exc:  # ValidationError, or protobuf errors on broken fields
         raise ModelError(f"invalid ONNX model: {_first_line(exc)}") from None
-    except Exception as exc:
-        raise ModelError(f"invalid ONNX model: {_first_line(exc)}") from None
+    finally:
+        for ttype in shapeless:
+            ttype.ClearField("shape")
+
+
+def _check_references(g: onnx.GraphProto) -> None:
+    """Name the node when an input is missing or defined after its use (the checker's
+    own message for these spans many lines)."""
+    defined = {i.name for i in g.input} | {i.name for i in g.initializer} | {""}
+    produced_later = {o for n in g.node for o in n.output}
+    for index, proto in enumerate(g.node):
+        node = Node(proto.name or f"{proto.op_type}_{index}", proto.op_type, proto.domain, (), ())
+        for name in proto.input:
+            if name in defined:
+                continue
+            if name in produced_later:
+                raise ModelError(f"{node.describe()}: input '{name}' is produced by a later "
+                                 "node; the graph must be topologically sorted")
+            raise ModelError(f"{node.describe()}: input '{name}' is not produced by any node, "
+                             "initializer or graph input")
+        defined.update(proto.output)
 
 
 def _opsets(model: onnx.ModelProto) -> dict[str, int]:
@@ -114,7 +159,7 @@ def _opsets(model: onnx.ModelProto) -> dict[str, int]:
     return opsets
 
 
-def _to_array(tensor: onnx.TensorProto, where: str) -> np.ndarray[Any, Any]:
+def _to_array(tensor: onnx.TensorProto, where: str) -> NDArray[Any]:
     if tensor.data_location == onnx.TensorProto.EXTERNAL and not tensor.raw_data:
         raise ModelError(f"{where} '{tensor.name}': external data was not loaded")
     try:
@@ -124,8 +169,8 @@ def _to_array(tensor: onnx.TensorProto, where: str) -> np.ndarray[Any, Any]:
                          ) from None
 
 
-def _initializers(g: onnx.GraphProto) -> dict[str, np.ndarray[Any, Any]]:
-    constants: dict[str, np.ndarray[Any, Any]] = {}
+def _initializers(g: onnx.GraphProto) -> dict[str, NDArray[Any]]:
+    constants: dict[str, NDArray[Any]] = {}
     if len(g.sparse_initializer):
         raise UnsupportedError(f"sparse initializer '{g.sparse_initializer[0].values.name}' "
                                "is not supported")
@@ -192,7 +237,7 @@ def _attribute(attr: onnx.AttributeProto, where: str) -> Any:
     return value
 
 
-def _constant_node_value(node: Node) -> np.ndarray[Any, Any]:
+def _constant_node_value(node: Node) -> NDArray[Any]:
     if len(node.attrs) != 1:
         raise ModelError(f"{node.describe()}: a Constant needs exactly one value attribute")
     key, value = next(iter(node.attrs.items()))
@@ -207,7 +252,7 @@ def _constant_node_value(node: Node) -> np.ndarray[Any, Any]:
     raise UnsupportedError(f"{node.describe()}: Constant attribute '{key}' is not supported")
 
 
-def _nodes(g: onnx.GraphProto, opsets: dict[str, int], constants: dict[str, np.ndarray[Any, Any]],
+def _nodes(g: onnx.GraphProto, opsets: dict[str, int], constants: dict[str, NDArray[Any]],
            tensors: dict[str, Tensor]) -> list[Node]:
     nodes: list[Node] = []
     for index, proto in enumerate(g.node):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 # dtype name -> (numpy dtype, C type, ONNX TensorProto code)
 DTYPES: dict[str, tuple[type[np.generic], str, int]] = {
@@ -94,7 +95,7 @@ class Graph:
     outputs: list[str]
     nodes: list[Node]
     tensors: dict[str, Tensor]
-    constants: dict[str, np.ndarray[Any, Any]]
+    constants: dict[str, NDArray[Any]]
     opsets: dict[str, int]
     doc: str = ""
 

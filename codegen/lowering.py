@@ -17,7 +17,8 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     for node in graph.nodes:
         opdef = ops.lookup(node)
         assert opdef is not None, node.describe()
-        calls.extend(replace(call, node=node.describe()) for call in opdef.lower(node, graph, options))
+        lowered = opdef.lower(node, graph, options)
+        calls.extend(replace(call, node=node.describe()) for call in lowered)
     tensors = dict(graph.tensors)
     outputs, copies = _graph_outputs(graph, tensors)
     calls.extend(copies)

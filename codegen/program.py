@@ -8,9 +8,9 @@ nested struct initializers) so the emitter can print them without knowing any ke
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from .ir import Tensor
 
@@ -21,7 +21,7 @@ class CArray:
 
     name: str  # a suffix; the emitter prefixes the call's symbol
     ctype: str
-    values: np.ndarray[Any, Any]
+    values: NDArray[Any]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class CStruct:
     fields: tuple[tuple[str, CValue], ...]
 
 
-CValue = Union[int, CFloat, CRef, CStruct, None]
+CValue = int | CFloat | CRef | CStruct | None
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Program:
     outputs: list[Tensor]
     tensors: dict[str, Tensor]
     calls: list[KernelCall]
-    constants: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    constants: dict[str, NDArray[Any]] = field(default_factory=dict)
     requant: str = "float"
 
     @property

@@ -12,17 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 F32 = np.float32
 
 
-def output_scale(x_scale: float, w_scale: np.ndarray[Any, Any], y_scale: float) -> np.ndarray[Any, Any]:
+def output_scale(x_scale: float, w_scale: NDArray[Any], y_scale: float) -> NDArray[Any]:
     """Per-channel requantization scale, rounded to float32 after each operation."""
     product = (F32(x_scale) * w_scale.astype(F32)).astype(F32)
     return (product / F32(y_scale)).astype(F32)
 
 
-def float32_mult_exp(scale: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def float32_mult_exp(scale: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     """Exact decomposition of float32 values: scale == mult * 2**exp, |mult| < 2**24."""
     bits = scale.astype(F32).reshape(-1).view(np.uint32).astype(np.int64)
     sign = np.where(bits >> 31, -1, 1)
@@ -37,8 +38,8 @@ def float32_mult_exp(scale: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any],
     return (sign * mult).astype(np.int32), exp.astype(np.int32)
 
 
-def requantize_float_reference(acc: np.ndarray[Any, Any], scale: np.ndarray[Any, Any],
-                               zero_point: int, qmin: int, qmax: int) -> np.ndarray[Any, Any]:
+def requantize_float_reference(acc: NDArray[Any], scale: NDArray[Any],
+                               zero_point: int, qmin: int, qmax: int) -> NDArray[Any]:
     """ORT's arithmetic in numpy: y = rne(clamp(f32(f32(acc) * scale))) + zp."""
     with np.errstate(over="ignore"):
         v = (acc.astype(np.int32).astype(F32) * scale.astype(F32)).astype(F32)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from numpy.typing import NDArray
 from onnx import helper, numpy_helper
 
 from .errors import Onnx2McuError
@@ -55,8 +56,8 @@ def _session(model: onnx.ModelProto, level: str = "all") -> Any:
         raise OrtError(f"ONNX Runtime cannot run this model: {text}") from None
 
 
-def run_ort(model: onnx.ModelProto, samples: Sequence[Mapping[str, np.ndarray[Any, Any]]],
-            level: str = "all") -> list[dict[str, np.ndarray[Any, Any]]]:
+def run_ort(model: onnx.ModelProto, samples: Sequence[Mapping[str, NDArray[Any]]],
+            level: str = "all") -> list[dict[str, NDArray[Any]]]:
     session = _session(model, level)
     names = [o.name for o in session.get_outputs()]
     results = []
@@ -129,19 +130,19 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
 
 
 def random_inputs(inputs: Sequence[Tensor], count: int,
-                  seed: int) -> list[dict[str, np.ndarray[Any, Any]]]:
+                  seed: int) -> list[dict[str, NDArray[Any]]]:
     """Random inputs that cover each input's whole quantized range, and a little beyond."""
     rng = np.random.default_rng(seed)
     samples = []
     for _ in range(count):
-        sample: dict[str, np.ndarray[Any, Any]] = {}
+        sample: dict[str, NDArray[Any]] = {}
         for t in inputs:
             sample[t.name] = _random_tensor(t, rng)
         samples.append(sample)
     return samples
 
 
-def _random_tensor(t: Tensor, rng: np.random.Generator) -> np.ndarray[Any, Any]:
+def _random_tensor(t: Tensor, rng: np.random.Generator) -> NDArray[Any]:
     if t.dtype in QUANT_RANGE:
         lo, hi = QUANT_RANGE[t.dtype]
         return rng.integers(lo, hi + 1, size=t.shape).astype(t.dtype)
@@ -191,7 +192,7 @@ class VerifyReport:
         return all(o.mismatches == 0 for o in self.outputs)
 
 
-def compare_arrays(ours: np.ndarray[Any, Any], ref: np.ndarray[Any, Any]) -> tuple[int, float]:
+def compare_arrays(ours: NDArray[Any], ref: NDArray[Any]) -> tuple[int, float]:
     """(mismatching elements, max abs diff); floats are compared bit for bit."""
     if ours.shape != ref.shape or ours.dtype != ref.dtype:
         return max(ours.size, ref.size), float("inf")
@@ -208,8 +209,8 @@ def compare_arrays(ours: np.ndarray[Any, Any], ref: np.ndarray[Any, Any]) -> tup
     return mismatches, float(np.max(diff)) if diff.size else 0.0
 
 
-def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, np.ndarray[Any, Any]]],
-                    refs: Sequence[Mapping[str, np.ndarray[Any, Any]]]) -> list[OutputReport]:
+def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, NDArray[Any]]],
+                    refs: Sequence[Mapping[str, NDArray[Any]]]) -> list[OutputReport]:
     reports = []
     for t in outputs:
         name = t.name.split("#")[0]
@@ -223,8 +224,8 @@ def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, np.nd
     return reports
 
 
-RunFn = Callable[[Sequence[Mapping[str, np.ndarray[Any, Any]]]],
-                 list[dict[str, np.ndarray[Any, Any]]]]
+RunFn = Callable[[Sequence[Mapping[str, NDArray[Any]]]],
+                 list[dict[str, NDArray[Any]]]]
 
 
 def reference_model(model: onnx.ModelProto, graph: Graph) -> tuple[onnx.ModelProto, str, list[str]]:
@@ -232,11 +233,14 @@ def reference_model(model: onnx.ModelProto, graph: Graph) -> tuple[onnx.ModelPro
     nodes = u8s8_nodes(graph)
     if not nodes:
         return model, "the model as given", []
+    forced = " (forced by " + SATURATION_ENV + ")" if os.environ.get(SATURATION_ENV) in (
+        "0", "1") else ""
     if not ort_saturates_u8s8():
         return model, "the model as given", [
-            f"{len(nodes)} u8 x s8 node(s): this CPU's ORT computes them exactly (VNNI or ARM)"]
+            f"{len(nodes)} u8 x s8 node(s): this CPU's ORT computes them exactly (VNNI or ARM)"
+            f"{forced}"]
     return exact_u8s8_model(model, graph), "the model with int8 weights moved to uint8", [
         f"{len(nodes)} u8 x s8 node(s): this CPU's ORT saturates int16 pairs of u8 x s8 "
         "products (x86 without VNNI); the generated C computes the exact sum, as ONNX "
         "specifies, so the reference is the same model with int8 weights moved to uint8 "
-        "(+128, zero points +128), which ORT computes exactly"]
+        f"(+128, zero points +128), which ORT computes exactly{forced}"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
 
 ONNX_TYPE = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "float32": TensorProto.FLOAT,
@@ -45,7 +46,7 @@ class ConvConfig:
     big_bias: bool
     kernel_shape_attr: bool
     seed: int
-    arrays: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    arrays: dict[str, NDArray[Any]] = field(default_factory=dict)
 
     def describe(self) -> str:
         return (f"x={self.x_dtype} w={self.w_dtype} N={self.batch} C={self.channels} "
@@ -188,7 +189,7 @@ def conv_batch_model(configs: list[ConvConfig]) -> onnx.ModelProto:
 
 
 def qdq_model(op: str, x_dtype: str, y_dtype: str, shape: tuple[int, ...],
-              scale: np.ndarray[Any, Any], zero_point: np.ndarray[Any, Any] | None,
+              scale: NDArray[Any], zero_point: NDArray[Any] | None,
               axis: int | None, opset: int) -> onnx.ModelProto:
     """A single QuantizeLinear or DequantizeLinear with constant parameters."""
     inits = [numpy_helper.from_array(np.asarray(scale, dtype=np.float32), "scale")]

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from conftest import SANITIZE
 from modelgen import qdq_model
+from numpy.typing import NDArray
 
 import codegen
 
 F32 = np.float32
 
 
-def boundary_floats(scale: np.ndarray[Any, Any], zp: np.ndarray[Any, Any], shape: tuple[int, ...],
-                    axis: int | None, rng: np.random.Generator) -> np.ndarray[Any, Any]:
+def boundary_floats(scale: NDArray[Any], zp: NDArray[Any], shape: tuple[int, ...],
+                    axis: int | None, rng: np.random.Generator) -> NDArray[Any]:
     """x on, just below and just above every k + 0.5 boundary, plus specials."""
     bshape = [1] * len(shape)
     if axis is not None:
@@ -87,9 +88,8 @@ def test_quantize_linear_without_zero_point_defaults_to_uint8(opset: int) -> Non
 
 
 def test_quantize_linear_output_dtype_attribute_opset21() -> None:
-    from onnx import TensorProto, helper, numpy_helper
-
     from modelgen import make_model
+    from onnx import TensorProto, helper, numpy_helper
 
     node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT8)
     model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [100])],

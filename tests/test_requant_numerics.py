@@ -13,6 +13,7 @@ import pytest
 from conftest import SANITIZE
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
 from codegen.requant import (
     float32_mult_exp,
@@ -34,8 +35,8 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return exe
 
 
-def run_driver(driver: Path, acc: np.ndarray[Any, Any], scale: np.ndarray[Any, Any],
-               lo: np.ndarray[Any, Any], hi: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def run_driver(driver: Path, acc: NDArray[Any], scale: NDArray[Any],
+               lo: NDArray[Any], hi: NDArray[Any]) -> NDArray[Any]:
     mult, exp = float32_mult_exp(scale)
     rec = np.zeros(acc.size, dtype=[("acc", "<i4"), ("scale", "<f4"), ("mult", "<i4"),
                                      ("exp", "<i4"), ("lo", "<i4"), ("hi", "<i4")])
@@ -45,7 +46,7 @@ def run_driver(driver: Path, acc: np.ndarray[Any, Any], scale: np.ndarray[Any, A
     return np.frombuffer(out.stdout, dtype="<i4").reshape(-1, 2)
 
 
-def boundary_cases(rng: np.random.Generator, n: int) -> tuple[np.ndarray[Any, Any], ...]:
+def boundary_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
     """Accumulators and scales whose float32 product lands on or next to k + 0.5, with
     |acc| above 2^24 for half of them, where (float)acc itself rounds."""
     big = rng.random(n) < 0.5
@@ -62,7 +63,7 @@ def boundary_cases(rng: np.random.Generator, n: int) -> tuple[np.ndarray[Any, An
     return acc.astype(np.int32), scale.astype(F32)
 
 
-def random_cases(rng: np.random.Generator, n: int) -> tuple[np.ndarray[Any, Any], ...]:
+def random_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
     exps = rng.uniform(-45, 6, n)  # scales from subnormal to 64
     scale = (2.0 ** exps).astype(F32)
     bits = rng.integers(1, 32, n)

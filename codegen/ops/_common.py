@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import QUANT_RANGE, Graph, Node, QuantParams, Tensor
@@ -17,7 +18,7 @@ def input_tensor(node: Node, graph: Graph, index: int, what: str) -> Tensor:
     return graph.tensors[name]
 
 
-def constant_input(node: Node, graph: Graph, index: int, what: str) -> np.ndarray[Any, Any]:
+def constant_input(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
     """The value of a constant input; code generation needs weights and quantization
     parameters at generation time."""
     name = node.input(index)
@@ -31,7 +32,7 @@ def constant_input(node: Node, graph: Graph, index: int, what: str) -> np.ndarra
     return graph.constants[name]
 
 
-def check_dtype(node: Node, what: str, tensor: Tensor | np.ndarray[Any, Any],
+def check_dtype(node: Node, what: str, tensor: Tensor | NDArray[Any],
                 allowed: tuple[str, ...]) -> str:
     dtype = tensor.dtype if isinstance(tensor, Tensor) else str(tensor.dtype)
     if dtype not in allowed:
@@ -70,8 +71,8 @@ def reject_unknown_attrs(node: Node, known: set[str]) -> None:
         raise UnsupportedError(f"{node.describe()}: unsupported attribute '{unknown[0]}'")
 
 
-def scalar_or_vector(node: Node, what: str, value: np.ndarray[Any, Any], length: int,
-                     allow_vector: bool) -> np.ndarray[Any, Any]:
+def scalar_or_vector(node: Node, what: str, value: NDArray[Any], length: int,
+                     allow_vector: bool) -> NDArray[Any]:
     """Flatten a quantization parameter that must hold 1 or `length` values."""
     flat = value.reshape(-1)
     if value.ndim > 1 or flat.size == 0:
@@ -83,7 +84,7 @@ def scalar_or_vector(node: Node, what: str, value: np.ndarray[Any, Any], length:
     return flat
 
 
-def check_scales(node: Node, what: str, scale: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def check_scales(node: Node, what: str, scale: NDArray[Any]) -> NDArray[Any]:
     if scale.dtype != np.float32:
         raise UnsupportedError(f"{node.describe()}: {what} has dtype {scale.dtype}; "
                                "supported: float32")
@@ -93,14 +94,14 @@ def check_scales(node: Node, what: str, scale: np.ndarray[Any, Any]) -> np.ndarr
     return scale
 
 
-def check_zero_points(node: Node, what: str, zp: np.ndarray[Any, Any],
-                      dtype: str) -> np.ndarray[Any, Any]:
+def check_zero_points(node: Node, what: str, zp: NDArray[Any],
+                      dtype: str) -> NDArray[Any]:
     if str(zp.dtype) != dtype:
         raise ModelError(f"{node.describe()}: {what} has dtype {zp.dtype}, expected {dtype}")
     return zp
 
 
-def quant_params(scale: np.ndarray[Any, Any], zero_point: np.ndarray[Any, Any],
+def quant_params(scale: NDArray[Any], zero_point: NDArray[Any],
                  axis: int | None) -> QuantParams:
     scales = tuple(float(s) for s in scale.reshape(-1))
     zps = tuple(int(z) for z in zero_point.reshape(-1))

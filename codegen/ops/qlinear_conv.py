@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ModelError, ShapeError, UnsupportedError
 from ..ir import Graph, Node, QuantParams, Tensor
@@ -113,18 +114,18 @@ def conv_geometry(node: Node, x_shape: tuple[int, ...], w_shape: tuple[int, ...]
 class ConvQuant:
     x_scale: float
     x_zp: int
-    w_scale: np.ndarray[Any, Any]  # 1 or M float32 values
-    w_zp: np.ndarray[Any, Any]  # 1 or M values, weight dtype
+    w_scale: NDArray[Any]  # 1 or M float32 values
+    w_zp: NDArray[Any]  # 1 or M values, weight dtype
     y_scale: float
     y_zp: int
     y_dtype: str
 
 
-def _scalar_param(node: Node, graph: Graph, index: int, what: str) -> np.ndarray[Any, Any]:
+def _scalar_param(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
     return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
 
 
-def conv_quant(node: Node, graph: Graph, x: Tensor, w: np.ndarray[Any, Any]) -> ConvQuant:
+def conv_quant(node: Node, graph: Graph, x: Tensor, w: NDArray[Any]) -> ConvQuant:
     m = w.shape[0]
     x_scale = check_scales(node, "x_scale", _scalar_param(node, graph, 1, "x_scale"))
     x_zp = _scalar_param(node, graph, 2, "x_zero_point")
@@ -175,8 +176,8 @@ def infer_qlinear_conv(node: Node, graph: Graph) -> Inferred:
                           node.inputs[3]: quant_params(q.w_scale, q.w_zp, 0)})
 
 
-def _as_int8_weights(w: np.ndarray[Any, Any], w_zp: np.ndarray[Any, Any]) -> tuple[
-        np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _as_int8_weights(w: NDArray[Any], w_zp: NDArray[Any]) -> tuple[
+        NDArray[Any], NDArray[Any]]:
     """uint8 weights and zero points shifted by -128: (w - zp) is unchanged."""
     if w.dtype == np.uint8:
         return ((w.astype(np.int16) - 128).astype(np.int8),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
@@ -27,7 +28,7 @@ SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
 
 
-def _axis_and_scale(node: Node, graph: Graph, x: Tensor) -> tuple[int | None, np.ndarray[Any, Any]]:
+def _axis_and_scale(node: Node, graph: Graph, x: Tensor) -> tuple[int | None, NDArray[Any]]:
     """The quantization axis (None for per tensor) and the flattened float32 scales."""
     scale = check_scales(node, "scale", constant_input(node, graph, 1, "scale"))
     if node.attrs.get("block_size", 0) not in (0, None):
@@ -45,7 +46,7 @@ def _axis_and_scale(node: Node, graph: Graph, x: Tensor) -> tuple[int | None, np
     return axis, flat
 
 
-def _zero_point(node: Node, graph: Graph, default_dtype: str, length: int) -> np.ndarray[Any, Any]:
+def _zero_point(node: Node, graph: Graph, default_dtype: str, length: int) -> NDArray[Any]:
     if node.input(2) is None:
         return np.zeros(1, dtype=default_dtype)
     zp = constant_input(node, graph, 2, "zero point")
@@ -53,8 +54,8 @@ def _zero_point(node: Node, graph: Graph, default_dtype: str, length: int) -> np
     return flat
 
 
-def _qdq_params(x: Tensor, axis: int | None, scale: np.ndarray[Any, Any],
-                zp: np.ndarray[Any, Any]) -> tuple[CStruct, tuple[CArray, ...]]:
+def _qdq_params(x: Tensor, axis: int | None, scale: NDArray[Any],
+                zp: NDArray[Any]) -> tuple[CStruct, tuple[CArray, ...]]:
     if axis is None:
         outer, axis_len, inner = 1, 1, x.numel
     else:

@@ -1,0 +1,49 @@
+# onnx2mcu developer entry points. Everything runs from a local .venv.
+#   make demo   set up, then generate, build and verify C for the shipped example model
+#   make test   set up with the test extras, then lint, type-check and run the whole suite
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+EXAMPLE := examples/tiny_cnn_qop.onnx
+DEMO_OUT := demo-out
+JOBS ?= auto
+
+.PHONY: demo test lint pytest example clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Re-install when the package metadata changes; the package itself is editable.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/onnx2mcu generate $(EXAMPLE) -o $(DEMO_OUT) --force
+	$(MAKE) -C $(DEMO_OUT)
+	$(BIN)/python examples/run_harness.py $(EXAMPLE) $(DEMO_OUT)
+	$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 20
+	$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 20 --requant int
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check codegen tests examples bench
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(JOBS) -q
+
+test: lint pytest
+
+# Rebuild the shipped example model (needs only this package's dependencies).
+example: $(VENV)/.installed
+	$(BIN)/python examples/make_tiny_cnn.py --activations uint8 $(EXAMPLE)
+
+clean:
+	rm -rf $(DEMO_OUT) .pytest_cache .mypy_cache .ruff_cache build dist
