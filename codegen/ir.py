@@ -98,12 +98,3 @@ class Graph:
     constants: dict[str, NDArray[Any]]
     opsets: dict[str, int]
     doc: str = ""
-
-    def producer(self, tensor: str) -> Node | None:
-        for node in self.nodes:
-            if tensor in node.outputs:
-                return node
-        return None
-
-    def consumers(self, tensor: str) -> list[Node]:
-        return [node for node in self.nodes if tensor in node.inputs]

@@ -41,7 +41,9 @@ def test_verify_is_bit_exact(quantized: Path, requant: str) -> None:
 def test_generated_harness_matches_ort(quantized: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = codegen.generate(quantized, out)
-    subprocess.run(["make", "-C", str(out)], check=True, capture_output=True)
+    flags = " ".join(SANITIZE)
+    subprocess.run(["make", "-C", str(out), f"CFLAGS={flags}", f"LDFLAGS={flags}"], check=True,
+                   capture_output=True)
     rng = np.random.default_rng(5)
     x = rng.uniform(-1.2, 1.2, INPUT_SHAPE).astype(np.float32)
     (tmp_path / "in.bin").write_bytes(x.astype("<f4").tobytes())

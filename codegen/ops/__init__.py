@@ -63,11 +63,6 @@ def lookup(node: Node) -> OpDef | None:
     return _REGISTRY.get((_normalize_domain(node.domain), node.op_type))
 
 
-def supported_ops() -> list[tuple[str, str]]:
-    _load_all()
-    return sorted(_REGISTRY)
-
-
 _loaded = False
 
 

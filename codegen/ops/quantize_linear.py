@@ -26,6 +26,7 @@ from ._common import (
 
 SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
+SUFFIX = {"uint8": "u8", "int8": "s8", "int32": "s32"}
 
 
 def _axis_and_scale(node: Node, graph: Graph, x: Tensor) -> tuple[int | None, NDArray[Any]]:
@@ -74,6 +75,18 @@ def _qdq_params(x: Tensor, axis: int | None, scale: NDArray[Any],
     return params, arrays
 
 
+def _qdq_call(node: Node, graph: Graph, kernel: str, sources: tuple[str, ...]) -> KernelCall:
+    """The kernel call of a QuantizeLinear or DequantizeLinear node."""
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    integer = y if x.dtype == "float32" else x
+    axis, scale = _axis_and_scale(node, graph, x)
+    zp = _zero_point(node, graph, integer.dtype, scale.size)
+    params, arrays = _qdq_params(x, axis, scale, zp)
+    return KernelCall(f"{kernel}_{SUFFIX[integer.dtype]}", node.name, (x.name,), (y.name,),
+                      params, arrays, sources)
+
+
 # ---------------------------------------------------------------- QuantizeLinear
 
 
@@ -100,14 +113,7 @@ def infer_quantize_linear(node: Node, graph: Graph) -> Inferred:
 
 
 def lower_quantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
-    x = graph.tensors[node.inputs[0]]
-    y = graph.tensors[node.outputs[0]]
-    axis, scale = _axis_and_scale(node, graph, x)
-    zp = _zero_point(node, graph, y.dtype, scale.size)
-    params, arrays = _qdq_params(x, axis, scale, zp)
-    suffix = "u8" if y.dtype == "uint8" else "s8"
-    return [KernelCall(f"q8_quantize_linear_{suffix}", node.name, (x.name,), (y.name,),
-                       params, arrays, SOURCES_Q)]
+    return [_qdq_call(node, graph, "q8_quantize_linear", SOURCES_Q)]
 
 
 register(OpDef("QuantizeLinear", "", infer_quantize_linear, lower_quantize_linear,
@@ -138,14 +144,7 @@ def infer_dequantize_linear(node: Node, graph: Graph) -> Inferred:
 
 
 def lower_dequantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
-    x = graph.tensors[node.inputs[0]]
-    y = graph.tensors[node.outputs[0]]
-    axis, scale = _axis_and_scale(node, graph, x)
-    zp = _zero_point(node, graph, x.dtype, scale.size)
-    params, arrays = _qdq_params(x, axis, scale, zp)
-    suffix = {"uint8": "u8", "int8": "s8", "int32": "s32"}[x.dtype]
-    return [KernelCall(f"q8_dequantize_linear_{suffix}", node.name, (x.name,), (y.name,),
-                       params, arrays, SOURCES_DQ)]
+    return [_qdq_call(node, graph, "q8_dequantize_linear", SOURCES_DQ)]
 
 
 register(OpDef("DequantizeLinear", "", infer_dequantize_linear, lower_dequantize_linear,
