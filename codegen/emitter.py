@@ -19,12 +19,12 @@ import numpy as np
 from .boards import Board
 from .ir import Tensor, c_type
 from .planner import ArenaPlan
-from .program import CArray, CFloat, CRef, CStruct, CValue, KernelCall, Program
+from .program import CArray, CFloat, CInts, CRef, CStruct, CValue, KernelCall, Program
 from .resources import runtime_dir, templates_dir
 from .version import __version__
 
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
-RUNTIME_HEADERS = ("q8_arith.h", "q8_runtime.h")
+RUNTIME_HEADERS = ("q8_arith.h", "q8_runtime.h", "q8_window.h")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
 C_KEYWORDS = frozenset((
     "auto break case char const continue default do double else enum extern float for goto "
@@ -106,6 +106,8 @@ def format_value(value: CValue, prefix: str, indent: int = 1) -> str:
         return c_float(value.value)
     if isinstance(value, CRef):
         return f"{prefix}_{value.name}"
+    if isinstance(value, CInts):
+        return "{" + ", ".join(str(v) for v in value.values) + "}"
     pad = "    " * (indent + 1)
     fields = ",\n".join(f"{pad}.{k} = {format_value(v, prefix, indent + 1)}"
                         for k, v in value.fields)
@@ -140,6 +142,10 @@ def _buffers(program: Program, plan: ArenaPlan) -> Buffers:
     for name, placement in plan.placements.items():
         ctype = c_type(program.tensors[name].dtype)
         expr[name] = f"({ctype} *)(void *)(arena.bytes + {placement.offset})"
+    for alias in program.aliases:
+        root = program.root(alias)
+        if root in expr:  # aliases nothing reads have no storage to name
+            expr[alias] = expr[root]
     return Buffers(expr)
 
 

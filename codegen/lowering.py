@@ -1,4 +1,5 @@
-"""IR -> Program: each node becomes runtime kernel calls with precomputed parameters."""
+"""IR -> Program: each node becomes runtime kernel calls with precomputed parameters,
+or an alias when it only changes the layout."""
 
 from __future__ import annotations
 
@@ -7,44 +8,49 @@ from dataclasses import replace
 from . import ops
 from .ir import Graph, Tensor
 from .ops import LoweringOptions
-from .program import CStruct, KernelCall, Program
+from .program import Alias, CStruct, KernelCall, Program
 
 COPY_SOURCES = ("copy.c",)
 
 
 def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     calls: list[KernelCall] = []
+    aliases: dict[str, str] = {}
     for node in graph.nodes:
         opdef = ops.lookup(node)
         assert opdef is not None, node.describe()
-        lowered = opdef.lower(node, graph, options)
-        calls.extend(replace(call, node=node.describe()) for call in lowered)
+        for item in opdef.lower(node, graph, options):
+            if isinstance(item, Alias):
+                aliases[item.tensor] = item.source
+            else:
+                calls.append(replace(item, node=node.describe()))
     tensors = dict(graph.tensors)
-    outputs, copies = _graph_outputs(graph, tensors)
+    program = Program(name=name, inputs=[tensors[i] for i in graph.inputs], outputs=[],
+                      tensors=tensors, calls=calls, requant=options.requant, aliases=aliases)
+    program.outputs, copies = _graph_outputs(graph, program)
     calls.extend(copies)
-    used = {t for call in calls for t in call.inputs}
-    constants = {k: v for k, v in graph.constants.items() if k in used}
-    return Program(name=name, inputs=[tensors[i] for i in graph.inputs], outputs=outputs,
-                   tensors=tensors, calls=calls, constants=constants, requant=options.requant)
+    used = {program.root(t) for call in calls for t in call.inputs}
+    program.constants = {k: v for k, v in graph.constants.items() if k in used}
+    return program
 
 
-def _graph_outputs(graph: Graph, tensors: dict[str, Tensor]) -> tuple[list[Tensor],
-                                                                       list[KernelCall]]:
-    """Each graph output gets its own buffer. An output that is a graph input, a constant
-    or a repeat of an earlier output is filled by a copy."""
-    produced = {o for node in graph.nodes for o in node.outputs}
+def _graph_outputs(graph: Graph, program: Program) -> tuple[list[Tensor], list[KernelCall]]:
+    """Each graph output gets its own buffer, written by the kernel that computes it. An
+    output that is a graph input, a constant, an alias or a repeat of an earlier output
+    is filled by a copy."""
+    produced = {o for call in program.calls for o in call.outputs}
     outputs: list[Tensor] = []
     copies: list[KernelCall] = []
     seen: set[str] = set()
     for index, name in enumerate(graph.outputs):
-        tensor = tensors[name]
+        tensor = program.tensors[name]
         if name in produced and name not in seen:
             outputs.append(tensor)
         else:
-            alias = replace(tensor, name=f"{name}#output{index}")
-            tensors[alias.name] = alias
-            outputs.append(alias)
-            copies.append(copy_call(name, alias))
+            target = replace(tensor, name=f"{name}#output{index}")
+            program.tensors[target.name] = target
+            outputs.append(target)
+            copies.append(copy_call(name, target))
         seen.add(name)
     return outputs, copies
 
@@ -53,4 +59,3 @@ def copy_call(source: str, target: Tensor) -> KernelCall:
     params = CStruct("q8_copy_params", (("bytes", int(target.nbytes)),))
     return KernelCall("q8_copy", f"copy to output '{target.name.split('#')[0]}'", (source,),
                       (target.name,), params, (), COPY_SOURCES)
-

@@ -47,8 +47,9 @@ def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
             if name not in external and name not in lifetimes:
                 lifetimes[name] = (step, step)
         for name in call.inputs:
-            if name in lifetimes:
-                lifetimes[name] = (lifetimes[name][0], step)
+            root = program.root(name)  # reading an alias keeps its storage alive
+            if root in lifetimes:
+                lifetimes[root] = (lifetimes[root][0], step)
     return lifetimes
 
 

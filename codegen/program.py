@@ -39,12 +39,19 @@ class CFloat:
 
 
 @dataclass(frozen=True)
+class CInts:
+    """An inline array initializer for a fixed-size array field: {1, 2, 3}."""
+
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class CStruct:
     ctype: str
     fields: tuple[tuple[str, CValue], ...]
 
 
-CValue = int | CFloat | CRef | CStruct | None
+CValue = int | CFloat | CRef | CInts | CStruct | None
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,15 @@ class KernelCall:
     macs: int = 0
 
 
+@dataclass(frozen=True)
+class Alias:
+    """A tensor that shares the storage of another (Reshape, Flatten, Squeeze, ...):
+    layout-only operators cost no copy."""
+
+    tensor: str
+    source: str
+
+
 @dataclass
 class Program:
     name: str
@@ -70,6 +86,13 @@ class Program:
     calls: list[KernelCall]
     constants: dict[str, NDArray[Any]] = field(default_factory=dict)
     requant: str = "float"
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> source
+
+    def root(self, tensor: str) -> str:
+        """The tensor whose storage `tensor` uses (itself unless it is an alias)."""
+        while tensor in self.aliases:
+            tensor = self.aliases[tensor]
+        return tensor
 
     @property
     def sources(self) -> list[str]:

@@ -31,6 +31,22 @@ typedef struct {
 } q8_dims;
 
 /*
+ * A sliding window over an NCHW tensor (convolutions and pools). 1-D windows use
+ * kernel_h = stride_h = dilation_h = 1 and pad_top = 0. Leading pads may be negative
+ * (ORT's SAME padding when kernel < stride).
+ */
+typedef struct {
+    int32_t kernel_h;
+    int32_t kernel_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t pad_top;
+    int32_t pad_left;
+} q8_window;
+
+/*
  * Requantization of int32 accumulators to 8 bits, per tensor or per output channel.
  *   freq kernels read scale[] (float32, exactly the scale ORT computes);
  *   ireq kernels read mult[] and exp[] with scale = mult * 2^exp, |mult| < 2^24.
@@ -51,19 +67,11 @@ typedef struct {
  * QLinearConv (1-D and 2-D, grouped, depthwise, dilated, strided, padded).
  * Weights are int8 [M][C/groups][kernel_h][kernel_w]; uint8 weights are stored shifted
  * by -128 together with their zero points, which leaves every product unchanged.
- * pad_top/pad_left may be negative (ORT's SAME padding when kernel < stride).
  */
 typedef struct {
     q8_dims input;
     q8_dims output;
-    int32_t kernel_h;
-    int32_t kernel_w;
-    int32_t stride_h;
-    int32_t stride_w;
-    int32_t dilation_h;
-    int32_t dilation_w;
-    int32_t pad_top;
-    int32_t pad_left;
+    q8_window window;
     int32_t groups;
     int32_t input_zero_point;
     const int8_t *weights;
@@ -109,6 +117,48 @@ void q8_dequantize_linear_s8(const q8_qdq_params *params, const int8_t *Q8_RESTR
                              float *Q8_RESTRICT output);
 void q8_dequantize_linear_s32(const q8_qdq_params *params, const int32_t *Q8_RESTRICT input,
                               float *Q8_RESTRICT output);
+
+/*
+ * MaxPool over int8/uint8 (1-D and 2-D); padded taps are ignored. A window with no
+ * tap inside the input yields the type's minimum.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+} q8_pool_params;
+
+void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *Q8_RESTRICT input,
+                   uint8_t *Q8_RESTRICT output);
+void q8_maxpool_s8(const q8_pool_params *params, const int8_t *Q8_RESTRICT input,
+                   int8_t *Q8_RESTRICT output);
+
+/* Elementwise clamp of integer values (Relu and Clip on int8/uint8 tensors). */
+typedef struct {
+    int32_t size;
+    int32_t min;
+    int32_t max;
+} q8_clamp_params;
+
+void q8_clamp_u8(const q8_clamp_params *params, const uint8_t *Q8_RESTRICT input,
+                 uint8_t *Q8_RESTRICT output);
+void q8_clamp_s8(const q8_clamp_params *params, const int8_t *Q8_RESTRICT input,
+                 int8_t *Q8_RESTRICT output);
+
+/*
+ * Transpose of a tensor of up to Q8_MAX_RANK dimensions. For each output axis,
+ * in_stride is the input stride (in elements) of the input axis it comes from.
+ */
+#define Q8_MAX_RANK 8
+typedef struct {
+    int32_t rank;
+    int32_t element_size; /* bytes: 1, 2, 4 or 8 */
+    int32_t out_shape[Q8_MAX_RANK];
+    int32_t in_stride[Q8_MAX_RANK];
+} q8_transpose_params;
+
+void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT input,
+                  void *Q8_RESTRICT output);
 
 /* Byte copy, for graph outputs that are graph inputs or constants. */
 typedef struct {

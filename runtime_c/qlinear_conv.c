@@ -8,26 +8,7 @@
  */
 #include "q8_arith.h"
 #include "q8_runtime.h"
-
-/* First kernel tap k in [0, K) that lands at or after input position 0. */
-static int32_t first_valid_tap(int32_t base, int32_t dil, int32_t K)
-{
-    int32_t k = 0;
-    while (k < K && base + k * dil < 0) {
-        k++;
-    }
-    return k;
-}
-
-/* One past the last kernel tap k with base + k*dil < size. */
-static int32_t end_valid_tap(int32_t base, int32_t dil, int32_t size, int32_t K)
-{
-    int32_t k = K;
-    while (k > 0 && base + (k - 1) * dil >= size) {
-        k--;
-    }
-    return k;
-}
+#include "q8_window.h"
 
 Q8_INLINE int32_t load_act(const uint8_t *p, int is_signed)
 {
@@ -44,7 +25,8 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
 {
     const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
     const int32_t M = p->output.c, OH = p->output.h, OW = p->output.w;
-    const int32_t KH = p->kernel_h, KW = p->kernel_w;
+    const q8_window *win = &p->window;
+    const int32_t KH = win->kernel_h, KW = win->kernel_w;
     const int32_t c_per_group = C / p->groups;
     const int32_t m_per_group = M / p->groups;
     const int32_t x_zp = p->input_zero_point;
@@ -66,13 +48,13 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
             int32_t oh, ow;
 
             for (oh = 0; oh < OH; oh++) {
-                const int32_t ih0 = oh * p->stride_h - p->pad_top;
-                const int32_t kh_begin = first_valid_tap(ih0, p->dilation_h, KH);
-                const int32_t kh_end = end_valid_tap(ih0, p->dilation_h, H, KH);
+                const int32_t ih0 = oh * win->stride_h - win->pad_top;
+                const int32_t kh_begin = q8_window_first_tap(ih0, win->dilation_h, KH);
+                const int32_t kh_end = q8_window_end_tap(ih0, win->dilation_h, H, KH);
                 for (ow = 0; ow < OW; ow++) {
-                    const int32_t iw0 = ow * p->stride_w - p->pad_left;
-                    const int32_t kw_begin = first_valid_tap(iw0, p->dilation_w, KW);
-                    const int32_t kw_end = end_valid_tap(iw0, p->dilation_w, W, KW);
+                    const int32_t iw0 = ow * win->stride_w - win->pad_left;
+                    const int32_t kw_begin = q8_window_first_tap(iw0, win->dilation_w, KW);
+                    const int32_t kw_end = q8_window_end_tap(iw0, win->dilation_w, W, KW);
                     uint32_t acc = 0u;
                     int32_t ci, kh, kw, v;
 
@@ -80,9 +62,9 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
                         const uint8_t *x_c = x_g + (size_t)ci * (size_t)(H * W);
                         const int8_t *w_c = w_m + (size_t)ci * (size_t)(KH * KW);
                         for (kh = kh_begin; kh < kh_end; kh++) {
-                            const uint8_t *x_row = x_c + (size_t)(ih0 + kh * p->dilation_h) * (size_t)W;
+                            const uint8_t *x_row = x_c + (size_t)(ih0 + kh * win->dilation_h) * (size_t)W;
                             for (kw = kw_begin; kw < kw_end; kw++) {
-                                const int32_t xv = load_act(x_row + iw0 + kw * p->dilation_w, is_signed) - x_zp;
+                                const int32_t xv = load_act(x_row + iw0 + kw * win->dilation_w, is_signed) - x_zp;
                                 const int32_t wv = (int32_t)w_c[kh * KW + kw] - w_zp;
                                 acc += (uint32_t)(xv * wv);
                             }

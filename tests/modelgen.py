@@ -203,3 +203,21 @@ def qdq_model(op: str, x_dtype: str, y_dtype: str, shape: tuple[int, ...],
         [node], [helper.make_tensor_value_info("x", ONNX_TYPE[x_dtype], list(shape))],
         [helper.make_tensor_value_info("y", ONNX_TYPE[y_dtype], list(shape))], inits,
         opset=opset, name=op.lower())
+
+
+def graph_model(nodes: list[onnx.NodeProto], inputs: dict[str, tuple[str, list[int]]],
+                outputs: dict[str, str], initializers: dict[str, NDArray[Any]] | None = None,
+                opset: int = 13, ms_domain: bool = False) -> onnx.ModelProto:
+    """A model from nodes, {input: (dtype, shape)}, {output: dtype} and constant arrays.
+    Output shapes are left open (onnx2mcu infers them)."""
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, ONNX_TYPE[d], s) for n, (d, s) in inputs.items()],
+        [helper.make_tensor_value_info(n, ONNX_TYPE[d], None) for n, d in outputs.items()],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()])
+    opsets = [helper.make_opsetid("", opset)]
+    if ms_domain:
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    return model

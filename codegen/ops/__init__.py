@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node, QuantParams, Tensor
-from ..program import KernelCall
+from ..program import Alias, KernelCall
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Inferred:
 
 
 InferFn = Callable[[Node, Graph], Inferred]
-LowerFn = Callable[[Node, Graph, LoweringOptions], list[KernelCall]]
+LowerFn = Callable[[Node, Graph, LoweringOptions], Sequence[KernelCall | Alias]]
 
 
 @dataclass(frozen=True)

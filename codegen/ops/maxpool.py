@@ -1,0 +1,48 @@
+"""MaxPool on int8/uint8 tensors: 1-D and 2-D, pads, strides, dilations, ceil_mode,
+auto_pad. Exact: a maximum of raw values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import UnsupportedError
+from ..ir import Graph, Node, Tensor
+from ..program import Alias, CStruct, KernelCall
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import attr_int, check_dtype, input_tensor, reject_unknown_attrs
+from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
+
+ATTRS = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
+         "strides"}
+
+
+def maxpool_window(node: Node, x: Tensor) -> Window:
+    return sliding_window(node, x.shape, pool_kernel(node, x.shape), ceil_mode(node))
+
+
+def infer_maxpool(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, ATTRS)
+    x = input_tensor(node, graph, 0, "X")
+    check_dtype(node, "input X", x, ("uint8", "int8"))
+    if len([o for o in node.outputs if o]) > 1:
+        raise UnsupportedError(f"{node.describe()}: the Indices output is not supported")
+    if attr_int(node, "storage_order", 0) != 0:
+        raise UnsupportedError(f"{node.describe()}: storage_order=1 is not supported")
+    window = maxpool_window(node, x)
+    y = Tensor(node.outputs[0], x.dtype, (*x.shape[:2], *window.output), x.quant)
+    return Inferred([y])
+
+
+def lower_maxpool(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    params = CStruct("q8_pool_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(maxpool_window(node, x)))))
+    suffix = "u8" if x.dtype == "uint8" else "s8"
+    return [KernelCall(f"q8_maxpool_{suffix}", node.name, (x.name,), (y.name,), params, (),
+                       ("maxpool.c",))]
+
+
+register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool))

@@ -1,0 +1,62 @@
+"""Transpose of any supported dtype. A permutation that only moves size-1 axes keeps
+the bytes in order, so it becomes an alias; anything else is a strided copy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import Graph, Node, Tensor, itemsize
+from ..program import Alias, CInts, CStruct, KernelCall
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import attr_ints, input_tensor, reject_unknown_attrs
+
+MAX_RANK = 8
+
+
+def permutation(node: Node, rank: int) -> list[int]:
+    perm = attr_ints(node, "perm", None)
+    if perm is None:
+        return list(reversed(range(rank)))
+    if sorted(a % rank if -rank <= a < rank else -1 for a in perm) != list(range(rank)):
+        raise ModelError(f"{node.describe()}: perm {perm} is not a permutation of {rank} axes")
+    return [a % rank for a in perm]
+
+
+def infer_transpose(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"perm"})
+    x = input_tensor(node, graph, 0, "data")
+    if len(x.shape) > MAX_RANK:
+        raise UnsupportedError(f"{node.describe()}: rank {len(x.shape)} is above {MAX_RANK}")
+    perm = permutation(node, len(x.shape))
+    quant = x.quant if x.quant is None or x.quant.axis is None else None
+    return Inferred([Tensor(node.outputs[0], x.dtype, tuple(x.shape[a] for a in perm), quant)])
+
+
+def keeps_order(shape: tuple[int, ...], perm: list[int]) -> bool:
+    """True when the axes of size > 1 stay in the same relative order."""
+    moved = [a for a in perm if shape[a] != 1]
+    return moved == sorted(moved)
+
+
+def lower_transpose(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    perm = permutation(node, len(x.shape))
+    if keeps_order(x.shape, perm):
+        return [Alias(y.name, x.name)]
+    strides = [int(np.prod(x.shape[a + 1:], dtype=np.int64)) for a in range(len(x.shape))]
+    pad = [0] * (MAX_RANK - len(perm))
+    params = CStruct("q8_transpose_params", (
+        ("rank", len(perm)), ("element_size", itemsize(x.dtype)),
+        ("out_shape", CInts(tuple(y.shape) + tuple(pad))),
+        ("in_stride", CInts(tuple(strides[a] for a in perm) + tuple(pad))),
+    ))
+    return [KernelCall("q8_transpose", node.name, (x.name,), (y.name,), params, (),
+                       ("transpose.c",))]
+
+
+register(OpDef("Transpose", "", infer_transpose, lower_transpose))

@@ -1,0 +1,51 @@
+/* maxpool.c - MaxPool on int8/uint8 NCHW tensors, exact (no arithmetic). */
+#include "q8_runtime.h"
+#include "q8_window.h"
+
+Q8_INLINE void maxpool(const q8_pool_params *p, const uint8_t *Q8_RESTRICT x,
+                       uint8_t *Q8_RESTRICT y, int is_signed)
+{
+    const q8_window *win = &p->window;
+    const int32_t H = p->input.h, W = p->input.w;
+    const int32_t OH = p->output.h, OW = p->output.w;
+    const int32_t planes = p->input.n * p->input.c;
+    const int32_t lowest = is_signed ? -128 : 0;
+    int32_t plane, oh, ow, kh, kw;
+
+    for (plane = 0; plane < planes; plane++) {
+        const uint8_t *x_p = x + (size_t)plane * (size_t)(H * W);
+        uint8_t *y_p = y + (size_t)plane * (size_t)(OH * OW);
+        for (oh = 0; oh < OH; oh++) {
+            const int32_t ih0 = oh * win->stride_h - win->pad_top;
+            const int32_t kh_begin = q8_window_first_tap(ih0, win->dilation_h, win->kernel_h);
+            const int32_t kh_end = q8_window_end_tap(ih0, win->dilation_h, H, win->kernel_h);
+            for (ow = 0; ow < OW; ow++) {
+                const int32_t iw0 = ow * win->stride_w - win->pad_left;
+                const int32_t kw_begin = q8_window_first_tap(iw0, win->dilation_w, win->kernel_w);
+                const int32_t kw_end = q8_window_end_tap(iw0, win->dilation_w, W, win->kernel_w);
+                int32_t best = lowest;
+                for (kh = kh_begin; kh < kh_end; kh++) {
+                    const uint8_t *row = x_p + (size_t)(ih0 + kh * win->dilation_h) * (size_t)W;
+                    for (kw = kw_begin; kw < kw_end; kw++) {
+                        const uint8_t raw = row[iw0 + kw * win->dilation_w];
+                        const int32_t v = is_signed ? (int32_t)(int8_t)raw : (int32_t)raw;
+                        best = v > best ? v : best;
+                    }
+                }
+                y_p[oh * OW + ow] = (uint8_t)best;
+            }
+        }
+    }
+}
+
+void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *Q8_RESTRICT input,
+                   uint8_t *Q8_RESTRICT output)
+{
+    maxpool(params, input, output, 0);
+}
+
+void q8_maxpool_s8(const q8_pool_params *params, const int8_t *Q8_RESTRICT input,
+                   int8_t *Q8_RESTRICT output)
+{
+    maxpool(params, (const uint8_t *)input, (uint8_t *)output, 1);
+}
