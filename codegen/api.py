@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,12 @@ from .project import check_output_dir, write_project
 from .verify import (
     VerifyReport,
     compare_outputs,
+    layer_reports,
     ort_version,
     random_inputs,
     reference_model,
     run_ort,
+    with_outputs,
 )
 
 Samples = Sequence[Mapping[str, NDArray[Any]]]
@@ -91,10 +93,14 @@ def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
 def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = None,
            samples: int = 10, seed: int = 0, board: str = "host", requant: str | None = None,
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-           cflags: Sequence[str] = (), ort_level: str = "all",
+           cflags: Sequence[str] = (), ort_level: str = "all", per_layer: bool = False,
            progress: Callable[[str], None] | None = None) -> VerifyReport:
-    """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit."""
-    gen = generate_sources(model, _options(board, None, requant, input_shapes))
+    """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
+    With per_layer, every intermediate tensor is compared too."""
+    options = replace(_options(board, None, requant, input_shapes),
+                      expose_intermediates=per_layer)
+    gen = generate_sources(model, options)
+    report = progress or (lambda message: None)
     if inputs is None:
         if samples < 1:
             raise InputDataError("--samples must be at least 1")
@@ -105,13 +111,20 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
         given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
         data = [match_inputs(sample, names) for sample in given]
         used_seed = None
+    report(f"building and running the generated C on {len(data)} sample(s)")
     ours = run_generated(gen, data, cflags)
     ref_model, description, notes = reference_model(gen.model, gen.graph)
+    if per_layer:
+        ref_model = with_outputs(ref_model, gen.graph, gen.graph.outputs)
     # ORT wants exactly the model's dtypes; the harness already coerced ours.
     feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype)) for t in
               gen.program.inputs} for s in data]
-    refs = run_ort(ref_model, feeds, ort_level)
-    reports = compare_outputs(gen.program.outputs, ours, refs)
-    return VerifyReport(outputs=reports, samples=len(data), seed=used_seed,
-                        ort_version=ort_version(), ort_level=ort_level, reference=description,
-                        requant=gen.program.requant, board=gen.board.name, notes=notes)
+    refs = run_ort(ref_model, feeds, ort_level,
+                   lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"))
+    compared = compare_outputs(gen.program.outputs, ours, refs)
+    model_outputs = {o.name for o in gen.model.graph.output}
+    return VerifyReport(outputs=[o for o in compared if o.name in model_outputs],
+                        samples=len(data), seed=used_seed, ort_version=ort_version(),
+                        ort_level=ort_level, reference=description,
+                        requant=gen.program.requant, board=gen.board.name, notes=notes,
+                        layers=layer_reports(gen.graph, compared) if per_layer else None)

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +73,33 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--inputs", help=".npz with one array per model input (default: random)")
     v.add_argument("--samples", type=int, default=10, help="random samples (default 10)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    v.add_argument("--per-layer", action="store_true",
+                   help="compare every intermediate tensor and name the first layer that "
+                        "differs")
+
+    i = sub.add_parser("inspect", help="print the graph as onnx2mcu sees it, one line per node")
+    _common(i)
 
     sub.add_parser("boards", help="list the known boards")
     return parser
+
+
+def _terminal_progress() -> Callable[[str], None] | None:
+    """Progress on one overwritten stderr line, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(message: str) -> None:
+        sys.stderr.write("\r\033[K" + message)
+        sys.stderr.flush()
+
+    return show
+
+
+def _terminal_progress_done() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
 
 
 def print_report(report: VerifyReport) -> None:
@@ -94,6 +118,14 @@ def print_report(report: VerifyReport) -> None:
         print(f"{o.name:<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
               f"{o.max_abs_diff:>12.6g}")
     total = sum(o.elements for o in report.outputs)
+    if report.layers is not None:
+        first = report.first_mismatch
+        if first is None:
+            print(f"per-layer: all {len(report.layers)} intermediate tensors are bit-exact")
+        else:
+            print(f"per-layer: first difference at node '{first.node}' ({first.op_type}), "
+                  f"tensor '{first.tensor}': {first.mismatches} of {first.elements} elements "
+                  f"differ, max abs diff {first.max_abs_diff:g}")
     if report.ok:
         print(f"result: BIT-EXACT ({total} output elements identical to ONNX Runtime)")
     else:
@@ -101,40 +133,64 @@ def print_report(report: VerifyReport) -> None:
         print(f"result: MISMATCH ({bad} of {total} output elements differ from ONNX Runtime)")
 
 
-def _command(args: argparse.Namespace) -> int:
-    if args.command == "boards":
-        for b in list_boards():
-            print(f"{b.name:<16} {b.description}")
-        return 0
-    shapes = _input_shapes(args.input_shape)
-    if args.command == "generate":
-        result = api.generate(args.model, args.output, board=args.board, name=args.name,
-                              requant=args.requant, input_shapes=shapes, force=args.force)
-        print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
-              f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
-        print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
-        return 0
-    if args.command == "run":
-        outputs = api.run(args.model, _load_npz(args.inputs), board=args.board,
-                          requant=args.requant, input_shapes=shapes)
-        out = Path(args.output)
-        np.savez(out, **outputs)  # type: ignore[arg-type]
-        print(f"wrote {out} ({', '.join(outputs)})")
-        return 0
-    if args.command == "verify":
-        inputs = _load_npz(args.inputs) if args.inputs else None
-        report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
-                            board=args.board, requant=args.requant, input_shapes=shapes)
-        print_report(report)
-        return 0 if report.ok else 1
-    raise AssertionError(args.command)
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"board": args.board, "requant": args.requant,
+            "input_shapes": _input_shapes(args.input_shape)}
+
+
+def cmd_boards(args: argparse.Namespace) -> int:
+    for b in list_boards():
+        print(f"{b.name:<16} {b.description}")
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .inspection import format_inspection, inspect_model
+    from .pipeline import Options
+
+    inspection = inspect_model(args.model, Options(**_options(args)))
+    print(format_inspection(inspection))
+    return 2 if inspection.problems else 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    result = api.generate(args.model, args.output, name=args.name, force=args.force,
+                          **_options(args))
+    print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
+          f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
+    print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    outputs = api.run(args.model, _load_npz(args.inputs), **_options(args))
+    out = Path(args.output)
+    np.savez(out, **outputs)  # type: ignore[arg-type]
+    print(f"wrote {out} ({', '.join(outputs)})")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    inputs = _load_npz(args.inputs) if args.inputs else None
+    report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
+                        per_layer=args.per_layer, progress=_terminal_progress(),
+                        **_options(args))
+    _terminal_progress_done()
+    print_report(report)
+    return 0 if report.ok else 1
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "boards": cmd_boards, "inspect": cmd_inspect, "generate": cmd_generate, "run": cmd_run,
+    "verify": cmd_verify,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return _command(args)
+        return COMMANDS[args.command](args)
     except Onnx2McuError as exc:
         message = str(exc).replace("\n", "\n  ")
         print(f"onnx2mcu: error: {message}", file=sys.stderr)

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from onnx import numpy_helper
 
 from . import ops
-from .errors import ModelError, ShapeError, UnsupportedError
+from .errors import ModelError, Onnx2McuError, ShapeError, UnsupportedError
 from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor
 
 MIN_OPSET, MAX_OPSET = 10, 21
@@ -61,6 +61,20 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 def import_model(model: onnx.ModelProto,
                  input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     """Build the IR of a model. Raises ModelError/UnsupportedError/ShapeError."""
+    return _import(model, input_shapes, None)
+
+
+def survey_model(model: onnx.ModelProto,
+                 input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> tuple[
+                     Graph, list[str]]:
+    """Import what can be imported and describe every node that cannot, all at once.
+    The graph holds the nodes that imported; errors about the file itself still raise."""
+    problems: list[str] = []
+    return _import(model, input_shapes, problems), problems
+
+
+def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None,
+            problems: list[str] | None) -> Graph:
     _check_model(model)
     opsets = _opsets(model)
     g = model.graph
@@ -91,12 +105,34 @@ def import_model(model: onnx.ModelProto,
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
                   doc=model.doc_string)
-    _check_supported(nodes)
+    if problems is None:
+        _check_supported(nodes)
     for node in _topological_order(nodes, set(inputs) | set(constants)):
-        _infer_node(node, graph)
+        if problems is None:
+            _infer_node(node, graph)
+        else:
+            problem = _survey_node(node, graph)
+            if problem:
+                problems.append(problem)
+                continue
         graph.nodes.append(node)
-    _check_outputs(g, graph)
+    if problems is None:
+        _check_outputs(g, graph)
     return graph
+
+
+def _survey_node(node: Node, graph: Graph) -> str | None:
+    """Import one node in survey mode; returns what is wrong with it, if anything."""
+    if ops.lookup(node) is None:
+        return f"{node.describe()}: operator not supported"
+    for name in node.inputs:
+        if name and name not in graph.tensors and name not in graph.constants:
+            return f"{node.describe()}: not checked, its input '{name}' was not imported"
+    try:
+        _infer_node(node, graph)
+    except Onnx2McuError as exc:
+        return str(exc)
+    return None
 
 
 def _first_readers(g: onnx.GraphProto) -> dict[str, str]:

@@ -44,3 +44,11 @@ def run_passes(graph: Graph) -> tuple[Graph, dict[str, list[str]]]:
         if changed:
             fired[rewrite.name] = changed
     return graph, fired
+
+
+def expose_intermediates(graph: Graph) -> Graph:
+    """The same graph with every node output also a graph output, in execution order
+    (for per-layer comparison; this is not an optimization rule)."""
+    extra = [o for node in graph.nodes for o in node.outputs
+             if o and o not in graph.outputs]
+    return replace(graph, outputs=[*graph.outputs, *extra])

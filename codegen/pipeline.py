@@ -15,7 +15,7 @@ from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .lowering import lower_graph
 from .ops import LoweringOptions
-from .passes import run_passes
+from .passes import expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
 
@@ -28,6 +28,8 @@ class Options:
     name: str | None = None
     requant: str | None = None  # None: the board's default
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
+    # Make every intermediate tensor a graph output too (verify --per-layer).
+    expose_intermediates: bool = False
 
 
 @dataclass
@@ -67,6 +69,8 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     model = load_model(source)
     graph = import_model(model, options.input_shapes)
     graph, rewrites = run_passes(graph)
+    if options.expose_intermediates:
+        graph = expose_intermediates(graph)
     program = lower_graph(graph, name, LoweringOptions(requant=requant))
     plan = plan_arena(program)
     note = model.graph.name or ""

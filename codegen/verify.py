@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from onnx import helper, numpy_helper
 
 from .errors import Onnx2McuError
-from .ir import QUANT_RANGE, Graph, Tensor
+from .ir import DTYPES, QUANT_RANGE, Graph, Tensor
 
 ORT_LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED",
               "basic": "ORT_ENABLE_BASIC", "disable": "ORT_DISABLE_ALL"}
@@ -57,11 +57,14 @@ def _session(model: onnx.ModelProto, level: str = "all") -> Any:
 
 
 def run_ort(model: onnx.ModelProto, samples: Sequence[Mapping[str, NDArray[Any]]],
-            level: str = "all") -> list[dict[str, NDArray[Any]]]:
+            level: str = "all", progress: Callable[[int, int], None] | None = None) -> list[
+                dict[str, NDArray[Any]]]:
     session = _session(model, level)
     names = [o.name for o in session.get_outputs()]
     results = []
-    for sample in samples:
+    for index, sample in enumerate(samples):
+        if progress is not None:
+            progress(index, len(samples))
         feed = {i.name: sample[i.name] for i in session.get_inputs()}
         try:
             values = session.run(names, feed)
@@ -175,6 +178,18 @@ class OutputReport:
     max_abs_diff: float
 
 
+@dataclass(frozen=True)
+class LayerReport:
+    """The comparison of one node's outputs (verify --per-layer)."""
+
+    node: str
+    op_type: str
+    tensor: str
+    elements: int
+    mismatches: int
+    max_abs_diff: float
+
+
 @dataclass
 class VerifyReport:
     outputs: list[OutputReport]
@@ -186,10 +201,15 @@ class VerifyReport:
     requant: str
     board: str
     notes: list[str] = field(default_factory=list)
+    layers: list[LayerReport] | None = None  # per-layer mode only, in execution order
 
     @property
     def ok(self) -> bool:
         return all(o.mismatches == 0 for o in self.outputs)
+
+    @property
+    def first_mismatch(self) -> LayerReport | None:
+        return next((layer for layer in self.layers or [] if layer.mismatches), None)
 
 
 def compare_arrays(ours: NDArray[Any], ref: NDArray[Any]) -> tuple[int, float]:
@@ -226,6 +246,30 @@ def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, NDArr
 
 RunFn = Callable[[Sequence[Mapping[str, NDArray[Any]]]],
                  list[dict[str, NDArray[Any]]]]
+
+
+def with_outputs(model: onnx.ModelProto, graph: Graph, names: Sequence[str]) -> onnx.ModelProto:
+    """A copy of the model that also outputs the given intermediate tensors."""
+    extended = onnx.ModelProto()
+    extended.CopyFrom(model)
+    present = {o.name for o in extended.graph.output}
+    for name in names:
+        if name not in present:
+            code = DTYPES[graph.tensors[name].dtype][2]
+            extended.graph.output.append(helper.make_tensor_value_info(name, code, None))
+    return extended
+
+
+def layer_reports(graph: Graph, outputs: Sequence[OutputReport]) -> list[LayerReport]:
+    by_name = {o.name: o for o in outputs}
+    layers = []
+    for node in graph.nodes:
+        for name in node.outputs:
+            if name in by_name:
+                o = by_name[name]
+                layers.append(LayerReport(node.name, node.op_type, name, o.elements,
+                                          o.mismatches, o.max_abs_diff))
+    return layers
 
 
 def reference_model(model: onnx.ModelProto, graph: Graph) -> tuple[onnx.ModelProto, str, list[str]]:

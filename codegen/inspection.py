@@ -1,0 +1,121 @@
+"""`onnx2mcu inspect`: the imported graph as onnx2mcu sees it, one line per node, with
+every node it cannot handle listed at once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ops
+from .boards import load_board
+from .importer import ModelSource, load_model, survey_model
+from .ir import Graph, Node, QuantParams, Tensor
+from .ops import LoweringOptions
+from .passes import run_passes
+from .pipeline import Options, generate_sources
+from .program import KernelCall
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    node: Node
+    kernels: tuple[str, ...]  # "alias" for layout-only operators
+    inputs: tuple[Tensor, ...]  # runtime tensors read
+    constants: tuple[Tensor, ...]  # quantized constant tensors read (weights)
+    outputs: tuple[Tensor, ...]
+    macs: int
+    weight_bytes: int
+
+
+@dataclass(frozen=True)
+class Inspection:
+    graph: Graph
+    nodes: tuple[NodeSummary, ...]
+    problems: tuple[str, ...]
+    rewrites: Mapping[str, list[str]]
+    requant: str
+    arena_bytes: int | None  # None when some node could not be imported
+    arena_lower_bound: int | None
+
+
+def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSummary:
+    opdef = ops.lookup(node)
+    assert opdef is not None
+    lowered = opdef.lower(node, graph, options)
+    calls = [c for c in lowered if isinstance(c, KernelCall)]
+    kernels = tuple(c.function for c in calls) or ("alias (no copy)",)
+    read = [n for n in node.inputs if n]
+    return NodeSummary(
+        node=node, kernels=kernels,
+        inputs=tuple(graph.tensors[n] for n in read if n not in graph.constants),
+        # Quantized constants are weights; scales and zero points show in their quant.
+        constants=tuple(graph.tensors[n] for n in read if n in graph.constants
+                        and n in graph.tensors and graph.tensors[n].quant is not None),
+        outputs=tuple(graph.tensors[o] for o in node.outputs if o in graph.tensors),
+        macs=sum(c.macs for c in calls),
+        weight_bytes=sum(int(np.asarray(a.values).nbytes) for c in calls for a in c.arrays),
+    )
+
+
+def inspect_model(source: ModelSource, options: Options) -> Inspection:
+    board = load_board(options.board)
+    requant = options.requant or board.requant
+    model = load_model(source)
+    graph, problems = survey_model(model, options.input_shapes)
+    graph, rewrites = run_passes(graph) if not problems else (graph, {})
+    lowering = LoweringOptions(requant=requant)
+    nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
+    arena = lower_bound = None
+    if not problems:
+        gen = generate_sources(model, options)
+        arena, lower_bound = gen.plan.size, gen.plan.lower_bound
+    return Inspection(graph, nodes, tuple(problems), rewrites, requant, arena, lower_bound)
+
+
+def format_quant(q: QuantParams | None) -> str:
+    if q is None:
+        return ""
+    if q.per_tensor:
+        return f"s={q.scale[0]:.6g} zp={q.zero_point[0]}"
+    zps = set(q.zero_point)
+    zp = f"zp={q.zero_point[0]}" if len(zps) == 1 else "zp=per-channel"
+    return f"per-axis({q.axis}) x{len(q.scale)} {zp}"
+
+
+def format_tensor(t: Tensor) -> str:
+    shape = ",".join(str(d) for d in t.shape)
+    quant = format_quant(t.quant)
+    return f"{t.dtype}[{shape}]" + (f" ({quant})" if quant else "")
+
+
+def format_inspection(result: Inspection) -> str:
+    g = result.graph
+    opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(g.opsets.items()))
+    lines = [f"model '{g.name}' ({opsets}); requant {result.requant}"]
+    for kind, names in (("input", g.inputs), ("output", g.outputs)):
+        for name in names:
+            if name in g.tensors:
+                lines.append(f"{kind:<7} '{name}' {format_tensor(g.tensors[name])}")
+    for i, s in enumerate(result.nodes, 1):
+        ins = " ".join(format_tensor(t) for t in s.inputs) or "-"
+        outs = " ".join(format_tensor(t) for t in s.outputs)
+        consts = "".join(f" w={format_tensor(t)}" for t in s.constants)
+        lines.append(f"{i:>3} '{s.node.name}' {s.node.op_type}"
+                     f"{'' if not s.node.domain else ' [' + s.node.domain + ']'} -> "
+                     f"{'+'.join(s.kernels)} | in {ins} | out {outs}{consts} | "
+                     f"MACs {s.macs} | weights {s.weight_bytes} B")
+    for rule, changed in result.rewrites.items():
+        lines.append(f"rewrite {rule}: {', '.join(changed)}")
+    macs = sum(s.macs for s in result.nodes)
+    weights = sum(s.weight_bytes for s in result.nodes)
+    total = f"total: {len(result.nodes)} nodes, {macs} MACs, {weights} weight bytes"
+    if result.arena_bytes is not None:
+        total += (f", arena {result.arena_bytes} bytes (lower bound "
+                  f"{result.arena_lower_bound})")
+    lines.append(total)
+    if result.problems:
+        lines.append(f"unsupported: {len(result.problems)} node(s)")
+        lines.extend(f"  {p}" for p in result.problems)
+    return "\n".join(lines)
