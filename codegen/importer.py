@@ -17,7 +17,8 @@ from . import ops
 from .errors import ModelError, Onnx2McuError, ShapeError, UnsupportedError
 from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor
 
-MIN_OPSET, MAX_OPSET = 10, 21
+# Each operator also checks its own version (see ops.OpDef.versions).
+MIN_OPSET, MAX_OPSET = 10, 28
 MAX_ELEMENTS = 2**31 - 1  # kernels index tensors with 32-bit integers
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
@@ -240,9 +241,13 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None) -
             declared = "x".join(d.dim_param or str(d.dim_value) or "?" for d in dims)
             raise ShapeError(f"--input-shape {value.name}={'x'.join(map(str, override))} "
                              f"does not match the declared shape {declared}")
+        _check_size(override, f"graph input '{value.name}'")
         return Tensor(value.name, dtype, override)
     shape: list[int] = []
     for axis, d in enumerate(dims):
+        if d.HasField("dim_value") and d.dim_value == 0:
+            raise UnsupportedError(f"graph input '{value.name}' has a dimension of size 0: "
+                                   "empty tensors are not supported")
         if not d.HasField("dim_value") or d.dim_value < 1:
             symbol = d.dim_param or "?"
             example = "x".join(str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0
@@ -255,6 +260,9 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None) -
 
 
 def _check_size(shape: tuple[int, ...], what: str) -> None:
+    if any(d == 0 for d in shape):
+        raise UnsupportedError(f"{what} has shape {list(shape)}: empty tensors are not "
+                               "supported")
     if int(np.prod(shape, dtype=object)) > MAX_ELEMENTS:
         raise ShapeError(f"{what} has {np.prod(shape, dtype=object)} elements; the limit is "
                          f"{MAX_ELEMENTS}")
@@ -359,12 +367,23 @@ def _topological_order(nodes: list[Node], available: set[str]) -> list[Node]:
     return order
 
 
+def operator_version(node: Node) -> int:
+    """The since_version of the operator schema that applies at the node's opset."""
+    try:
+        return int(onnx.defs.get_schema(node.op_type, node.opset, node.domain).since_version)
+    except Exception:  # a domain onnx does not know (com.microsoft): its opset is the version
+        return node.opset
+
+
 def _infer_node(node: Node, graph: Graph) -> None:
     opdef = ops.lookup(node)
     assert opdef is not None
-    if opdef.since_versions and node.opset < min(opdef.since_versions):
-        raise UnsupportedError(f"{node.describe()}: opset {node.opset} is older than this "
-                               "operator")
+    version = operator_version(node)
+    if version not in opdef.versions:
+        supported = ", ".join(str(v) for v in opdef.versions)
+        raise UnsupportedError(f"{node.describe()}: {node.op_type}-{version} (opset "
+                               f"{node.opset}) is not supported; supported versions: "
+                               f"{supported}")
     inferred = opdef.infer(node, graph)
     for tensor in inferred.outputs:
         _check_size(tensor.shape, f"{node.describe()}: output '{tensor.name}'")

@@ -40,7 +40,12 @@ class OpDef:
     domain: str
     infer: InferFn
     lower: LowerFn
-    since_versions: tuple[int, ...] = ()  # opset versions whose semantics are implemented
+    # The operator versions (ONNX since_version) whose semantics are implemented.
+    versions: tuple[int, ...] = (1,)
+    # Input slots that must be constant at generation time (weights, scales, shapes).
+    constant_inputs: frozenset[int] = frozenset()
+    # The dtypes accepted on the first (data) input; empty: every dtype onnx2mcu knows.
+    data_dtypes: frozenset[str] = frozenset()
 
 
 _REGISTRY: dict[tuple[str, str], OpDef] = {}

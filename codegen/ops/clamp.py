@@ -48,5 +48,8 @@ def lower_clamp(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
                        (), SOURCES)]
 
 
-register(OpDef("Relu", "", infer_clamp, lower_clamp))
-register(OpDef("Clip", "", infer_clamp, lower_clamp))
+# Integer types arrive in Relu-14 and Clip-12; earlier versions are float-only.
+INT8_TYPES = frozenset({"uint8", "int8"})
+register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(14,), data_dtypes=INT8_TYPES))
+register(OpDef("Clip", "", infer_clamp, lower_clamp, versions=(12, 13),
+               constant_inputs=frozenset({1, 2}), data_dtypes=INT8_TYPES))

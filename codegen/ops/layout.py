@@ -96,6 +96,18 @@ def identity_shape(node: Node, graph: Graph, shape: tuple[int, ...]) -> tuple[in
 ShapeFn = Callable[[Node, Graph, tuple[int, ...]], tuple[int, ...]]
 
 
+# Versions after these only add element types.
+VERSIONS = {
+    "Reshape": (5, 13, 14, 19, 21, 23, 24, 25),
+    "Flatten": (1, 9, 11, 13, 21, 23, 24, 25),
+    "Squeeze": (1, 11, 13, 21, 23, 24, 25),
+    "Unsqueeze": (1, 11, 13, 21, 23, 24, 25),
+    "Identity": (1, 13, 14, 16, 19, 21, 23, 24, 25),
+}
+CONSTANT_INPUTS = {"Reshape": frozenset({1}), "Squeeze": frozenset({1}),
+                   "Unsqueeze": frozenset({1})}
+
+
 def _layout_op(op_type: str, attrs: set[str], compute_shape: ShapeFn) -> None:
     def infer(node: Node, graph: Graph) -> Inferred:
         reject_unknown_attrs(node, attrs)
@@ -106,7 +118,8 @@ def _layout_op(op_type: str, attrs: set[str], compute_shape: ShapeFn) -> None:
     def lower(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[KernelCall | Alias]:
         return [Alias(node.outputs[0], node.inputs[0])]
 
-    register(OpDef(op_type, "", infer, lower))
+    register(OpDef(op_type, "", infer, lower, VERSIONS[op_type],
+                   CONSTANT_INPUTS.get(op_type, frozenset())))
 
 
 _layout_op("Reshape", {"allowzero"}, reshape_shape)

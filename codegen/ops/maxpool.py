@@ -45,4 +45,7 @@ def lower_maxpool(node: Node, graph: Graph, options: LoweringOptions) -> Sequenc
                        ("maxpool.c",))]
 
 
-register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool))
+# MaxPool-22 only adds types and clarifies that windows starting in the right padding
+# are dropped, which ORT did before; 8-bit types arrive in MaxPool-12.
+register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool, versions=(12, 22),
+               data_dtypes=frozenset({"uint8", "int8"})))

@@ -29,6 +29,7 @@ from ._common import (
 from ._geometry import Window, dims_struct, sliding_window, window_struct
 
 SOURCES = ("qlinear_conv.c",)
+INT8_TYPES = frozenset({"uint8", "int8"})
 ATTRS = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
 
 
@@ -171,4 +172,5 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
                        tuple(arrays), SOURCES, macs)]
 
 
-register(OpDef("QLinearConv", "", infer_qlinear_conv, lower_qlinear_conv, since_versions=(10,)))
+register(OpDef("QLinearConv", "", infer_qlinear_conv, lower_qlinear_conv, versions=(10,),
+               constant_inputs=frozenset(range(1, 9)), data_dtypes=INT8_TYPES))

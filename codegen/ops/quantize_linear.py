@@ -91,7 +91,10 @@ def _qdq_call(node: Node, graph: Graph, kernel: str, sources: tuple[str, ...]) -
 
 
 def infer_quantize_linear(node: Node, graph: Graph) -> Inferred:
-    reject_unknown_attrs(node, {"axis", "saturate", "block_size", "output_dtype"})
+    reject_unknown_attrs(node, {"axis", "saturate", "block_size", "output_dtype", "precision"})
+    if node.attrs.get("precision", 0) not in (0, 1):
+        raise UnsupportedError(f"{node.describe()}: precision {node.attrs['precision']} is not "
+                               "supported; supported: float32")
     x = input_tensor(node, graph, 0, "x")
     check_dtype(node, "input x", x, ("float32",))
     axis, scale = _axis_and_scale(node, graph, x)
@@ -117,7 +120,8 @@ def lower_quantize_linear(node: Node, graph: Graph, options: LoweringOptions) ->
 
 
 register(OpDef("QuantizeLinear", "", infer_quantize_linear, lower_quantize_linear,
-               since_versions=(10, 13, 19, 21)))
+               versions=(10, 13, 19, 21, 23, 24, 25), constant_inputs=frozenset({1, 2}),
+               data_dtypes=frozenset({"float32"})))
 
 
 # -------------------------------------------------------------- DequantizeLinear
@@ -148,4 +152,5 @@ def lower_dequantize_linear(node: Node, graph: Graph, options: LoweringOptions) 
 
 
 register(OpDef("DequantizeLinear", "", infer_dequantize_linear, lower_dequantize_linear,
-               since_versions=(10, 13, 19, 21)))
+               versions=(10, 13, 19, 21, 23, 24, 25), constant_inputs=frozenset({1, 2}),
+               data_dtypes=frozenset({"uint8", "int8", "int32"})))

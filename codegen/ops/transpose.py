@@ -59,4 +59,5 @@ def lower_transpose(node: Node, graph: Graph, options: LoweringOptions) -> Seque
                        ("transpose.c",))]
 
 
-register(OpDef("Transpose", "", infer_transpose, lower_transpose))
+register(OpDef("Transpose", "", infer_transpose, lower_transpose,
+               versions=(1, 13, 21, 23, 24, 25)))

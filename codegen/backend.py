@@ -1,0 +1,115 @@
+"""onnx2mcu as an onnx.backend.base.Backend, so that onnx's own backend test runner can
+run node tests through the generated C.
+
+onnx2mcu needs weights, scales, zero points and shapes at generation time. A backend
+receives them as run-time inputs, so `run` freezes the inputs that feed such slots into
+initializers holding the values it was given, then generates, compiles (cached) and runs
+the C for the remaining inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from numpy.typing import NDArray
+from onnx import numpy_helper
+from onnx.backend.base import Backend, BackendRep
+
+from . import ops
+from .api import run
+from .importer import MAX_OPSET, MIN_OPSET, operator_version
+from .ir import ONNX_TO_DTYPE, Node
+
+
+def constant_slot_inputs(model: onnx.ModelProto) -> set[str]:
+    """Names of graph inputs that feed an input slot onnx2mcu needs constant."""
+    graph_inputs = {i.name for i in model.graph.input}
+    names: set[str] = set()
+    for proto in model.graph.node:
+        node = Node(proto.name, proto.op_type, proto.domain, tuple(proto.input), ())
+        opdef = ops.lookup(node)
+        if opdef is None:
+            continue
+        for slot in opdef.constant_inputs:
+            if slot < len(proto.input) and proto.input[slot] in graph_inputs:
+                names.add(proto.input[slot])
+    return names
+
+
+def freeze_inputs(model: onnx.ModelProto, values: dict[str, NDArray[Any]]) -> onnx.ModelProto:
+    """A copy of the model in which the given graph inputs are initializers."""
+    frozen = onnx.ModelProto()
+    frozen.CopyFrom(model)
+    keep = [i for i in frozen.graph.input if i.name not in values]
+    del frozen.graph.input[:]
+    frozen.graph.input.extend(keep)
+    for name, value in values.items():
+        frozen.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    return frozen
+
+
+class Onnx2McuRep(BackendRep):
+    def __init__(self, model: onnx.ModelProto, cflags: Sequence[str] = ()) -> None:
+        self.model = model
+        self.cflags = tuple(cflags)
+        initializers = {i.name for i in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[NDArray[Any], ...]:
+        if isinstance(inputs, dict):
+            feeds = dict(inputs)
+        else:
+            arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            feeds = dict(zip(self.input_names, arrays, strict=False))
+        frozen_names = constant_slot_inputs(self.model)
+        model = freeze_inputs(self.model, {n: feeds[n] for n in frozen_names if n in feeds})
+        remaining = {n: v for n, v in feeds.items() if n not in frozen_names}
+        # A backend sees the actual inputs, so dynamic dimensions take their shapes.
+        shapes = {n: tuple(np.shape(v)) for n, v in remaining.items()}
+        outputs = run(model, remaining, input_shapes=shapes, cflags=self.cflags)
+        return tuple(outputs[o.name] for o in self.model.graph.output)
+
+
+class Onnx2McuBackend(Backend):
+    @classmethod
+    def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
+        """Whether every node is an operator version onnx2mcu implements; dtypes and
+        attributes are checked when the model runs."""
+        opsets = {o.domain or "": o.version for o in model.opset_import}
+        if not MIN_OPSET <= opsets.get("", 0) <= MAX_OPSET:
+            return False
+        frozen = constant_slot_inputs(model)  # their values arrive with run()
+        declared = {i.name: ONNX_TO_DTYPE.get(i.type.tensor_type.elem_type)
+                    for i in model.graph.input if i.name not in frozen}
+        if None in declared.values():
+            return False
+        if any(d.HasField("dim_value") and d.dim_value == 0 for i in model.graph.input
+               for d in i.type.tensor_type.shape.dim):
+            return False  # empty tensors
+        for proto in model.graph.node:
+            node = Node(proto.name, proto.op_type, proto.domain, (), (),
+                        opset=opsets.get(proto.domain, 0))
+            opdef = ops.lookup(node)
+            if opdef is None or operator_version(node) not in opdef.versions:
+                return False
+            data = declared.get(proto.input[0]) if proto.input else None
+            if opdef.data_dtypes and data is not None and data not in opdef.data_dtypes:
+                return False
+        return True
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> Onnx2McuRep:
+        super().prepare(model, device, **kwargs)
+        return Onnx2McuRep(model, kwargs.get("cflags", ()))
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device == "CPU"
+
+
+prepare = Onnx2McuBackend.prepare
+is_compatible = Onnx2McuBackend.is_compatible
+supports_device = Onnx2McuBackend.supports_device
