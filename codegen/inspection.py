@@ -55,7 +55,9 @@ def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSu
                         and n in graph.tensors and graph.tensors[n].quant is not None),
         outputs=tuple(graph.tensors[o] for o in node.outputs if o in graph.tensors),
         macs=sum(c.macs for c in calls),
-        weight_bytes=sum(int(np.asarray(a.values).nbytes) for c in calls for a in c.arrays),
+        weight_bytes=sum(int(np.asarray(a.values).nbytes) for c in calls for a in c.arrays)
+        + sum(int(graph.constants[t].nbytes) for c in calls for t in c.inputs
+              if t in graph.constants),
     )
 
 

@@ -94,38 +94,70 @@ def ort_saturates_u8s8() -> bool:
     return _probe_saturation()
 
 
+# Operators whose ORT kernel is MLAS's u8 x s8 GEMM: op -> (B slot, B zero point slot).
+U8S8_B_SLOTS = {("", "QLinearConv"): (3, 5), ("", "QLinearMatMul"): (3, 5),
+                ("", "MatMulInteger"): (1, 3), ("com.microsoft", "QGemm"): (3, 5)}
+
+
 def u8s8_nodes(graph: Graph) -> list[str]:
     """Nodes whose ORT kernel multiplies uint8 activations by int8 weights."""
     names = []
     for node in graph.nodes:
-        if node.op_type == "QLinearConv" and node.domain == "":
-            x = graph.tensors[node.inputs[0]]
-            w = graph.constants.get(node.inputs[3])
-            if x.dtype == "uint8" and w is not None and w.dtype == np.int8:
-                names.append(node.name)
+        slots = U8S8_B_SLOTS.get((node.domain, node.op_type))
+        if slots is None:
+            continue
+        a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[slots[0]]]
+        if a.dtype == "uint8" and b.dtype == "int8":
+            names.append(node.name)
     return names
 
 
 def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
-    """The same model with the int8 weights of u8 x s8 QLinearConvs moved to uint8."""
+    """The same model with B moved from int8 to uint8 (+128, zero points +128) in every
+    u8 x s8 node: the same mathematics, which ORT computes exactly. Constant or computed
+    B alike, the conversion is a few nodes in front of the product."""
     targets = set(u8s8_nodes(graph))
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(model)
     g = rewritten.graph
-    existing = {i.name for i in g.initializer} | {o for n in g.node for o in n.output}
+    taken = {i.name for i in g.initializer} | {o for n in g.node for o in n.output} | {
+        i.name for i in g.input}
+
+    def fresh(base: str) -> str:
+        name = base
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    shift = fresh("onnx2mcu_u8s8_shift")
+    g.initializer.append(numpy_helper.from_array(np.array(128, dtype=np.int32), shift))
+    converted: list[onnx.NodeProto] = []
     for index, node in enumerate(g.node):
         name = node.name or f"{node.op_type}_{index}"
         if name not in targets:
+            converted.append(node)
             continue
-        for slot in (3, 5):  # w, w_zero_point
-            value = graph.constants[node.input[slot]]
-            shifted = (value.astype(np.int16) + 128).astype(np.uint8)
-            new_name = f"{node.input[slot]}__u8_{index}"
-            while new_name in existing:
-                new_name += "_"
-            existing.add(new_name)
-            g.initializer.append(numpy_helper.from_array(shifted, new_name))
-            node.input[slot] = new_name
+        b_slot, zp_slot = U8S8_B_SLOTS[(node.domain, node.op_type)]
+        b = node.input[b_slot]
+        wide, moved, b_u8 = fresh(f"{b}__i32"), fresh(f"{b}__moved"), fresh(f"{b}__u8")
+        converted += [
+            helper.make_node("Cast", [b], [wide], to=onnx.TensorProto.INT32),
+            helper.make_node("Add", [wide, shift], [moved]),
+            helper.make_node("Cast", [moved], [b_u8], to=onnx.TensorProto.UINT8),
+        ]
+        node.input[b_slot] = b_u8
+        while len(node.input) <= zp_slot:
+            node.input.append("")
+        zp_name = node.input[zp_slot]
+        zp = graph.constants[zp_name] if zp_name else np.zeros((), dtype=np.int8)
+        new_zp = fresh(f"{zp_name or b}__zp_u8")
+        g.initializer.append(numpy_helper.from_array(
+            (zp.astype(np.int16) + 128).astype(np.uint8), new_zp))
+        node.input[zp_slot] = new_zp
+        converted.append(node)
+    del g.node[:]
+    g.node.extend(converted)
     return rewritten
 
 

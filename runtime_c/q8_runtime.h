@@ -81,6 +81,11 @@ typedef struct {
     q8_requant_params requant;
 } q8_conv_params;
 
+/* ConvInteger: the same loop, int32 output, no requantization (requant unused). */
+void q8_conv_u8_i32(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                    int32_t *Q8_RESTRICT output);
+void q8_conv_s8_i32(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                    int32_t *Q8_RESTRICT output);
 void q8_conv_u8_freq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
                      uint8_t *Q8_RESTRICT output);
 void q8_conv_s8_freq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
@@ -89,6 +94,53 @@ void q8_conv_u8_ireq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT in
                      uint8_t *Q8_RESTRICT output);
 void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
                      int8_t *Q8_RESTRICT output);
+
+/*
+ * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:
+ *   acc[b][i][j] = sum_p (A[i][p] - a_zp) * (B[p][j] - b_zp[j]) + bias[i][j]
+ * with A[i][p] = a[a_offset[b] + i*a_stride_m + p*a_stride_k] (transposes are strides)
+ * and B[p][j] = b[b_offset[b] + p*b_stride_k + j*b_stride_n]. The output is dense
+ * [batches][m][n]. Per-column parameters (b_zero_point, requant scale/mult/exp) are
+ * read at param_offset[b] + j when per_column is set, else at param_offset[b].
+ * Accumulation is modulo 2^32, as ORT's int32 arithmetic.
+ * Variants: q8_gemm_<a><b>_<out>, a and b in {u8, s8}; out is freq/ireq (8-bit,
+ * requantized like QLinearConv), i32 (raw accumulator) or f32 (f32((float)acc * scale)).
+ */
+typedef struct {
+    int32_t batches;
+    const int32_t *a_offset;
+    const int32_t *b_offset;
+    const int32_t *param_offset;
+    int32_t m;
+    int32_t k;
+    int32_t n;
+    int32_t a_stride_m;
+    int32_t a_stride_k;
+    int32_t b_stride_k;
+    int32_t b_stride_n;
+    int32_t a_zero_point;
+    const int32_t *b_zero_point;
+    int32_t per_column;
+    const int32_t *bias; /* NULL, or read at i*bias_stride_m + j*bias_stride_n */
+    int32_t bias_stride_m;
+    int32_t bias_stride_n;
+    q8_requant_params requant;
+} q8_gemm_params;
+
+#define Q8_DECLARE_GEMM(A, B, TA, TB)                                                           \
+    void q8_gemm_##A##B##_freq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
+                               const TB *Q8_RESTRICT b, TA *Q8_RESTRICT y);                     \
+    void q8_gemm_##A##B##_ireq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
+                               const TB *Q8_RESTRICT b, TA *Q8_RESTRICT y);                     \
+    void q8_gemm_##A##B##_i32(const q8_gemm_params *params, const TA *Q8_RESTRICT a,            \
+                              const TB *Q8_RESTRICT b, int32_t *Q8_RESTRICT y);                 \
+    void q8_gemm_##A##B##_f32(const q8_gemm_params *params, const TA *Q8_RESTRICT a,            \
+                              const TB *Q8_RESTRICT b, float *Q8_RESTRICT y);
+
+Q8_DECLARE_GEMM(u8, u8, uint8_t, uint8_t)
+Q8_DECLARE_GEMM(u8, s8, uint8_t, int8_t)
+Q8_DECLARE_GEMM(s8, u8, int8_t, uint8_t)
+Q8_DECLARE_GEMM(s8, s8, int8_t, int8_t)
 
 /*
  * QuantizeLinear and DequantizeLinear, per tensor or per axis.

@@ -20,8 +20,10 @@ Q8_INLINE int32_t load_act(const uint8_t *p, int is_signed)
  * requantization mode below. Activations are read and written as bytes; int8 data is
  * reinterpreted through a character type, which C allows.
  */
+enum { OUT_FREQ, OUT_IREQ, OUT_I32 };
+
 Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRICT x,
-                              uint8_t *Q8_RESTRICT y, int is_signed, int int_requant)
+                              void *Q8_RESTRICT y, int is_signed, int out)
 {
     const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
     const int32_t M = p->output.c, OH = p->output.h, OW = p->output.w;
@@ -44,7 +46,7 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
             const int32_t ch = rq->per_channel ? m : 0;
             const uint8_t *x_g = x + ((size_t)n * (size_t)C + (size_t)(g * c_per_group)) *
                                          (size_t)(H * W);
-            uint8_t *y_m = y + ((size_t)n * (size_t)M + (size_t)m) * (size_t)(OH * OW);
+            const size_t y_m = ((size_t)n * (size_t)M + (size_t)m) * (size_t)(OH * OW);
             int32_t oh, ow;
 
             for (oh = 0; oh < OH; oh++) {
@@ -71,45 +73,38 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
                         }
                     }
                     acc += (uint32_t)bias;
-                    /* Two's complement reinterpretation, as ORT's int32 wraps. */
                     {
+                        /* Two's complement reinterpretation, as ORT's int32 wraps. */
                         const int32_t acc_s = (acc > 0x7fffffffu) ? -(int32_t)(0xffffffffu - acc) - 1
                                                                   : (int32_t)acc;
-                        if (int_requant) {
+                        const size_t at = y_m + (size_t)(oh * OW + ow);
+                        if (out == OUT_I32) {
+                            ((int32_t *)y)[at] = acc_s;
+                            continue;
+                        }
+                        if (out == OUT_IREQ) {
                             v = q8_requant_int(acc_s, rq->mult[ch], rq->exp[ch], lo, hi);
                         } else {
                             v = q8_requant_f32(acc_s, rq->scale[ch], (float)lo, (float)hi);
                         }
+                        /* Modular conversion: int8 results land as their two's complement byte. */
+                        ((uint8_t *)y)[at] = (uint8_t)(v + rq->zero_point);
                     }
-                    v += rq->zero_point;
-                    /* Modular conversion: int8 results land as their two's complement byte. */
-                    y_m[oh * OW + ow] = (uint8_t)v;
                 }
             }
         }
     }
 }
 
-void q8_conv_u8_freq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
-                     uint8_t *Q8_RESTRICT output)
-{
-    conv_reference(params, input, output, 0, 0);
-}
+#define Q8_DEFINE_CONV(NAME, TX, TY, SIGNED, OUT)                                                \
+    void NAME(const q8_conv_params *params, const TX *Q8_RESTRICT input, TY *Q8_RESTRICT output) \
+    {                                                                                            \
+        conv_reference(params, (const uint8_t *)input, output, SIGNED, OUT);                     \
+    }
 
-void q8_conv_s8_freq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
-                     int8_t *Q8_RESTRICT output)
-{
-    conv_reference(params, (const uint8_t *)input, (uint8_t *)output, 1, 0);
-}
-
-void q8_conv_u8_ireq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
-                     uint8_t *Q8_RESTRICT output)
-{
-    conv_reference(params, input, output, 0, 1);
-}
-
-void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
-                     int8_t *Q8_RESTRICT output)
-{
-    conv_reference(params, (const uint8_t *)input, (uint8_t *)output, 1, 1);
-}
+Q8_DEFINE_CONV(q8_conv_u8_freq, uint8_t, uint8_t, 0, OUT_FREQ)
+Q8_DEFINE_CONV(q8_conv_s8_freq, int8_t, int8_t, 1, OUT_FREQ)
+Q8_DEFINE_CONV(q8_conv_u8_ireq, uint8_t, uint8_t, 0, OUT_IREQ)
+Q8_DEFINE_CONV(q8_conv_s8_ireq, int8_t, int8_t, 1, OUT_IREQ)
+Q8_DEFINE_CONV(q8_conv_u8_i32, uint8_t, int32_t, 0, OUT_I32)
+Q8_DEFINE_CONV(q8_conv_s8_i32, int8_t, int32_t, 1, OUT_I32)

@@ -9,6 +9,8 @@ from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import QUANT_RANGE, Graph, Node, QuantParams, Tensor
+from ..program import CArray, CRef, CStruct, CValue
+from ..requant import float32_mult_exp
 
 
 def input_tensor(node: Node, graph: Graph, index: int, what: str) -> Tensor:
@@ -118,3 +120,38 @@ def normalize_axis(node: Node, axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise ModelError(f"{node.describe()}: axis {axis} is out of range for rank {rank}")
     return axis % rank
+
+
+def requant_params(scale: NDArray[Any], zero_point: int, act_min: int, act_max: int,
+                   mode: str, collapse: bool = True) -> tuple[CStruct, list[CArray]]:
+    """The q8_requant_params of an 8-bit output and the const arrays it points to.
+    `scale` holds ORT's float32 requantization scale, one value or one per channel;
+    mode "int" stores its exact mult * 2^exp decomposition instead. Equal per-channel
+    scales collapse to one unless the kernel indexes them together with other arrays."""
+    scale = np.asarray(scale, dtype=np.float32).reshape(-1)
+    per_channel = scale.size > 1 and not (collapse and np.all(scale == scale[0]))
+    if not per_channel:
+        scale = scale[:1]
+    if mode == "int":
+        mult, exp = float32_mult_exp(scale)
+        arrays = [CArray("mult", "int32_t", mult), CArray("exp", "int32_t", exp)]
+        fields: tuple[tuple[str, CValue], ...] = (
+            ("scale", None), ("mult", CRef("mult")), ("exp", CRef("exp")))
+    else:
+        arrays = [CArray("scale", "float", scale)]
+        fields = (("scale", CRef("scale")), ("mult", None), ("exp", None))
+    struct = CStruct("q8_requant_params", (
+        *fields, ("per_channel", int(per_channel)), ("zero_point", zero_point),
+        ("act_min", act_min), ("act_max", act_max)))
+    return struct, arrays
+
+
+def no_requant() -> CStruct:
+    """q8_requant_params for kernels whose output is not requantized (int32 outputs)."""
+    return CStruct("q8_requant_params", (
+        ("scale", None), ("mult", None), ("exp", None), ("per_channel", 0),
+        ("zero_point", 0), ("act_min", 0), ("act_max", 0)))
+
+
+def kernel_suffix(dtype: str) -> str:
+    return {"uint8": "u8", "int8": "s8", "int32": "s32", "float32": "f32"}[dtype]

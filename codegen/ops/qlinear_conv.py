@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from ..errors import ModelError, UnsupportedError
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..program import CArray, CRef, CStruct, KernelCall
-from ..requant import float32_mult_exp, output_scale
+from ..requant import output_scale
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
@@ -21,9 +21,12 @@ from ._common import (
     check_scales,
     constant_input,
     input_tensor,
+    kernel_suffix,
+    no_requant,
     quant_params,
     quant_range,
     reject_unknown_attrs,
+    requant_params,
     scalar_or_vector,
 )
 from ._geometry import Window, dims_struct, sliding_window, window_struct
@@ -114,13 +117,13 @@ def infer_qlinear_conv(node: Node, graph: Graph) -> Inferred:
                           node.inputs[3]: quant_params(q.w_scale, q.w_zp, 0)})
 
 
-def _as_int8_weights(w: NDArray[Any], w_zp: NDArray[Any]) -> tuple[
-        NDArray[Any], NDArray[Any]]:
-    """uint8 weights and zero points shifted by -128: (w - zp) is unchanged."""
+def as_int8_weights(w: NDArray[Any], w_zp: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Weights as int8 and their zero points as int32 (one value when all are equal).
+    uint8 weights and zero points are shifted by -128, which leaves (w - zp) unchanged."""
+    zp = w_zp.astype(np.int32).reshape(-1)
     if w.dtype == np.uint8:
-        return ((w.astype(np.int16) - 128).astype(np.int8),
-                w_zp.astype(np.int32) - 128)
-    return w.astype(np.int8), w_zp.astype(np.int32)
+        w, zp = (w.astype(np.int16) - 128).astype(np.int8), zp - 128
+    return w.astype(np.int8), zp[:1] if np.all(zp == zp[0]) else zp
 
 
 def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
@@ -130,47 +133,90 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     window = conv_window(node, x.shape, w.shape)
     groups = conv_groups(node, x.shape, w.shape)
     q = conv_quant(node, graph, x, w)
-    weights, w_zp = _as_int8_weights(w, q.w_zp)
-    if np.all(w_zp == w_zp[0]):
-        w_zp = w_zp[:1]
-    scale = output_scale(q.x_scale, q.w_scale, q.y_scale)
-    if scale.size > 1 and np.all(scale == scale[0]):
-        scale = scale[:1]
+    weights, w_zp = as_int8_weights(w, q.w_zp)
     qmin, qmax = quant_range(y.dtype)
-
+    requant, requant_arrays = requant_params(output_scale(q.x_scale, q.w_scale, q.y_scale),
+                                             q.y_zp, qmin, qmax, options.requant)
     arrays = [CArray("weights", "int8_t", weights.reshape(-1)),
-              CArray("weight_zero_point", "int32_t", w_zp)]
-    if options.requant == "int":
-        mult, exp = float32_mult_exp(scale)
-        arrays += [CArray("mult", "int32_t", mult), CArray("exp", "int32_t", exp)]
-        scale_fields: tuple[tuple[str, Any], ...] = (
-            ("scale", None), ("mult", CRef("mult")), ("exp", CRef("exp")))
-    else:
-        arrays.append(CArray("scale", "float", scale))
-        scale_fields = (("scale", CRef("scale")), ("mult", None), ("exp", None))
+              CArray("weight_zero_point", "int32_t", w_zp), *requant_arrays]
     if node.input(8) is not None:
         arrays.append(CArray("bias", "int32_t", constant_input(node, graph, 8, "B")))
-    requant = CStruct("q8_requant_params", (
-        *scale_fields,
-        ("per_channel", int(scale.size > 1)),
-        ("zero_point", q.y_zp), ("act_min", qmin), ("act_max", qmax),
-    ))
 
-    params = CStruct("q8_conv_params", (
+    params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
+                         requant)
+    mode = "ireq" if options.requant == "int" else "freq"
+    return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_{mode}", node.name, (x.name,),
+                       (y.name,), params, tuple(arrays), SOURCES, conv_macs(y, w))]
+
+
+def conv_params(x: Tensor, y: Tensor, window: Window, groups: int, x_zp: int,
+                w_zp: NDArray[Any], has_bias: bool, requant: CStruct) -> CStruct:
+    return CStruct("q8_conv_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("groups", groups),
-        ("input_zero_point", q.x_zp),
+        ("input_zero_point", x_zp),
         ("weights", CRef("weights")), ("weight_zero_point", CRef("weight_zero_point")),
         ("weight_zero_point_per_channel", int(w_zp.size > 1)),
-        ("bias", CRef("bias") if node.input(8) is not None else None),
+        ("bias", CRef("bias") if has_bias else None),
         ("requant", requant),
     ))
-    act = "u8" if x.dtype == "uint8" else "s8"
-    mode = "ireq" if options.requant == "int" else "freq"
-    macs = y.numel * int(np.prod(w.shape[1:]))
-    return [KernelCall(f"q8_conv_{act}_{mode}", node.name, (x.name,), (y.name,), params,
-                       tuple(arrays), SOURCES, macs)]
+
+
+def conv_macs(y: Tensor, w: NDArray[Any]) -> int:
+    return y.numel * int(np.prod(w.shape[1:]))
 
 
 register(OpDef("QLinearConv", "", infer_qlinear_conv, lower_qlinear_conv, versions=(10,),
                constant_inputs=frozenset(range(1, 9)), data_dtypes=INT8_TYPES))
+
+
+# -------------------------------------------------------------------- ConvInteger
+
+
+def conv_integer_zero_points(node: Node, graph: Graph, x: Tensor,
+                             w: NDArray[Any]) -> tuple[int, NDArray[Any]]:
+    """x and w zero points of a ConvInteger (absent means 0). Per-channel weight zero
+    points are refused, as ORT refuses them."""
+    x_zp, w_zp = 0, np.zeros(1, dtype=w.dtype)
+    if node.input(2) is not None:
+        zp = _scalar_param(node, graph, 2, "x_zero_point")
+        check_dtype(node, "x_zero_point", zp, (x.dtype,))
+        x_zp = int(zp[0])
+    if node.input(3) is not None:
+        w_zp = _scalar_param(node, graph, 3, "w_zero_point")
+        check_dtype(node, "w_zero_point", w_zp, (str(w.dtype),))
+    return x_zp, w_zp
+
+
+def infer_conv_integer(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, ATTRS)
+    x = input_tensor(node, graph, 0, "x")
+    check_dtype(node, "input x", x, ("uint8", "int8"))
+    w = constant_input(node, graph, 1, "w (weights)")
+    check_dtype(node, "weights w", w, ("uint8", "int8"))
+    if len(x.shape) not in (3, 4) or w.ndim != len(x.shape):
+        raise UnsupportedError(f"{node.describe()}: only 1-D and 2-D convolutions with "
+                               "matching weight rank are supported")
+    window = conv_window(node, x.shape, w.shape)
+    conv_groups(node, x.shape, w.shape)
+    conv_integer_zero_points(node, graph, x, w)
+    y_shape = (x.shape[0], w.shape[0], *window.output)
+    return Inferred([Tensor(node.outputs[0], "int32", y_shape)])
+
+
+def lower_conv_integer(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    w = constant_input(node, graph, 1, "w")
+    x_zp, raw_w_zp = conv_integer_zero_points(node, graph, x, w)
+    weights, w_zp = as_int8_weights(w, raw_w_zp)
+    arrays = (CArray("weights", "int8_t", weights.reshape(-1)),
+              CArray("weight_zero_point", "int32_t", w_zp))
+    params = conv_params(x, y, conv_window(node, x.shape, w.shape),
+                         conv_groups(node, x.shape, w.shape), x_zp, w_zp, False, no_requant())
+    return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_i32", node.name, (x.name,),
+                       (y.name,), params, arrays, SOURCES, conv_macs(y, w))]
+
+
+register(OpDef("ConvInteger", "", infer_conv_integer, lower_conv_integer, versions=(10,),
+               constant_inputs=frozenset({1, 2, 3}), data_dtypes=INT8_TYPES))

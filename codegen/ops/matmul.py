@@ -1,0 +1,379 @@
+"""Integer matrix products on the gemm.c kernels: QLinearMatMul (batched, numpy
+broadcasting, per-column b), MatMulInteger (int32 output) and com.microsoft QGemm
+(transA/transB, alpha, int32 bias C, 8-bit or float output)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import Graph, Node, QuantParams, Tensor
+from ..program import Alias, CArray, CRef, CStruct, KernelCall
+from ..requant import output_scale
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import (
+    attr_int,
+    check_dtype,
+    check_scales,
+    constant_input,
+    input_tensor,
+    kernel_suffix,
+    no_requant,
+    quant_range,
+    reject_unknown_attrs,
+    requant_params,
+    scalar_or_vector,
+)
+
+SOURCES = ("gemm.c",)
+INT8_TYPES = ("uint8", "int8")
+
+
+@dataclass(frozen=True)
+class MatmulShape:
+    """A (batched) product [.., M, K] x [.., K, N] with numpy broadcasting."""
+
+    m: int
+    k: int
+    n: int
+    a_offsets: tuple[int, ...]  # element offset of each batch's A matrix
+    b_offsets: tuple[int, ...]
+    b_matrices: tuple[int, ...]  # which of B's matrices each batch uses
+    output: tuple[int, ...]
+
+
+def _batch_index(batch_dims: tuple[int, ...], index: tuple[int, ...]) -> int:
+    """Flat index of a broadcast operand's matrix for one output batch index."""
+    own = index[len(index) - len(batch_dims):] if batch_dims else ()
+    clipped = tuple(0 if d == 1 else i for d, i in zip(batch_dims, own, strict=True))
+    return int(np.ravel_multi_index(clipped, batch_dims)) if batch_dims else 0
+
+
+def matmul_shape(node: Node, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> MatmulShape:
+    a = a_shape if len(a_shape) >= 2 else (1, *a_shape)
+    b = b_shape if len(b_shape) >= 2 else (*b_shape, 1)
+    if not a_shape or not b_shape:
+        raise ModelError(f"{node.describe()}: matrix product of a scalar")
+    m, k = a[-2:]
+    k_b, n = b[-2:]
+    if k != k_b:
+        raise ModelError(f"{node.describe()}: inner dimensions differ: {list(a_shape)} x "
+                         f"{list(b_shape)}")
+    try:
+        batch = tuple(int(d) for d in np.broadcast_shapes(a[:-2], b[:-2]))
+    except ValueError:
+        raise ModelError(f"{node.describe()}: batch dimensions of {list(a_shape)} and "
+                         f"{list(b_shape)} do not broadcast") from None
+    a_off, b_off, b_mat = [], [], []
+    for index in np.ndindex(*batch) if batch else [()]:
+        a_off.append(_batch_index(a[:-2], index) * m * k)
+        b_index = _batch_index(b[:-2], index)
+        b_off.append(b_index * k * n)
+        b_mat.append(b_index)
+    out = (*batch, *((m,) if len(a_shape) >= 2 else ()), *((n,) if len(b_shape) >= 2 else ()))
+    return MatmulShape(m, k, n, tuple(a_off), tuple(b_off), tuple(b_mat), out)
+
+
+@dataclass(frozen=True)
+class ColumnParams:
+    """b's scale or zero point flattened, with how each batch and column indexes it."""
+
+    values: NDArray[Any]
+    per_column: bool
+    batched: bool  # one row of N values per B matrix
+
+
+def column_params(node: Node, what: str, value: NDArray[Any],
+                  b_shape: tuple[int, ...]) -> ColumnParams:
+    """ORT accepts b parameters as a scalar, [N] for 2-D B, or B's shape with 1 rows."""
+    if value.size == 1:
+        return ColumnParams(value.reshape(-1), False, False)
+    if value.ndim == 1 and len(b_shape) == 2 and value.shape[0] == b_shape[1]:
+        return ColumnParams(value, True, False)
+    if value.ndim == len(b_shape) >= 2 and value.shape[-2] == 1 and \
+            value.shape[:-2] == b_shape[:-2] and value.shape[-1] == b_shape[-1]:
+        return ColumnParams(value.reshape(-1), True, True)
+    raise ModelError(f"{node.describe()}: {what} of shape {list(value.shape)} does not match "
+                     f"b of shape {list(b_shape)}")
+
+
+def _gemm_struct(shape: MatmulShape, a_strides: tuple[int, int], b_strides: tuple[int, int],
+                 a_zp: int, per_column: bool, batched: bool, bias: tuple[int, int] | None,
+                 requant: CStruct) -> CStruct:
+    return CStruct("q8_gemm_params", (
+        ("batches", len(shape.a_offsets)),
+        ("a_offset", CRef("a_offset")), ("b_offset", CRef("b_offset")),
+        ("param_offset", CRef("param_offset") if batched else None),
+        ("m", shape.m), ("k", shape.k), ("n", shape.n),
+        ("a_stride_m", a_strides[0]), ("a_stride_k", a_strides[1]),
+        ("b_stride_k", b_strides[0]), ("b_stride_n", b_strides[1]),
+        ("a_zero_point", a_zp), ("b_zero_point", CRef("b_zero_point")),
+        ("per_column", int(per_column)),
+        ("bias", CRef("bias") if bias is not None else None),
+        ("bias_stride_m", bias[0] if bias else 0), ("bias_stride_n", bias[1] if bias else 0),
+        ("requant", requant),
+    ))
+
+
+def _offset_arrays(shape: MatmulShape, batched: bool) -> list[CArray]:
+    arrays = [CArray("a_offset", "int32_t", np.array(shape.a_offsets, dtype=np.int32)),
+              CArray("b_offset", "int32_t", np.array(shape.b_offsets, dtype=np.int32))]
+    if batched:
+        arrays.append(CArray("param_offset", "int32_t",
+                             np.array(shape.b_matrices, dtype=np.int32) * shape.n))
+    return arrays
+
+
+def _gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, out: str, params: CStruct,
+               arrays: Sequence[CArray], shape: MatmulShape) -> KernelCall:
+    function = f"q8_gemm_{kernel_suffix(a.dtype)}{kernel_suffix(b.dtype)}_{out}"
+    macs = len(shape.a_offsets) * shape.m * shape.n * shape.k
+    return KernelCall(function, node.name, (a.name, b.name), (y.name,), params, tuple(arrays),
+                      SOURCES, macs)
+
+
+def _scalar(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
+    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
+
+
+# ------------------------------------------------------------------ QLinearMatMul
+
+
+def infer_qlinear_matmul(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, set())
+    a = input_tensor(node, graph, 0, "a")
+    b = input_tensor(node, graph, 3, "b")
+    check_dtype(node, "input a", a, INT8_TYPES)
+    check_dtype(node, "input b", b, INT8_TYPES)
+    shape = matmul_shape(node, a.shape, b.shape)
+    a_scale = check_scales(node, "a_scale", _scalar(node, graph, 1, "a_scale"))
+    check_dtype(node, "a_zero_point", _scalar(node, graph, 2, "a_zero_point"), (a.dtype,))
+    b_scale = constant_input(node, graph, 4, "b_scale")
+    b_zp = constant_input(node, graph, 5, "b_zero_point")
+    check_scales(node, "b_scale", b_scale.reshape(-1))
+    column_params(node, "b_scale", b_scale, b.shape)
+    column_params(node, "b_zero_point", b_zp, b.shape)
+    check_dtype(node, "b_zero_point", b_zp, (b.dtype,))
+    y_scale = check_scales(node, "y_scale", _scalar(node, graph, 6, "y_scale"))
+    y_zp = _scalar(node, graph, 7, "y_zero_point")
+    y_dtype = check_dtype(node, "y_zero_point", y_zp, INT8_TYPES)
+    y = Tensor(node.outputs[0], y_dtype, shape.output,
+               QuantParams((float(y_scale[0]),), (int(y_zp[0]),)))
+    return Inferred([y], {a.name: QuantParams((float(a_scale[0]),),
+                                              (int(_scalar(node, graph, 2, "a_zp")[0]),))})
+
+
+def b_quantization(node: Node, b: Tensor, scale: NDArray[Any] | None,
+                   zero_point: NDArray[Any] | None) -> tuple[ColumnParams, ColumnParams]:
+    """b's scale and zero point, widened to the same length: the kernel indexes both
+    (and the requantization constants) with one per-column index."""
+    zp = column_params(node, "b_zero_point", zero_point if zero_point is not None
+                       else np.zeros(1, dtype=b.dtype), b.shape)
+    sc = column_params(node, "b_scale", scale if scale is not None
+                       else np.ones(1, dtype=np.float32), b.shape)
+    count = max(zp.values.size, sc.values.size)
+    per_column, batched = zp.per_column or sc.per_column, zp.batched or sc.batched
+    return (ColumnParams(np.broadcast_to(sc.values, (count,)), per_column, batched),
+            ColumnParams(np.broadcast_to(zp.values, (count,)).astype(np.int32), per_column,
+                         batched))
+
+
+def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
+    y = graph.tensors[node.outputs[0]]
+    shape = matmul_shape(node, a.shape, b.shape)
+    b_scale, b_zp = b_quantization(node, b, constant_input(node, graph, 4, "b_scale"),
+                                   constant_input(node, graph, 5, "b_zero_point"))
+    scales = output_scale(float(_scalar(node, graph, 1, "a_scale")[0]), b_scale.values,
+                          float(_scalar(node, graph, 6, "y_scale")[0]))
+    qmin, qmax = quant_range(y.dtype)
+    requant, arrays = requant_params(scales, int(_scalar(node, graph, 7, "y_zp")[0]), qmin,
+                                     qmax, options.requant, collapse=not b_zp.per_column)
+    params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
+                          int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
+                          b_zp.batched, None, requant)
+    arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
+    mode = "ireq" if options.requant == "int" else "freq"
+    return [_gemm_call(node, a, b, y, mode, params, arrays, shape)]
+
+
+register(OpDef("QLinearMatMul", "", infer_qlinear_matmul, lower_qlinear_matmul,
+               versions=(10, 21), constant_inputs=frozenset({1, 2, 4, 5, 6, 7}),
+               data_dtypes=frozenset(INT8_TYPES)))
+
+
+
+# ------------------------------------------------------------------ MatMulInteger
+
+
+def _optional_scalar_zp(node: Node, graph: Graph, index: int, what: str,
+                        dtype: str) -> int:
+    if node.input(index) is None:
+        return 0
+    zp = constant_input(node, graph, index, what)
+    if zp.size != 1:
+        raise UnsupportedError(f"{node.describe()}: {what} of shape {list(zp.shape)} is not "
+                               "supported (ONNX Runtime accepts a scalar only)")
+    check_dtype(node, what, zp, (dtype,))
+    return int(zp.reshape(-1)[0])
+
+
+def infer_matmul_integer(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, set())
+    a = input_tensor(node, graph, 0, "A")
+    b = input_tensor(node, graph, 1, "B")
+    check_dtype(node, "input A", a, INT8_TYPES)
+    check_dtype(node, "input B", b, INT8_TYPES)
+    shape = matmul_shape(node, a.shape, b.shape)
+    _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype)
+    if node.input(3) is not None:
+        zp = constant_input(node, graph, 3, "b_zero_point")
+        check_dtype(node, "b_zero_point", zp, (b.dtype,))
+        column_params(node, "b_zero_point", zp, b.shape)
+    return Inferred([Tensor(node.outputs[0], "int32", shape.output)])
+
+
+def lower_matmul_integer(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    y = graph.tensors[node.outputs[0]]
+    shape = matmul_shape(node, a.shape, b.shape)
+    b_zp_value = constant_input(node, graph, 3, "b_zp") if node.input(3) is not None else None
+    _, b_zp = b_quantization(node, b, None, b_zp_value)
+    params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
+                          _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype),
+                          b_zp.per_column, b_zp.batched, None, no_requant())
+    arrays = [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
+    return [_gemm_call(node, a, b, y, "i32", params, arrays, shape)]
+
+
+register(OpDef("MatMulInteger", "", infer_matmul_integer, lower_matmul_integer,
+               versions=(10,), constant_inputs=frozenset({2, 3}),
+               data_dtypes=frozenset(INT8_TYPES)))
+
+
+# ------------------------------------------------------------------ QGemm
+
+
+@dataclass(frozen=True)
+class GemmLayout:
+    shape: MatmulShape
+    a_strides: tuple[int, int]
+    b_strides: tuple[int, int]
+    logical_b: Tensor
+
+
+def gemm_layout(node: Node, a: Tensor, b: Tensor) -> GemmLayout:
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ModelError(f"{node.describe()}: QGemm needs 2-D A and B, got {list(a.shape)} and "
+                         f"{list(b.shape)}")
+    trans_a, trans_b = attr_int(node, "transA", 0), attr_int(node, "transB", 0)
+    m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    k_b, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if k != k_b:
+        raise ModelError(f"{node.describe()}: inner dimensions differ: {list(a.shape)} x "
+                         f"{list(b.shape)} (transA={trans_a}, transB={trans_b})")
+    shape = MatmulShape(m, k, n, (0,), (0,), (0,), (m, n))
+    a_strides = (1, m) if trans_a else (k, 1)
+    b_strides = (1, k) if trans_b else (n, 1)
+    # b's per-column parameters follow the logical [K, N] B, whatever its storage.
+    return GemmLayout(shape, a_strides, b_strides, Tensor(b.name, b.dtype, (k, n)))
+
+
+def bias_strides(node: Node, c: NDArray[Any], m: int, n: int) -> tuple[int, int]:
+    """How C broadcasts to [M, N], as ORT's GemmHelper allows."""
+    if c.size == 1:
+        return (0, 0)
+    if c.shape in ((n,), (1, n)):
+        return (0, 1)
+    if c.shape == (m, 1):
+        return (1, 0)
+    if c.shape == (m, n):
+        return (n, 1)
+    raise ModelError(f"{node.describe()}: C of shape {list(c.shape)} does not broadcast to "
+                     f"[{m}, {n}]")
+
+
+def infer_qgemm(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"transA", "transB", "alpha"})
+    a = input_tensor(node, graph, 0, "A")
+    b = input_tensor(node, graph, 3, "B")
+    check_dtype(node, "input A", a, INT8_TYPES)
+    check_dtype(node, "input B", b, INT8_TYPES)
+    layout = gemm_layout(node, a, b)
+    a_scale = check_scales(node, "a_scale", _scalar(node, graph, 1, "a_scale"))
+    a_zp = _scalar(node, graph, 2, "a_zero_point")
+    check_dtype(node, "a_zero_point", a_zp, (a.dtype,))
+    b_scale = constant_input(node, graph, 4, "b_scale")
+    check_scales(node, "b_scale", b_scale.reshape(-1))
+    b_zp = constant_input(node, graph, 5, "b_zero_point")
+    check_dtype(node, "b_zero_point", b_zp, (b.dtype,))
+    b_quantization(node, layout.logical_b, b_scale, b_zp)
+    if node.input(6) is not None:
+        c = constant_input(node, graph, 6, "C")
+        check_dtype(node, "bias C", c, ("int32",))
+        bias_strides(node, c, layout.shape.m, layout.shape.n)
+    quant = None
+    y_dtype = "float32"
+    if node.input(7) is not None:
+        check_scales(node, "y_scale", _scalar(node, graph, 7, "y_scale"))
+    if node.input(8) is not None:
+        y_zp = _scalar(node, graph, 8, "y_zero_point")
+        y_dtype = check_dtype(node, "y_zero_point", y_zp, INT8_TYPES)
+        if node.input(7) is None:
+            raise ModelError(f"{node.describe()}: y_zero_point without y_scale")
+        quant = QuantParams((float(_scalar(node, graph, 7, "y_scale")[0]),), (int(y_zp[0]),))
+    y = Tensor(node.outputs[0], y_dtype, layout.shape.output, quant)
+    return Inferred([y], {a.name: QuantParams((float(a_scale[0]),), (int(a_zp[0]),))})
+
+
+def qgemm_scale(node: Node, graph: Graph, b_scale: NDArray[Any]) -> NDArray[Any]:
+    """ORT: s = f32(f32(alpha * a_scale) * b_scale[n]), then f32(s / y_scale) if given."""
+    alpha = np.float32(node.attrs.get("alpha", 1.0))
+    a_scale = np.float32(_scalar(node, graph, 1, "a_scale")[0])
+    s = (np.float32(alpha * a_scale) * b_scale.astype(np.float32)).astype(np.float32)
+    if node.input(7) is not None:
+        s = (s / np.float32(_scalar(node, graph, 7, "y_scale")[0])).astype(np.float32)
+    return s
+
+
+def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
+    y = graph.tensors[node.outputs[0]]
+    layout = gemm_layout(node, a, b)
+    b_scale, b_zp = b_quantization(node, layout.logical_b,
+                                   constant_input(node, graph, 4, "b_scale"),
+                                   constant_input(node, graph, 5, "b_zero_point"))
+    scale = qgemm_scale(node, graph, b_scale.values)
+    if y.dtype == "float32":
+        # Float output: y = f32((float)acc * s); no clamp, no zero point.
+        requant, arrays = requant_params(scale, 0, 0, 0, "float", collapse=not b_zp.per_column)
+        mode = "f32"
+    else:
+        qmin, qmax = quant_range(y.dtype)
+        requant, arrays = requant_params(scale, int(_scalar(node, graph, 8, "y_zp")[0]), qmin,
+                                         qmax, options.requant, collapse=not b_zp.per_column)
+        mode = "ireq" if options.requant == "int" else "freq"
+    bias = None
+    if node.input(6) is not None:
+        c = constant_input(node, graph, 6, "C")
+        bias = bias_strides(node, c, layout.shape.m, layout.shape.n)
+        arrays.append(CArray("bias", "int32_t", c.reshape(-1)))
+    params = _gemm_struct(layout.shape, layout.a_strides, layout.b_strides,
+                          int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
+                          False, bias, requant)
+    arrays += [CArray("b_zero_point", "int32_t", b_zp.values),
+               *_offset_arrays(layout.shape, False)]
+    return [_gemm_call(node, a, b, y, mode, params, arrays, layout.shape)]
+
+
+register(OpDef("QGemm", "com.microsoft", infer_qgemm, lower_qgemm,
+               constant_inputs=frozenset({1, 2, 4, 5, 6, 7, 8}),
+               data_dtypes=frozenset(INT8_TYPES)))

@@ -1,0 +1,235 @@
+"""QLinearMatMul, MatMulInteger, QGemm and ConvInteger against ONNX Runtime on
+randomized configurations: batched broadcasting, 1-D operands, constant or computed B,
+per-tensor, per-column and batched per-column b parameters, transposes, alpha, bias C,
+8-bit and float outputs, in both requantization modes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import SANITIZE
+from modelgen import RANGE, ConvConfig, graph_model, random_conv_config
+from numpy.typing import NDArray
+from onnx import helper
+
+import codegen
+
+F32 = np.float32
+
+
+def q8(rng: np.random.Generator, dtype: str, shape: Any) -> NDArray[Any]:
+    lo, hi = RANGE[dtype]
+    return rng.integers(lo, hi + 1, size=shape).astype(dtype)
+
+
+def b_params(rng: np.random.Generator, kind: str, b_shape: tuple[int, ...],
+             dtype: str) -> tuple[NDArray[Any], NDArray[Any]]:
+    n = b_shape[-1]
+    if kind == "tensor":
+        shape: tuple[int, ...] = ()
+    elif kind == "column":
+        shape = (n,)
+    else:  # batched per column
+        shape = (*b_shape[:-2], 1, n)
+    scale = rng.uniform(0.002, 0.03, size=shape).astype(F32)
+    zp = q8(rng, dtype, shape) if rng.random() < 0.7 else np.zeros(shape, dtype)
+    return scale, zp
+
+
+def matmul_case(rng: np.random.Generator, i: int, op: str) -> tuple[Any, dict, dict, dict]:
+    a_dtype = str(rng.choice(["uint8", "int8"]))
+    # ORT implements no int8 x uint8 product.
+    b_dtype = str(rng.choice(["uint8", "int8"])) if a_dtype == "uint8" else "int8"
+    m, k, n = (int(v) for v in rng.integers(1, 9, 3))
+    layout = rng.choice(["2d", "batched", "broadcast", "a1d", "b1d"])
+    a_shape: tuple[int, ...] = (m, k)
+    b_shape: tuple[int, ...] = (k, n)
+    if layout == "batched":
+        a_shape, b_shape = (2, 3, m, k), (2, 3, k, n)
+    elif layout == "broadcast":
+        a_shape, b_shape = (2, 1, m, k), (3, k, n)
+    elif layout == "a1d":
+        a_shape = (k,)
+    elif layout == "b1d":
+        b_shape = (k,)
+    kinds = ["tensor"]
+    if len(b_shape) == 2:
+        kinds.append("column")
+    if len(b_shape) > 2:
+        kinds.append("batched")
+    kind = str(rng.choice(kinds))
+    b_const = bool(rng.random() < 0.7)
+    p = f"m{i}_"
+    inputs = {f"{p}a": (a_dtype, list(a_shape))}
+    inits: dict[str, NDArray[Any]] = {}
+    if b_const:
+        inits[f"{p}b"] = q8(rng, b_dtype, b_shape)
+    else:
+        inputs[f"{p}b"] = (b_dtype, list(b_shape))
+    b_scale, b_zp = b_params(rng, kind, b_shape, b_dtype)
+    if op == "QLinearMatMul":
+        acc = 150.0 * 150.0 * np.sqrt(k)
+        inits.update({
+            f"{p}as": np.array(rng.uniform(0.005, 0.05), F32), f"{p}az": q8(rng, a_dtype, ()),
+            f"{p}bs": b_scale, f"{p}bz": b_zp,
+            f"{p}ys": np.array(0.01 * 0.015 * acc / 60, F32), f"{p}yz": q8(rng, a_dtype, ()),
+        })
+        names = [f"{p}a", f"{p}as", f"{p}az", f"{p}b", f"{p}bs", f"{p}bz", f"{p}ys", f"{p}yz"]
+        out_dtype = a_dtype
+    else:
+        names = [f"{p}a", f"{p}b"]
+        if rng.random() < 0.8:
+            inits[f"{p}az"] = q8(rng, a_dtype, ())
+            names.append(f"{p}az")
+            if rng.random() < 0.8:
+                inits[f"{p}bz"] = b_zp
+                names.append(f"{p}bz")
+        out_dtype = "int32"
+    node = helper.make_node(op, names, [f"{p}y"], name=f"{p}node")
+    return node, inputs, inits, {f"{p}y": out_dtype}
+
+
+def batch_model(op: str, seed: int, count: int = 12) -> Any:
+    rng = np.random.default_rng(seed)
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    for i in range(count):
+        node, inp, ini, out = matmul_case(rng, i, op)
+        nodes.append(node)
+        inputs.update(inp)
+        inits.update(ini)
+        outputs.update(out)
+    return graph_model(nodes, inputs, outputs, inits, opset=13)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_qlinear_matmul(seed: int, requant: str) -> None:
+    report = codegen.verify(batch_model("QLinearMatMul", seed), samples=2, seed=seed,
+                            requant=requant, cflags=SANITIZE)
+    assert report.ok, [o for o in report.outputs if o.mismatches]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_matmul_integer(seed: int) -> None:
+    report = codegen.verify(batch_model("MatMulInteger", 100 + seed), samples=2,
+                            cflags=SANITIZE)
+    assert report.ok, [o for o in report.outputs if o.mismatches]
+
+
+def qgemm_case(rng: np.random.Generator, i: int) -> tuple[Any, dict, dict, dict]:
+    a_dtype = str(rng.choice(["uint8", "int8"]))
+    b_dtype = str(rng.choice(["uint8", "int8"])) if a_dtype == "uint8" else "int8"
+    m, k, n = (int(v) for v in rng.integers(1, 10, 3))
+    trans_a, trans_b = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+    a_shape = (k, m) if trans_a else (m, k)
+    b_shape = (n, k) if trans_b else (k, n)
+    p = f"g{i}_"
+    per_column = bool(rng.random() < 0.5)
+    b_scale = rng.uniform(0.002, 0.03, size=(n,) if per_column else ()).astype(F32)
+    b_zp = np.zeros((n,) if per_column else (), b_dtype)
+    if rng.random() < 0.5:
+        b_zp = q8(rng, b_dtype, b_zp.shape)
+    inits = {f"{p}as": np.array(rng.uniform(0.005, 0.05), F32), f"{p}az": q8(rng, a_dtype, ()),
+             f"{p}b": q8(rng, b_dtype, b_shape), f"{p}bs": b_scale, f"{p}bz": b_zp}
+    names = [f"{p}a", f"{p}as", f"{p}az", f"{p}b", f"{p}bs", f"{p}bz"]
+    c_shape = [None, (), (n,), (1, n), (m, 1), (m, n)][int(rng.integers(0, 6))]
+    output = str(rng.choice(["quantized", "float", "float_scaled"]))
+    if c_shape is not None or output != "float":
+        names.append(f"{p}c" if c_shape is not None else "")
+        if c_shape is not None:
+            inits[f"{p}c"] = rng.integers(-30000, 30000, size=c_shape).astype(np.int32)
+    out_dtype = "float32"
+    if output != "float":
+        inits[f"{p}ys"] = np.array(0.01 * 0.015 * 150 * 150 * np.sqrt(k) / 60, F32)
+        names.append(f"{p}ys")
+    if output == "quantized":
+        inits[f"{p}yz"] = q8(rng, a_dtype, ())
+        names.append(f"{p}yz")
+        out_dtype = a_dtype
+    attrs: dict[str, Any] = {"transA": trans_a, "transB": trans_b}
+    if rng.random() < 0.5:
+        attrs["alpha"] = float(rng.uniform(0.2, 3.0))
+    node = helper.make_node("QGemm", names, [f"{p}y"], name=f"{p}node", domain="com.microsoft",
+                            **attrs)
+    return node, {f"{p}a": (a_dtype, list(a_shape))}, inits, {f"{p}y": out_dtype}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_qgemm(seed: int, requant: str) -> None:
+    rng = np.random.default_rng(200 + seed)
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    for i in range(12):
+        node, inp, ini, out = qgemm_case(rng, i)
+        nodes.append(node)
+        inputs.update(inp)
+        inits.update(ini)
+        outputs.update(out)
+    model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
+    report = codegen.verify(model, samples=2, seed=seed, requant=requant, cflags=SANITIZE)
+    assert report.ok, [(n.name, o) for n, o in zip(nodes, report.outputs, strict=True)
+                       if o.mismatches]
+
+
+def conv_integer_model(configs: list[ConvConfig], seed: int) -> Any:
+    rng = np.random.default_rng(seed)
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    for i, cfg in enumerate(configs):
+        p = f"c{i}_"
+        w = q8(rng, cfg.w_dtype, (cfg.out_channels, cfg.channels // cfg.group, *cfg.kernel))
+        inits[f"{p}w"] = w
+        names = [f"{p}x", f"{p}w"]
+        if rng.random() < 0.8:
+            inits[f"{p}xz"] = q8(rng, cfg.x_dtype, ())
+            names.append(f"{p}xz")
+            if rng.random() < 0.7:
+                inits[f"{p}wz"] = q8(rng, cfg.w_dtype, ())
+                names.append(f"{p}wz")
+        attrs: dict[str, Any] = {"strides": list(cfg.strides), "group": cfg.group}
+        if cfg.auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+            attrs["auto_pad"] = cfg.auto_pad
+        else:
+            attrs["dilations"] = list(cfg.dilations)
+            if cfg.pads is not None:
+                attrs["pads"] = list(cfg.pads)
+        nodes.append(helper.make_node("ConvInteger", names, [f"{p}y"], name=f"{p}conv",
+                                      **attrs))
+        inputs[f"{p}x"] = (cfg.x_dtype, [cfg.batch, cfg.channels, *cfg.spatial])
+        outputs[f"{p}y"] = "int32"
+    return graph_model(nodes, inputs, outputs, inits, opset=13)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_conv_integer(seed: int) -> None:
+    rng = np.random.default_rng(300 + seed)
+    configs = [random_conv_config(rng, 300 + seed * 100 + i) for i in range(16)]
+    report = codegen.verify(conv_integer_model(configs, seed), samples=2, cflags=SANITIZE)
+    assert report.ok, [(configs[i].describe(), o) for i, o in enumerate(report.outputs)
+                       if o.mismatches]
+
+
+@pytest.mark.parametrize("op", ["QLinearMatMul", "MatMulInteger"])
+def test_exact_reference_rewrite_for_matrix_ops(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact reference used on CPUs whose ORT saturates u8 x s8 (forced here): B
+    constant or computed, it must agree with the generated C bit for bit."""
+    monkeypatch.setenv("ONNX2MCU_ORT_U8S8_SATURATES", "1")
+    model = batch_model(op, 7)
+    report = codegen.verify(model, samples=2, cflags=SANITIZE)
+    assert report.reference == "the model with int8 weights moved to uint8"
+    assert report.ok, [o for o in report.outputs if o.mismatches]
+
+
+def test_exact_reference_rewrite_for_qgemm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ONNX2MCU_ORT_U8S8_SATURATES", "1")
+    rng = np.random.default_rng(9)
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    for i in range(10):
+        node, inp, ini, out = qgemm_case(rng, i)
+        nodes.append(node)
+        inputs.update(inp)
+        inits.update(ini)
+        outputs.update(out)
+    model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
+    assert codegen.verify(model, samples=2, cflags=SANITIZE).ok
