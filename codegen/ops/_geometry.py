@@ -30,23 +30,24 @@ def _trunc_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def _same_pads(node: Node, auto_pad: str, size: int, k: int, s: int, d: int) -> tuple[int, int]:
+def _same_pads(node: Node, auto_pad: str, size: int, k: int, s: int, d: int,
+               is_conv: bool) -> tuple[int, int]:
     if d != 1:
         raise UnsupportedError(f"{node.describe()}: auto_pad {auto_pad} with dilations != 1 is "
                                "not supported (ONNX Runtime rejects it too)")
     target = (size + s - 1) // s
     needed = (target - 1) * s + k - size
-    if needed < 0:
-        # kernel < stride: ORT 1.32 places the windows as if one more element of padding
-        # were needed (measured on every QLinearConv path, see
-        # tests/test_qlinear_conv_padding.py); the ONNX spec leaves this case open.
+    if needed < 0 and is_conv:
+        # kernel < stride: ORT 1.32's convolutions place the windows as if one more
+        # element of padding were needed, its pools do not (both measured exhaustively,
+        # tests/test_window_padding.py); the ONNX spec leaves this case open.
         needed += 1
     head = _trunc_div(needed + 1, 2) if auto_pad == "SAME_LOWER" else _trunc_div(needed, 2)
     return head, needed - head
 
 
 def sliding_window(node: Node, x_shape: tuple[int, ...], kernel: tuple[int, ...],
-                   ceil_mode: bool = False) -> Window:
+                   ceil_mode: bool = False, is_conv: bool = False) -> Window:
     """Validate the window attributes of `node` and compute pads and output size the
     way ORT does. `kernel` comes from the weights (conv) or kernel_shape (pools)."""
     spatial = len(x_shape) - 2
@@ -84,7 +85,7 @@ def sliding_window(node: Node, x_shape: tuple[int, ...], kernel: tuple[int, ...]
             else:
                 out = span // s + 1
         elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            head, tail = _same_pads(node, auto_pad, size, k, s, d)
+            head, tail = _same_pads(node, auto_pad, size, k, s, d, is_conv)
             out = (size + s - 1) // s
         else:
             raise ModelError(f"{node.describe()}: unknown auto_pad '{auto_pad}'")

@@ -42,7 +42,7 @@ def conv_window(node: Node, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) 
     if declared is not None and tuple(declared) != kernel:
         raise ModelError(f"{node.describe()}: kernel_shape {declared} does not match the "
                          f"weight shape {list(w_shape)}")
-    return sliding_window(node, x_shape, kernel)
+    return sliding_window(node, x_shape, kernel, is_conv=True)
 
 
 def conv_groups(node: Node, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> int:

@@ -1,0 +1,112 @@
+/*
+ * average_pool.c - QLinearGlobalAveragePool (integer sum, requantized) and
+ * QLinearAveragePool (ORT's float32 path).
+ */
+#include "q8_arith.h"
+#include "q8_runtime.h"
+#include "q8_window.h"
+
+Q8_INLINE int32_t load8(const uint8_t *p, int is_signed)
+{
+    return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
+}
+
+Q8_INLINE void global_avgpool(const q8_global_pool_params *p, const uint8_t *Q8_RESTRICT x,
+                              uint8_t *Q8_RESTRICT y, int is_signed, int int_requant)
+{
+    const q8_requant_params *rq = &p->requant;
+    const int32_t lo = rq->act_min - rq->zero_point;
+    const int32_t hi = rq->act_max - rq->zero_point;
+    int32_t o, c, s, v;
+
+    for (o = 0; o < p->outer; o++) {
+        for (c = 0; c < p->channels; c++) {
+            const uint8_t *x_oc = x + (size_t)o * (size_t)p->size * (size_t)p->channels + c;
+            /* |acc| <= 255 * size < 2^31: the generator refuses sizes of 2^23 or more. */
+            int32_t acc = -p->input_zero_point * p->size;
+            for (s = 0; s < p->size; s++) {
+                acc += load8(x_oc + (size_t)s * (size_t)p->channels, is_signed);
+            }
+            if (int_requant) {
+                v = q8_requant_int(acc, rq->mult[0], rq->exp[0], lo, hi);
+            } else {
+                v = q8_requant_f32(acc, rq->scale[0], (float)lo, (float)hi);
+            }
+            y[(size_t)o * (size_t)p->channels + (size_t)c] = (uint8_t)(v + rq->zero_point);
+        }
+    }
+}
+
+#define Q8_DEFINE_GLOBAL(NAME, T, SIGNED, INT_REQUANT)                                           \
+    void NAME(const q8_global_pool_params *params, const T *Q8_RESTRICT input,                  \
+              T *Q8_RESTRICT output)                                                             \
+    {                                                                                            \
+        global_avgpool(params, (const uint8_t *)input, (uint8_t *)output, SIGNED, INT_REQUANT);  \
+    }
+
+Q8_DEFINE_GLOBAL(q8_global_avgpool_u8_freq, uint8_t, 0, 0)
+Q8_DEFINE_GLOBAL(q8_global_avgpool_s8_freq, int8_t, 1, 0)
+Q8_DEFINE_GLOBAL(q8_global_avgpool_u8_ireq, uint8_t, 0, 1)
+Q8_DEFINE_GLOBAL(q8_global_avgpool_s8_ireq, int8_t, 1, 1)
+
+/* ORT's final step: (int32)nearbyintf(t), then clamp. On x86 the conversion of a NaN or
+   of a value outside the int32 range gives INT32_MIN, which clamps to the minimum. */
+Q8_INLINE int32_t round_like_ort(float t, int32_t qmin, int32_t qmax)
+{
+    if (!(t >= -2147483648.0f && t < 2147483648.0f)) {
+        return qmin;
+    }
+    return q8_round_half_even(q8_clamp_f32(t, (float)qmin, (float)qmax));
+}
+
+Q8_INLINE void avgpool(const q8_avgpool_params *p, const uint8_t *Q8_RESTRICT x,
+                       uint8_t *Q8_RESTRICT y, int is_signed)
+{
+    const q8_window *win = &p->window;
+    const int32_t H = p->input.h, W = p->input.w;
+    const int32_t OH = p->output.h, OW = p->output.w;
+    const int32_t planes = p->input.n * p->input.c;
+    const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
+    int32_t plane, oh, ow, kh, kw;
+
+    for (plane = 0; plane < planes; plane++) {
+        const uint8_t *x_p = x + (size_t)plane * (size_t)(H * W);
+        uint8_t *y_p = y + (size_t)plane * (size_t)(OH * OW);
+        for (oh = 0; oh < OH; oh++) {
+            const int32_t ih0 = oh * win->stride_h - win->pad_top;
+            const int32_t kh_begin = q8_window_first_tap(ih0, 1, win->kernel_h);
+            const int32_t kh_end = q8_window_end_tap(ih0, 1, H, win->kernel_h);
+            for (ow = 0; ow < OW; ow++) {
+                const int32_t iw0 = ow * win->stride_w - win->pad_left;
+                const int32_t kw_begin = q8_window_first_tap(iw0, 1, win->kernel_w);
+                const int32_t kw_end = q8_window_end_tap(iw0, 1, W, win->kernel_w);
+                const int32_t taps = (kh_end - kh_begin) * (kw_end - kw_begin);
+                const int32_t count = p->count_include_pad ? win->kernel_h * win->kernel_w
+                                                           : taps;
+                float acc = 0.0f, v, t;
+                for (kh = kh_begin; kh < kh_end; kh++) {
+                    const uint8_t *row = x_p + (size_t)(ih0 + kh) * (size_t)W;
+                    for (kw = kw_begin; kw < kw_end; kw++) {
+                        const int32_t q = load8(row + iw0 + kw, is_signed) - p->x_zero_point;
+                        acc = (float)(acc + (float)(p->x_scale * (float)q));
+                    }
+                }
+                v = (float)(acc / (float)count);
+                t = (float)((float)(v / p->y_scale) + (float)p->y_zero_point);
+                y_p[oh * OW + ow] = (uint8_t)round_like_ort(t, qmin, qmax);
+            }
+        }
+    }
+}
+
+void q8_avgpool_u8(const q8_avgpool_params *params, const uint8_t *Q8_RESTRICT input,
+                   uint8_t *Q8_RESTRICT output)
+{
+    avgpool(params, input, output, 0);
+}
+
+void q8_avgpool_s8(const q8_avgpool_params *params, const int8_t *Q8_RESTRICT input,
+                   int8_t *Q8_RESTRICT output)
+{
+    avgpool(params, (const uint8_t *)input, (uint8_t *)output, 1);
+}

@@ -1,0 +1,106 @@
+"""QLinearGlobalAveragePool and QLinearAveragePool against ONNX Runtime: both layouts
+and many sizes for the global pool; pads, strides, ceil_mode and count_include_pad for
+the windowed pool, whose float path and global shortcut are both exercised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import SANITIZE
+from modelgen import RANGE, graph_model
+from onnx import helper
+
+import codegen
+
+F32 = np.float32
+
+
+def quant_inits(rng: np.random.Generator, p: str, dtype: str, size: int,
+                with_y_zp: bool = True) -> dict[str, Any]:
+    lo, hi = RANGE[dtype]
+    x_scale = F32(rng.uniform(0.005, 0.05))
+    # y_scale near x_scale (and sometimes far from it) keeps outputs inside the range.
+    y_scale = F32(x_scale * rng.choice([rng.uniform(0.3, 3.0), rng.uniform(0.01, 0.05)]))
+    inits = {f"{p}xs": np.array(x_scale), f"{p}xz": np.array(rng.integers(lo, hi + 1), dtype),
+             f"{p}ys": np.array(y_scale)}
+    if with_y_zp:
+        inits[f"{p}yz"] = np.array(rng.integers(lo, hi + 1), dtype)
+    return inits
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_global_average_pool(requant: str) -> None:
+    rng = np.random.default_rng(1)
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    shapes = [(1, 3, 7, 7), (2, 5, 1, 1), (1, 4, 32, 32), (1, 2, 13), (1, 3, 2, 3, 4),
+              (1, 8, 100, 3)]
+    for i, shape in enumerate(shapes * 2):
+        p = f"g{i}_"
+        dtype = str(rng.choice(["uint8", "int8"]))
+        last = i % 2
+        if last:
+            shape = (shape[0], *shape[2:], shape[1])
+        inits.update(quant_inits(rng, p, dtype, int(np.prod(shape[2:]))))
+        nodes.append(helper.make_node("QLinearGlobalAveragePool",
+                                      [f"{p}x", f"{p}xs", f"{p}xz", f"{p}ys", f"{p}yz"],
+                                      [f"{p}y"], domain="com.microsoft", channels_last=last))
+        inputs[f"{p}x"] = (dtype, list(shape))
+        outputs[f"{p}y"] = dtype
+    model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
+    report = codegen.verify(model, samples=3, requant=requant, cflags=SANITIZE)
+    assert report.ok, [o for o in report.outputs if o.mismatches]
+
+
+def random_average_pool(rng: np.random.Generator, i: int) -> tuple[Any, dict, dict, dict]:
+    p = f"a{i}_"
+    dtype = str(rng.choice(["uint8", "int8"]))
+    ndim = int(rng.choice([1, 2]))
+    spatial = [int(v) for v in rng.integers(1, 12, ndim)]
+    if rng.random() < 0.15:  # the whole input: ORT's global shortcut
+        kernel, strides, pads = spatial, [1] * ndim, [0] * (2 * ndim)
+    else:
+        kernel = [int(min(k, v + 1)) for k, v in zip(rng.integers(1, 5, ndim), spatial,
+                                                     strict=True)]
+        strides = [int(v) for v in rng.integers(1, 4, ndim)]
+        pads = [int(rng.integers(0, kernel[j % ndim])) for j in range(2 * ndim)]
+    attrs: dict[str, Any] = {"kernel_shape": kernel, "strides": strides,
+                             "count_include_pad": int(rng.integers(0, 2))}
+    if rng.random() < 0.8:
+        attrs["pads"] = pads
+        attrs["ceil_mode"] = int(rng.integers(0, 2))
+    else:
+        attrs["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER", "VALID"]))
+    with_y_zp = bool(rng.random() < 0.8)
+    inits = quant_inits(rng, p, dtype, int(np.prod(kernel)), with_y_zp)
+    names = [f"{p}x", f"{p}xs", f"{p}xz", f"{p}ys"] + ([f"{p}yz"] if with_y_zp else [])
+    node = helper.make_node("QLinearAveragePool", names, [f"{p}y"], name=f"{p}pool",
+                            domain="com.microsoft", **attrs)
+    shape = [int(rng.integers(1, 3)), int(rng.integers(1, 4)), *spatial]
+    return node, {f"{p}x": (dtype, shape)}, inits, {f"{p}y": dtype}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_average_pool(seed: int, requant: str) -> None:
+    rng = np.random.default_rng(50 + seed)
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    while len(nodes) < 25:
+        node, inp, ini, out = random_average_pool(rng, len(nodes))
+        x_shape = next(iter(inp.values()))[1]
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if "pads" in attrs:
+            nd = len(x_shape) - 2
+            spans = [x_shape[2 + d] + attrs["pads"][d] + attrs["pads"][nd + d] -
+                     attrs["kernel_shape"][d] for d in range(nd)]
+            if min(spans) < 0:
+                continue
+        nodes.append(node)
+        inputs.update(inp)
+        inits.update(ini)
+        outputs.update(out)
+    model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
+    report = codegen.verify(model, samples=2, seed=seed, requant=requant, cflags=SANITIZE)
+    assert report.ok, [(n.name, n.attribute, o) for n, o in
+                       zip(nodes, report.outputs, strict=True) if o.mismatches]
