@@ -19,7 +19,17 @@ import numpy as np
 from .boards import Board
 from .ir import Tensor, c_type
 from .planner import ArenaPlan
-from .program import CArray, CFloat, CInts, CRef, CStruct, CValue, KernelCall, Program
+from .program import (
+    CArray,
+    CDouble,
+    CFloat,
+    CInts,
+    CRef,
+    CStruct,
+    CValue,
+    KernelCall,
+    Program,
+)
 from .resources import runtime_dir, templates_dir
 from .version import __version__
 
@@ -104,6 +114,8 @@ def format_value(value: CValue, prefix: str, indent: int = 1) -> str:
         return str(value)
     if isinstance(value, CFloat):
         return c_float(value.value)
+    if isinstance(value, CDouble):
+        return float(value.value).hex()
     if isinstance(value, CRef):
         return f"{prefix}_{value.name}"
     if isinstance(value, CInts):

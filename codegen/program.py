@@ -39,6 +39,13 @@ class CFloat:
 
 
 @dataclass(frozen=True)
+class CDouble:
+    """A double constant, printed as an exact hexadecimal literal."""
+
+    value: float
+
+
+@dataclass(frozen=True)
 class CInts:
     """An inline array initializer for a fixed-size array field: {1, 2, 3}."""
 
@@ -51,7 +58,7 @@ class CStruct:
     fields: tuple[tuple[str, CValue], ...]
 
 
-CValue = int | CFloat | CRef | CInts | CStruct | None
+CValue = int | CFloat | CDouble | CRef | CInts | CStruct | None
 
 
 @dataclass(frozen=True)

@@ -49,16 +49,6 @@ Q8_DEFINE_GLOBAL(q8_global_avgpool_s8_freq, int8_t, 1, 0)
 Q8_DEFINE_GLOBAL(q8_global_avgpool_u8_ireq, uint8_t, 0, 1)
 Q8_DEFINE_GLOBAL(q8_global_avgpool_s8_ireq, int8_t, 1, 1)
 
-/* ORT's final step: (int32)nearbyintf(t), then clamp. On x86 the conversion of a NaN or
-   of a value outside the int32 range gives INT32_MIN, which clamps to the minimum. */
-Q8_INLINE int32_t round_like_ort(float t, int32_t qmin, int32_t qmax)
-{
-    if (!(t >= -2147483648.0f && t < 2147483648.0f)) {
-        return qmin;
-    }
-    return q8_round_half_even(q8_clamp_f32(t, (float)qmin, (float)qmax));
-}
-
 Q8_INLINE void avgpool(const q8_avgpool_params *p, const uint8_t *Q8_RESTRICT x,
                        uint8_t *Q8_RESTRICT y, int is_signed)
 {
@@ -88,12 +78,13 @@ Q8_INLINE void avgpool(const q8_avgpool_params *p, const uint8_t *Q8_RESTRICT x,
                     const uint8_t *row = x_p + (size_t)(ih0 + kh) * (size_t)W;
                     for (kw = kw_begin; kw < kw_end; kw++) {
                         const int32_t q = load8(row + iw0 + kw, is_signed) - p->x_zero_point;
-                        acc = (float)(acc + (float)(p->x_scale * (float)q));
+                        acc = (float)(acc + q8_mul_unfused(p->x_scale, (float)q));
                     }
                 }
                 v = (float)(acc / (float)count);
                 t = (float)((float)(v / p->y_scale) + (float)p->y_zero_point);
-                y_p[oh * OW + ow] = (uint8_t)round_like_ort(t, qmin, qmax);
+                /* ORT: (int32)nearbyintf(t), then clamp. */
+                y_p[oh * OW + ow] = (uint8_t)q8_round_saturate(t, qmin, qmax);
             }
         }
     }

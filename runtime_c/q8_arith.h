@@ -56,6 +56,30 @@ Q8_INLINE int32_t q8_requant_f32(int32_t acc, float scale, float lo, float hi)
     return q8_round_half_even(q8_clamp_f32(v, lo, hi));
 }
 
+/*
+ * x86 cvtps2dq followed by saturation, as ORT's kernels finish: round half to even,
+ * a NaN or a value outside the int32 range becomes INT32_MIN (so the minimum after
+ * clamping), everything else is clamped to [qmin, qmax].
+ */
+Q8_INLINE int32_t q8_round_saturate(float t, int32_t qmin, int32_t qmax)
+{
+    if (!(t >= -2147483648.0f && t < 2147483648.0f)) {
+        return qmin;
+    }
+    return q8_round_half_even(q8_clamp_f32(t, (float)qmin, (float)qmax));
+}
+
+/*
+ * f32(a * b) with its rounding forced: a following addition is never fused into an FMA
+ * (compilers may contract a*b + c under -ffp-contract=fast, the GNU C default), where
+ * ORT computes the product and the sum separately.
+ */
+Q8_INLINE float q8_mul_unfused(float a, float b)
+{
+    volatile float product = a * b;
+    return product;
+}
+
 /* Number of significant bits of v (0 for v == 0). */
 Q8_INLINE int q8_bit_length32(uint32_t v)
 {

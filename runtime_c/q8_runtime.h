@@ -232,6 +232,101 @@ void q8_avgpool_u8(const q8_avgpool_params *params, const uint8_t *Q8_RESTRICT i
 void q8_avgpool_s8(const q8_avgpool_params *params, const int8_t *Q8_RESTRICT input,
                    int8_t *Q8_RESTRICT output);
 
+/*
+ * Numpy broadcasting of two inputs to an output of up to Q8_MAX_RANK dimensions: the
+ * element at output index i reads a at sum(i[d] * a_stride[d]) (0 on broadcast axes).
+ */
+#define Q8_MAX_RANK 8
+typedef struct {
+    int32_t rank;
+    int32_t out_shape[Q8_MAX_RANK];
+    int32_t a_stride[Q8_MAX_RANK];
+    int32_t b_stride[Q8_MAX_RANK];
+} q8_broadcast;
+
+/*
+ * com.microsoft QLinearAdd, as ORT's AVX2 kernel (bit-exact anywhere through fmaf):
+ *   t = fmaf(a, ratio_a, fmaf(b, ratio_b, fixed))          (b_first = 0)
+ *   t = fmaf(b, ratio_b, fmaf(a, ratio_a, fixed))          (b_first = 1: ORT's scalar-A path)
+ * on the raw 8-bit values, then rounded half to even and saturated.
+ */
+typedef struct {
+    q8_broadcast shape;
+    int32_t b_first;
+    float ratio_a;
+    float ratio_b;
+    float fixed;
+} q8_qadd_params;
+
+void q8_qadd_u8(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b,
+                uint8_t *y);
+void q8_qadd_s8(const q8_qadd_params *params, const int8_t *a, const int8_t *b, int8_t *y);
+
+/*
+ * com.microsoft QLinearMul: t = f32(f32((float)((a - a_zp) * (b - b_zp)) * scale) + y_zp),
+ * rounded half to even and saturated (two roundings, never fused).
+ */
+typedef struct {
+    q8_broadcast shape;
+    int32_t a_zero_point;
+    int32_t b_zero_point;
+    float scale;
+    int32_t y_zero_point;
+} q8_qmul_params;
+
+void q8_qmul_u8(const q8_qmul_params *params, const uint8_t *a, const uint8_t *b,
+                uint8_t *y);
+void q8_qmul_s8(const q8_qmul_params *params, const int8_t *a, const int8_t *b, int8_t *y);
+
+/* A 256-entry lookup table over raw bytes (int8 by bit pattern): QLinearSigmoid,
+   QLinearLeakyRelu, and requantization y = Q(DQ(x)). The tables are computed at
+   generation time with ORT's own arithmetic. */
+typedef struct {
+    int32_t size;
+    const uint8_t *table;
+} q8_lut_params;
+
+void q8_lut_u8(const q8_lut_params *params, const uint8_t *Q8_RESTRICT input,
+               uint8_t *Q8_RESTRICT output);
+void q8_lut_s8(const q8_lut_params *params, const int8_t *Q8_RESTRICT input,
+               int8_t *Q8_RESTRICT output);
+
+/*
+ * One input of a Concat: outer blocks of block bytes, written at out_offset + o *
+ * out_stride bytes of the output; through table (1-byte elements) when the input is
+ * requantized, copied otherwise.
+ */
+typedef struct {
+    int32_t outer;
+    int32_t block;
+    int32_t out_stride;
+    int32_t out_offset;
+    const uint8_t *table;
+} q8_concat_params;
+
+void q8_concat_slice(const q8_concat_params *params, const void *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output);
+
+/*
+ * com.microsoft QLinearSoftmax, as ORT computes it. The tensor is viewed as
+ * [outer][length][inner]; each (outer, inner) row is normalized along length. With m
+ * the row maximum, e = table[byte offset of x from m], sum = the float32 sum of e in
+ * row order, y = clamp(rint((double)e * multiplier / sum) + y_zero_point).
+ */
+typedef struct {
+    int32_t outer;
+    int32_t length;
+    int32_t inner;
+    const float *table;
+    double multiplier;
+    int32_t y_zero_point;
+} q8_qsoftmax_params;
+
+void q8_qsoftmax_u8(const q8_qsoftmax_params *params, const uint8_t *Q8_RESTRICT input,
+                    uint8_t *Q8_RESTRICT output);
+void q8_qsoftmax_s8(const q8_qsoftmax_params *params, const int8_t *Q8_RESTRICT input,
+                    int8_t *Q8_RESTRICT output);
+
 /* Elementwise clamp of integer values (Relu and Clip on int8/uint8 tensors). */
 typedef struct {
     int32_t size;
@@ -248,7 +343,6 @@ void q8_clamp_s8(const q8_clamp_params *params, const int8_t *Q8_RESTRICT input,
  * Transpose of a tensor of up to Q8_MAX_RANK dimensions. For each output axis,
  * in_stride is the input stride (in elements) of the input axis it comes from.
  */
-#define Q8_MAX_RANK 8
 typedef struct {
     int32_t rank;
     int32_t element_size; /* bytes: 1, 2, 4 or 8 */

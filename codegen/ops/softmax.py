@@ -1,0 +1,87 @@
+"""com.microsoft QLinearSoftmax, as ORT computes it: a float32 table of exponentials
+(computed here in double precision, as ORT does with exp()), a float32 sum per row, and
+a double-precision scaling by floorf(1 / y_scale). The 'opset' attribute selects the
+axis semantics: before 13 the tensor is flattened to 2-D at axis, from 13 each
+1-D slice along axis is normalized."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ModelError
+from ..ir import Graph, Node, QuantParams, Tensor
+from ..numerics import softmax_exp_table, softmax_output_multiplier
+from ..program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import (
+    attr_int,
+    check_dtype,
+    check_scales,
+    constant_input,
+    input_tensor,
+    kernel_suffix,
+    normalize_axis,
+    reject_unknown_attrs,
+    scalar_or_vector,
+)
+
+SOURCES = ("softmax.c",)
+INT8_TYPES = ("uint8", "int8")
+
+
+def softmax_layout(node: Node, shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(outer, length, inner) of the rows the kernel normalizes."""
+    if "opset" not in node.attrs:
+        raise ModelError(f"{node.describe()}: the opset attribute is required")
+    axis = normalize_axis(node, attr_int(node, "axis", -1), len(shape))
+    if attr_int(node, "opset", 13) < 13:
+        return (int(np.prod(shape[:axis], dtype=np.int64)),
+                int(np.prod(shape[axis:], dtype=np.int64)), 1)
+    return (int(np.prod(shape[:axis], dtype=np.int64)), shape[axis],
+            int(np.prod(shape[axis + 1:], dtype=np.int64)))
+
+
+def softmax_quant(node: Node, graph: Graph, dtype: str) -> tuple[float, float, int]:
+    """x_scale, y_scale, y_zero_point; ORT ignores x_zero_point."""
+    def scalar(index: int, what: str) -> NDArray[Any]:
+        return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
+
+    x_scale = check_scales(node, "X_scale", scalar(1, "X_scale"))
+    y_scale = check_scales(node, "y_scale", scalar(3, "y_scale"))
+    y_zp = scalar(4, "y_zero_point")
+    check_dtype(node, "y_zero_point", y_zp, (dtype,))
+    return float(x_scale[0]), float(y_scale[0]), int(y_zp[0])
+
+
+def infer_softmax(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"axis", "opset"})
+    x = input_tensor(node, graph, 0, "X")
+    check_dtype(node, "input X", x, INT8_TYPES)
+    softmax_layout(node, x.shape)
+    x_scale, y_scale, y_zp = softmax_quant(node, graph, x.dtype)
+    y = Tensor(node.outputs[0], x.dtype, x.shape, QuantParams((y_scale,), (y_zp,)))
+    x_zp = 0
+    if node.input(2) is not None:
+        x_zp = int(constant_input(node, graph, 2, "x_zero_point").reshape(-1)[0])
+    return Inferred([y], {x.name: QuantParams((x_scale,), (x_zp,))})
+
+
+def lower_softmax(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    outer, length, inner = softmax_layout(node, x.shape)
+    x_scale, y_scale, y_zp = softmax_quant(node, graph, x.dtype)
+    table = softmax_exp_table(x_scale, length, x.dtype)
+    params = CStruct("q8_qsoftmax_params", (
+        ("outer", outer), ("length", length), ("inner", inner), ("table", CRef("table")),
+        ("multiplier", CDouble(softmax_output_multiplier(y_scale))), ("y_zero_point", y_zp)))
+    return [KernelCall(f"q8_qsoftmax_{kernel_suffix(x.dtype)}", node.name, (x.name,),
+                       (y.name,), params, (CArray("table", "float", table),), SOURCES)]
+
+
+register(OpDef("QLinearSoftmax", "com.microsoft", infer_softmax, lower_softmax,
+               constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES)))
