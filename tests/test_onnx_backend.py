@@ -19,6 +19,8 @@ IN_SCOPE = sorted(c.name for c in NODE_TESTS if backend.is_compatible(c.model))
 # Node tests the runner must find in scope; the set may grow as operators are added.
 EXPECTED_IN_SCOPE = {
     "test_qlinearconv", "test_maxpool_2d_uint8", "test_clip_default_int8_min",
+    "test_qlinearmatmul_2D_uint8_float32", "test_qlinearmatmul_3D_int8_float16",
+    "test_matmulinteger", "test_convinteger_with_padding", "test_concat_3d_axis_1",
     "test_identity", "test_transpose_default", "test_reshape_negative_dim", "test_squeeze",
     "test_unsqueeze_two_axes", "test_flatten_axis2",
 }

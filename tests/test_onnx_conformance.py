@@ -26,8 +26,19 @@ import codegen
 from codegen.errors import Onnx2McuError
 
 IN_SCOPE = {"test_qlinearconv", "test_quantizelinear", "test_quantizelinear_axis",
-            "test_dequantizelinear", "test_dequantizelinear_axis"}
-PREFIXES = ("test_qlinearconv", "test_quantizelinear", "test_dequantizelinear")
+            "test_dequantizelinear", "test_dequantizelinear_axis",
+            "test_qlinearmatmul_2D_uint8_float32", "test_qlinearmatmul_3D_uint8_float32",
+            "test_qlinearmatmul_2D_uint8_float16", "test_qlinearmatmul_3D_uint8_float16",
+            "test_qlinearmatmul_2D_int8_float32", "test_qlinearmatmul_3D_int8_float32",
+            "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_3D_int8_float16",
+            "test_matmulinteger", "test_convinteger_without_padding",
+            "test_convinteger_with_padding", "test_maxpool_2d_uint8"}
+PREFIXES = ("test_qlinearconv", "test_quantizelinear", "test_dequantizelinear",
+            "test_qlinearmatmul", "test_matmulinteger", "test_convinteger",
+            "test_maxpool_2d_uint8")
+# Valid ONNX that ORT 1.32 refuses (per-channel ConvInteger weight zero points): checked
+# against the case's expected outputs only.
+ORT_REFUSES = {"test_convinteger_with_padding"}
 
 
 def _collect() -> dict[str, Any]:
@@ -72,6 +83,12 @@ def frozen_model(case: Any, opset: int) -> tuple[onnx.ModelProto, dict[str, NDAr
     return model, feeds, [np.asarray(o) for o in outputs]
 
 
+def runnable_opset(case: Any) -> int:
+    """The case's opset, or 19 for the opset-28 Q/DQ cases ORT 1.32 cannot run."""
+    opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
+    return 19 if opset > 25 else opset
+
+
 def test_every_case_is_classified() -> None:
     assert set(CASES) >= IN_SCOPE, sorted(IN_SCOPE - set(CASES))
     assert len(CASES) > len(IN_SCOPE)
@@ -80,13 +97,14 @@ def test_every_case_is_classified() -> None:
 @pytest.mark.parametrize("name", sorted(IN_SCOPE))
 @pytest.mark.parametrize("requant", ["float", "int"])
 def test_in_scope_case(name: str, requant: str) -> None:
-    model, feeds, expected = frozen_model(CASES[name], opset=19)
+    model, feeds, expected = frozen_model(CASES[name], opset=runnable_opset(CASES[name]))
     got = codegen.run(model, feeds, requant=requant, cflags=SANITIZE)
     for out, want in zip(model.graph.output, expected, strict=True):
         assert got[out.name].dtype == want.dtype
         assert np.array_equal(got[out.name].view(np.uint8), want.view(np.uint8)), out.name
-    report = codegen.verify(model, inputs=feeds, requant=requant, cflags=SANITIZE)
-    assert report.ok, report.outputs
+    if name not in ORT_REFUSES:
+        report = codegen.verify(model, inputs=feeds, requant=requant, cflags=SANITIZE)
+        assert report.ok, report.outputs
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - IN_SCOPE))

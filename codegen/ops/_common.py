@@ -87,9 +87,12 @@ def scalar_or_vector(node: Node, what: str, value: NDArray[Any], length: int,
 
 
 def check_scales(node: Node, what: str, scale: NDArray[Any]) -> NDArray[Any]:
+    """Scales as float32. float16 scales (QLinearMatMul-21) widen exactly, as ORT does."""
+    if scale.dtype == np.float16:
+        scale = scale.astype(np.float32)
     if scale.dtype != np.float32:
         raise UnsupportedError(f"{node.describe()}: {what} has dtype {scale.dtype}; "
-                               "supported: float32")
+                               "supported: float32, float16")
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         bad = scale[~(np.isfinite(scale) & (scale > 0))][0]
         raise ModelError(f"{node.describe()}: {what} must be finite and positive, got {bad}")

@@ -188,8 +188,9 @@ def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> 
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
     shape = matmul_shape(node, a.shape, b.shape)
-    b_scale, b_zp = b_quantization(node, b, constant_input(node, graph, 4, "b_scale"),
-                                   constant_input(node, graph, 5, "b_zero_point"))
+    b_scale, b_zp = b_quantization(
+        node, b, check_scales(node, "b_scale", constant_input(node, graph, 4, "b_scale")),
+        constant_input(node, graph, 5, "b_zero_point"))
     scales = output_scale(float(_scalar(node, graph, 1, "a_scale")[0]), b_scale.values,
                           float(_scalar(node, graph, 6, "y_scale")[0]))
     qmin, qmax = quant_range(y.dtype)

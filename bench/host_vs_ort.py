@@ -1,0 +1,126 @@
+"""Host speed of the generated C against ONNX Runtime, measured in one run.
+
+For each MLPerf Tiny model of the test zoo (quantized by ORT in QOperator format, uint8
+activations, per-channel int8 weights), this builds the generated sources with a small
+timing harness (cc -O2, the generated project's flags) and times NAME_run; then it times
+ORT (CPUExecutionProvider, one thread, ORT_ENABLE_ALL) on the same input. It prints the
+median time per inference of each and their ratio (generated C / ORT).
+
+    .venv/bin/python bench/host_vs_ort.py [--repeats 200] [--models resnet8,dscnn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import zoo  # noqa: E402
+
+from codegen.build import encode_samples, host_compiler  # noqa: E402
+from codegen.emitter import STRICT_CFLAGS  # noqa: E402
+from codegen.pipeline import Options, generate_sources  # noqa: E402
+from codegen.project import write_files  # noqa: E402
+from codegen.verify import _session, ort_version  # noqa: E402
+
+MLPERF_TINY = ("resnet8", "dscnn", "mobilenet_v1_025", "ad_autoencoder")
+
+TIMER = r"""
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "NAME.h"
+
+static float input0[PREFIX_INPUT0_SIZE];
+static float output0[PREFIX_OUTPUT0_SIZE];
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    FILE *f;
+    int repeats, i;
+    if (argc != 3) {
+        return 2;
+    }
+    f = fopen(argv[1], "rb");
+    repeats = atoi(argv[2]);
+    if (!f || fread(input0, sizeof input0, 1, f) != 1) {
+        return 2;
+    }
+    fclose(f);
+    NAME_run(input0, output0); /* warm-up */
+    for (i = 0; i < repeats; i++) {
+        double t0 = now();
+        NAME_run(input0, output0);
+        printf("%.9f\n", now() - t0);
+    }
+    return 0;
+}
+"""
+
+
+def time_generated_c(model: object, x: np.ndarray, repeats: int, work: Path) -> list[float]:
+    gen = generate_sources(model, Options(name="net"))  # type: ignore[arg-type]
+    write_files(work, gen.files)
+    (work / "timer.c").write_text(TIMER.replace("PREFIX", "NET").replace("NAME", "net"))
+    sources = ["timer.c", "net.c", *sorted(f for f in gen.files if f.startswith("runtime/")
+                                           and f.endswith(".c"))]
+    subprocess.run([host_compiler(), *STRICT_CFLAGS, "-O2", "-I.", "-Iruntime", "-o", "timer",
+                    *sources, "-lm"], cwd=work, check=True)
+    (work / "in.bin").write_bytes(encode_samples(gen.program.inputs,
+                                                 [{gen.program.inputs[0].name: x}]))
+    out = subprocess.run([str(work / "timer"), str(work / "in.bin"), str(repeats)],
+                         capture_output=True, text=True, check=True).stdout
+    return [float(v) for v in out.split()]
+
+
+def time_ort(model: object, x: np.ndarray, repeats: int) -> list[float]:
+    session = _session(model)  # type: ignore[arg-type]
+    feed = {session.get_inputs()[0].name: x}
+    session.run(None, feed)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        session.run(None, feed)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--models", default=",".join(MLPERF_TINY))
+    parser.add_argument("--variant", default="u8-pc")
+    args = parser.parse_args()
+    print(f"onnxruntime {ort_version()}, 1 thread; generated C: {host_compiler()} -O2; "
+          f"{args.repeats} runs each, median")
+    print(f"{'model':<20} {'C (ms)':>10} {'ORT (ms)':>10} {'C / ORT':>8}")
+    for name in args.models.split(","):
+        model = zoo.quantized_model(name, args.variant)
+        x = zoo.sample_inputs(name, 1)[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            c_times = time_generated_c(model, x, args.repeats, Path(tmp))
+        ort_times = time_ort(model, x, args.repeats)
+        c_ms, ort_ms = statistics.median(c_times) * 1e3, statistics.median(ort_times) * 1e3
+        print(f"{name:<20} {c_ms:>10.3f} {ort_ms:>10.3f} {c_ms / ort_ms:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
