@@ -221,3 +221,20 @@ def graph_model(nodes: list[onnx.NodeProto], inputs: dict[str, tuple[str, list[i
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     return model
+
+
+Case = tuple[onnx.NodeProto, dict[str, tuple[str, list[int]]], dict[str, NDArray[Any]],
+             dict[str, str]]
+
+
+def combine(cases: list[Case], opset: int = 13, ms_domain: bool = True) -> onnx.ModelProto:
+    """One model holding several independent single-node cases, each a
+    (node, inputs, initializers, outputs) tuple with its own tensor names."""
+    inputs: dict[str, tuple[str, list[int]]] = {}
+    inits: dict[str, NDArray[Any]] = {}
+    outputs: dict[str, str] = {}
+    for _, case_inputs, case_inits, case_outputs in cases:
+        inputs.update(case_inputs)
+        inits.update(case_inits)
+        outputs.update(case_outputs)
+    return graph_model([c[0] for c in cases], inputs, outputs, inits, opset, ms_domain)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import SANITIZE
-from modelgen import RANGE, ConvConfig, graph_model, random_conv_config
+from modelgen import RANGE, ConvConfig, combine, graph_model, random_conv_config
 from numpy.typing import NDArray
 from onnx import helper
 
@@ -93,14 +93,7 @@ def matmul_case(rng: np.random.Generator, i: int, op: str) -> tuple[Any, dict, d
 
 def batch_model(op: str, seed: int, count: int = 12) -> Any:
     rng = np.random.default_rng(seed)
-    nodes, inputs, inits, outputs = [], {}, {}, {}
-    for i in range(count):
-        node, inp, ini, out = matmul_case(rng, i, op)
-        nodes.append(node)
-        inputs.update(inp)
-        inits.update(ini)
-        outputs.update(out)
-    return graph_model(nodes, inputs, outputs, inits, opset=13)
+    return combine([matmul_case(rng, i, op) for i in range(count)], ms_domain=False)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -160,16 +153,10 @@ def qgemm_case(rng: np.random.Generator, i: int) -> tuple[Any, dict, dict, dict]
 @pytest.mark.parametrize("requant", ["float", "int"])
 def test_qgemm(seed: int, requant: str) -> None:
     rng = np.random.default_rng(200 + seed)
-    nodes, inputs, inits, outputs = [], {}, {}, {}
-    for i in range(12):
-        node, inp, ini, out = qgemm_case(rng, i)
-        nodes.append(node)
-        inputs.update(inp)
-        inits.update(ini)
-        outputs.update(out)
-    model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
-    report = codegen.verify(model, samples=2, seed=seed, requant=requant, cflags=SANITIZE)
-    assert report.ok, [(n.name, o) for n, o in zip(nodes, report.outputs, strict=True)
+    cases = [qgemm_case(rng, i) for i in range(12)]
+    report = codegen.verify(combine(cases), samples=2, seed=seed, requant=requant,
+                            cflags=SANITIZE)
+    assert report.ok, [(c[0].name, o) for c, o in zip(cases, report.outputs, strict=True)
                        if o.mismatches]
 
 
@@ -224,12 +211,5 @@ def test_exact_reference_rewrite_for_matrix_ops(op: str, monkeypatch: pytest.Mon
 def test_exact_reference_rewrite_for_qgemm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ONNX2MCU_ORT_U8S8_SATURATES", "1")
     rng = np.random.default_rng(9)
-    nodes, inputs, inits, outputs = [], {}, {}, {}
-    for i in range(10):
-        node, inp, ini, out = qgemm_case(rng, i)
-        nodes.append(node)
-        inputs.update(inp)
-        inits.update(ini)
-        outputs.update(out)
-    model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
+    model = combine([qgemm_case(rng, i) for i in range(10)])
     assert codegen.verify(model, samples=2, cflags=SANITIZE).ok
