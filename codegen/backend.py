@@ -20,7 +20,8 @@ from onnx.backend.base import Backend, BackendRep
 
 from . import ops
 from .api import run
-from .importer import MAX_OPSET, MIN_OPSET, operator_version
+from .errors import Onnx2McuError
+from .importer import MAX_OPSET, MIN_OPSET, NotImportedError, operator_version, survey_model
 from .ir import ONNX_TO_DTYPE, Node
 
 
@@ -93,12 +94,25 @@ class Onnx2McuBackend(Backend):
             node = Node(proto.name, proto.op_type, proto.domain, (), (),
                         opset=opsets.get(proto.domain, 0))
             opdef = ops.lookup(node)
-            if opdef is None or operator_version(node) not in opdef.versions:
+            if opdef is None or opdef.needs_fusion or operator_version(node) not in opdef.versions:
                 return False
             data = declared.get(proto.input[0]) if proto.input else None
             if opdef.data_dtypes and data is not None and data not in opdef.data_dtypes:
                 return False
-        return True
+        # Shapes and attributes: import the nodes whose inputs are all known now; the
+        # others are checked when run() supplies the constant values.
+        placeholders = {i.name: np.zeros([d.dim_value or 1 for d in i.type.tensor_type.shape.dim],
+                                         dtype=onnx.helper.tensor_dtype_to_np_dtype(
+                                             i.type.tensor_type.elem_type))
+                        for i in model.graph.input if i.name in frozen}
+        deferred = {p.name or f"{p.op_type}_{k}" for k, p in enumerate(model.graph.node)
+                    if any(name in frozen for name in p.input)}
+        try:
+            _, problems = survey_model(freeze_inputs(model, placeholders))
+        except Onnx2McuError:
+            return False
+        return all(node in deferred or isinstance(error, NotImportedError)
+                   for node, error in problems)
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> Onnx2McuRep:

@@ -16,6 +16,10 @@ class UnsupportedError(Onnx2McuError):
     """A valid model that uses an operator, dtype or attribute onnx2mcu does not support."""
 
 
+class NotConstantError(UnsupportedError):
+    """An input that code generation needs at generation time is computed at run time."""
+
+
 class ShapeError(Onnx2McuError):
     """A shape that is dynamic, inconsistent or out of range."""
 

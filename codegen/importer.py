@@ -67,15 +67,16 @@ def import_model(model: onnx.ModelProto,
 
 def survey_model(model: onnx.ModelProto,
                  input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> tuple[
-                     Graph, list[str]]:
-    """Import what can be imported and describe every node that cannot, all at once.
-    The graph holds the nodes that imported; errors about the file itself still raise."""
-    problems: list[str] = []
+                     Graph, list[tuple[str, Onnx2McuError]]]:
+    """Import what can be imported and report every node that cannot, all at once, as
+    (node name, error). The graph holds the nodes that imported; errors about the file
+    itself still raise."""
+    problems: list[tuple[str, Onnx2McuError]] = []
     return _import(model, input_shapes, problems), problems
 
 
 def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None,
-            problems: list[str] | None) -> Graph:
+            problems: list[tuple[str, Onnx2McuError]] | None) -> Graph:
     _check_model(model)
     opsets = _opsets(model)
     g = model.graph
@@ -114,7 +115,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
         else:
             problem = _survey_node(node, graph)
             if problem:
-                problems.append(problem)
+                problems.append((node.name, problem))
                 continue
         graph.nodes.append(node)
     if problems is None:
@@ -122,17 +123,22 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
     return graph
 
 
-def _survey_node(node: Node, graph: Graph) -> str | None:
+class NotImportedError(Onnx2McuError):
+    """A node skipped in survey mode because an input of it could not be imported."""
+
+
+def _survey_node(node: Node, graph: Graph) -> Onnx2McuError | None:
     """Import one node in survey mode; returns what is wrong with it, if anything."""
     if ops.lookup(node) is None:
-        return f"{node.describe()}: operator not supported"
+        return UnsupportedError(f"{node.describe()}: operator not supported")
     for name in node.inputs:
         if name and name not in graph.tensors and name not in graph.constants:
-            return f"{node.describe()}: not checked, its input '{name}' was not imported"
+            return NotImportedError(f"{node.describe()}: not checked, its input '{name}' "
+                                    "was not imported")
     try:
         _infer_node(node, graph)
     except Onnx2McuError as exc:
-        return str(exc)
+        return exc
     return None
 
 

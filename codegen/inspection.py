@@ -73,7 +73,8 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
     if not problems:
         gen = generate_sources(model, options)
         arena, lower_bound = gen.plan.size, gen.plan.lower_bound
-    return Inspection(graph, nodes, tuple(problems), rewrites, requant, arena, lower_bound)
+    return Inspection(graph, nodes, tuple(str(error) for _, error in problems), rewrites,
+                      requant, arena, lower_bound)
 
 
 def format_quant(q: QuantParams | None) -> str:

@@ -25,3 +25,15 @@ void q8_clamp_s8(const q8_clamp_params *params, const int8_t *Q8_RESTRICT input,
 {
     clamp(params, (const uint8_t *)input, (uint8_t *)output, 1);
 }
+
+void q8_clamp_f32(const q8_clamp_f32_params *params, const float *Q8_RESTRICT input,
+                  float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        float v = input[i];
+        v = v < params->min ? params->min : v;
+        v = v > params->max ? params->max : v;
+        output[i] = v;
+    }
+}

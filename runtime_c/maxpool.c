@@ -1,4 +1,6 @@
-/* maxpool.c - MaxPool on int8/uint8 NCHW tensors, exact (no arithmetic). */
+/* maxpool.c - MaxPool on int8/uint8/float32 NCHW tensors, exact (no arithmetic). */
+#include <float.h>
+
 #include "q8_runtime.h"
 #include "q8_window.h"
 
@@ -48,4 +50,38 @@ void q8_maxpool_s8(const q8_pool_params *params, const int8_t *Q8_RESTRICT input
                    int8_t *Q8_RESTRICT output)
 {
     maxpool(params, (const uint8_t *)input, (uint8_t *)output, 1);
+}
+
+void q8_maxpool_f32(const q8_pool_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT output)
+{
+    const q8_window *win = &params->window;
+    const int32_t H = params->input.h, W = params->input.w;
+    const int32_t OH = params->output.h, OW = params->output.w;
+    const int32_t planes = params->input.n * params->input.c;
+    int32_t plane, oh, ow, kh, kw;
+
+    for (plane = 0; plane < planes; plane++) {
+        const float *x_p = input + (size_t)plane * (size_t)(H * W);
+        float *y_p = output + (size_t)plane * (size_t)(OH * OW);
+        for (oh = 0; oh < OH; oh++) {
+            const int32_t ih0 = oh * win->stride_h - win->pad_top;
+            const int32_t kh_begin = q8_window_first_tap(ih0, win->dilation_h, win->kernel_h);
+            const int32_t kh_end = q8_window_end_tap(ih0, win->dilation_h, H, win->kernel_h);
+            for (ow = 0; ow < OW; ow++) {
+                const int32_t iw0 = ow * win->stride_w - win->pad_left;
+                const int32_t kw_begin = q8_window_first_tap(iw0, win->dilation_w, win->kernel_w);
+                const int32_t kw_end = q8_window_end_tap(iw0, win->dilation_w, W, win->kernel_w);
+                float best = -FLT_MAX;
+                for (kh = kh_begin; kh < kh_end; kh++) {
+                    const float *row = x_p + (size_t)(ih0 + kh * win->dilation_h) * (size_t)W;
+                    for (kw = kw_begin; kw < kw_end; kw++) {
+                        const float v = row[iw0 + kw * win->dilation_w];
+                        best = v > best ? v : best;
+                    }
+                }
+                y_p[oh * OW + ow] = best;
+            }
+        }
+    }
 }

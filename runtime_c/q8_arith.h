@@ -42,7 +42,7 @@ Q8_INLINE int32_t q8_round_half_even(float v)
 /*
  * Clamp as x86 maxps/minps do (the order ORT uses): a NaN input becomes lo.
  */
-Q8_INLINE float q8_clamp_f32(float v, float lo, float hi)
+Q8_INLINE float q8_fclamp(float v, float lo, float hi)
 {
     v = (v > lo) ? v : lo;
     v = (v < hi) ? v : hi;
@@ -53,7 +53,7 @@ Q8_INLINE float q8_clamp_f32(float v, float lo, float hi)
 Q8_INLINE int32_t q8_requant_f32(int32_t acc, float scale, float lo, float hi)
 {
     float v = (float)((float)acc * scale);
-    return q8_round_half_even(q8_clamp_f32(v, lo, hi));
+    return q8_round_half_even(q8_fclamp(v, lo, hi));
 }
 
 /*
@@ -66,7 +66,7 @@ Q8_INLINE int32_t q8_round_saturate(float t, int32_t qmin, int32_t qmax)
     if (!(t >= -2147483648.0f && t < 2147483648.0f)) {
         return qmin;
     }
-    return q8_round_half_even(q8_clamp_f32(t, (float)qmin, (float)qmax));
+    return q8_round_half_even(q8_fclamp(t, (float)qmin, (float)qmax));
 }
 
 /*

@@ -184,6 +184,9 @@ void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *Q8_RESTRICT inpu
                    uint8_t *Q8_RESTRICT output);
 void q8_maxpool_s8(const q8_pool_params *params, const int8_t *Q8_RESTRICT input,
                    int8_t *Q8_RESTRICT output);
+/* float32: an all-padding window yields -FLT_MAX, as ORT's lowest(). */
+void q8_maxpool_f32(const q8_pool_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT output);
 
 /*
  * QLinearGlobalAveragePool (and QLinearAveragePool whose window is the whole input):
@@ -338,6 +341,16 @@ void q8_clamp_u8(const q8_clamp_params *params, const uint8_t *Q8_RESTRICT input
                  uint8_t *Q8_RESTRICT output);
 void q8_clamp_s8(const q8_clamp_params *params, const int8_t *Q8_RESTRICT input,
                  int8_t *Q8_RESTRICT output);
+
+/* Relu and Clip on float32: y = min(max(x, min), max). */
+typedef struct {
+    int32_t size;
+    float min;
+    float max;
+} q8_clamp_f32_params;
+
+void q8_clamp_f32(const q8_clamp_f32_params *params, const float *Q8_RESTRICT input,
+                  float *Q8_RESTRICT output);
 
 /*
  * Transpose of a tensor of up to Q8_MAX_RANK dimensions. For each output axis,

@@ -23,7 +23,7 @@ Q8_INLINE void quantize_linear(const q8_qdq_params *p, const float *Q8_RESTRICT 
             for (i = 0; i < p->inner; i++) {
                 const float v = (float)(x[base + (size_t)i] / scale);
                 /* Modular conversion: int8 results land as their two's complement byte. */
-                y[base + (size_t)i] = (uint8_t)(q8_round_half_even(q8_clamp_f32(v, lo, hi)) + zp);
+                y[base + (size_t)i] = (uint8_t)(q8_round_half_even(q8_fclamp(v, lo, hi)) + zp);
             }
         }
     }

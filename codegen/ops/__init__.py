@@ -46,6 +46,8 @@ class OpDef:
     constant_inputs: frozenset[int] = frozenset()
     # The dtypes accepted on the first (data) input; empty: every dtype onnx2mcu knows.
     data_dtypes: frozenset[str] = frozenset()
+    # True for float operators that only run once a QDQ recipe fuses them away.
+    needs_fusion: bool = False
 
 
 _REGISTRY: dict[tuple[str, str], OpDef] = {}

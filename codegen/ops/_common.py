@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
+from ..errors import ModelError, NotConstantError, UnsupportedError
 from ..ir import QUANT_RANGE, Graph, Node, QuantParams, Tensor
 from ..program import CArray, CRef, CStruct, CValue
 from ..requant import float32_mult_exp
@@ -27,7 +27,7 @@ def constant_input(node: Node, graph: Graph, index: int, what: str) -> NDArray[A
     if name is None:
         raise ModelError(f"{node.describe()}: required input {index} ({what}) is missing")
     if name not in graph.constants:
-        raise UnsupportedError(
+        raise NotConstantError(
             f"{node.describe()}: {what} '{name}' must be a constant (initializer or Constant "
             "node); computed values are not supported"
         )

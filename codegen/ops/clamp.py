@@ -1,39 +1,47 @@
-"""Relu and Clip on int8/uint8 tensors: integer clamps of the raw values, exact."""
+"""Relu and Clip: integer clamps of raw int8/uint8 values, or float32 clamps (exact
+either way)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ..errors import ModelError
 from ..ir import QUANT_RANGE, Graph, Node, Tensor
-from ..program import Alias, CStruct, KernelCall
+from ..program import Alias, CFloat, CStruct, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import check_dtype, constant_input, input_tensor, reject_unknown_attrs
+from ._common import check_dtype, constant_input, input_tensor, kernel_suffix, reject_unknown_attrs
 
 SOURCES = ("clamp.c",)
 
 
-def clamp_bounds(node: Node, graph: Graph, dtype: str) -> tuple[int, int]:
-    lo, hi = QUANT_RANGE[dtype]
+def clamp_bounds(node: Node, graph: Graph, dtype: str) -> tuple[float, float]:
+    """[min, max] of a Relu or Clip: ints for 8-bit tensors, floats for float32."""
+    lo, hi = QUANT_RANGE.get(dtype, (-math.inf, math.inf))
     if node.op_type == "Relu":
         return max(lo, 0), hi
+    if node.opset < 11:  # Clip-6: float attributes
+        return (float(node.attrs.get("min", -3.4028234663852886e38)),
+                float(node.attrs.get("max", 3.4028234663852886e38)))
     for index, what in ((1, "min"), (2, "max")):
         if node.input(index) is None:
             continue
         value = constant_input(node, graph, index, what)
         if value.size != 1 or str(value.dtype) != dtype:
             raise ModelError(f"{node.describe()}: {what} must be a {dtype} scalar")
+        bound = value.reshape(-1)[0]
+        bound = float(bound) if dtype == "float32" else int(bound)
         if index == 1:
-            lo = max(lo, int(value.reshape(-1)[0]))
+            lo = max(lo, bound)
         else:
-            hi = min(hi, int(value.reshape(-1)[0]))
+            hi = min(hi, bound)
     return lo, hi
 
 
 def infer_clamp(node: Node, graph: Graph) -> Inferred:
-    reject_unknown_attrs(node, set())
+    reject_unknown_attrs(node, {"min", "max"} if node.opset < 11 else set())
     x = input_tensor(node, graph, 0, "X")
-    check_dtype(node, "input X", x, ("int8", "uint8"))
+    check_dtype(node, "input X", x, ("int8", "uint8", "float32"))
     clamp_bounds(node, graph, x.dtype)
     return Inferred([Tensor(node.outputs[0], x.dtype, x.shape, x.quant)])
 
@@ -42,14 +50,22 @@ def lower_clamp(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     lo, hi = clamp_bounds(node, graph, x.dtype)
-    params = CStruct("q8_clamp_params", (("size", x.numel), ("min", lo), ("max", hi)))
-    suffix = "u8" if x.dtype == "uint8" else "s8"
-    return [KernelCall(f"q8_clamp_{suffix}", node.name, (x.name,), (node.outputs[0],), params,
-                       (), SOURCES)]
+    if x.dtype == "float32":
+        params = CStruct("q8_clamp_f32_params", (
+            ("size", x.numel), ("min", CFloat(max(lo, -FLT_MAX))),
+            ("max", CFloat(min(hi, FLT_MAX)))))
+    else:
+        params = CStruct("q8_clamp_params", (("size", x.numel), ("min", int(lo)),
+                                              ("max", int(hi))))
+    return [KernelCall(f"q8_clamp_{kernel_suffix(x.dtype)}", node.name, (x.name,),
+                       (node.outputs[0],), params, (), SOURCES)]
 
 
-# Integer types arrive in Relu-14 and Clip-12; earlier versions are float-only.
-INT8_TYPES = frozenset({"uint8", "int8"})
-register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(14,), data_dtypes=INT8_TYPES))
-register(OpDef("Clip", "", infer_clamp, lower_clamp, versions=(12, 13),
-               constant_inputs=frozenset({1, 2}), data_dtypes=INT8_TYPES))
+FLT_MAX = 3.4028234663852886e38
+
+
+# Integer types arrive in Relu-14 and Clip-12; earlier versions take floats only.
+TYPES = frozenset({"uint8", "int8", "float32"})
+register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(6, 13, 14), data_dtypes=TYPES))
+register(OpDef("Clip", "", infer_clamp, lower_clamp, versions=(6, 11, 12, 13),
+               constant_inputs=frozenset({1, 2}), data_dtypes=TYPES))

@@ -1,5 +1,5 @@
-"""MaxPool on int8/uint8 tensors: 1-D and 2-D, pads, strides, dilations, ceil_mode,
-auto_pad. Exact: a maximum of raw values."""
+"""MaxPool on int8/uint8 and float32 tensors: 1-D and 2-D, pads, strides, dilations,
+ceil_mode, auto_pad. Exact: a maximum of the values."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def maxpool_window(node: Node, x: Tensor) -> Window:
 def infer_maxpool(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, ATTRS)
     x = input_tensor(node, graph, 0, "X")
-    check_dtype(node, "input X", x, ("uint8", "int8"))
+    check_dtype(node, "input X", x, ("uint8", "int8", "float32"))
     if len([o for o in node.outputs if o]) > 1:
         raise UnsupportedError(f"{node.describe()}: the Indices output is not supported")
     if attr_int(node, "storage_order", 0) != 0:
@@ -40,12 +40,12 @@ def lower_maxpool(node: Node, graph: Graph, options: LoweringOptions) -> Sequenc
     params = CStruct("q8_pool_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(maxpool_window(node, x)))))
-    suffix = "u8" if x.dtype == "uint8" else "s8"
+    suffix = {"uint8": "u8", "int8": "s8", "float32": "f32"}[x.dtype]
     return [KernelCall(f"q8_maxpool_{suffix}", node.name, (x.name,), (y.name,), params, (),
                        ("maxpool.c",))]
 
 
 # MaxPool-22 only adds types and clarifies that windows starting in the right padding
 # are dropped, which ORT did before; 8-bit types arrive in MaxPool-12.
-register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool, versions=(12, 22),
-               data_dtypes=frozenset({"uint8", "int8"})))
+register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool, versions=(8, 10, 11, 12, 22),
+               data_dtypes=frozenset({"uint8", "int8", "float32"})))
