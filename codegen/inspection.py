@@ -38,14 +38,16 @@ class Inspection:
     requant: str
     arena_bytes: int | None  # None when some node could not be imported
     arena_lower_bound: int | None
+    float_islands: tuple[str, ...] = ()
 
 
 def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSummary:
     opdef = ops.lookup(node)
     assert opdef is not None
-    lowered = opdef.lower(node, graph, options)
+    lowered = [] if opdef.needs_fusion else opdef.lower(node, graph, options)
     calls = [c for c in lowered if isinstance(c, KernelCall)]
-    kernels = tuple(c.function for c in calls) or ("alias (no copy)",)
+    kernels = tuple(c.function for c in calls) or (
+        ("float island",) if opdef.needs_fusion else ("alias (no copy)",))
     read = [n for n in node.inputs if n]
     return NodeSummary(
         node=node, kernels=kernels,
@@ -69,12 +71,23 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
     graph, rewrites = run_passes(graph) if not problems else (graph, {})
     lowering = LoweringOptions(requant=requant)
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
+    islands = [float_island_reason(n) for n in graph.nodes if _needs_fusion(n)]
     arena = lower_bound = None
-    if not problems:
+    if not problems and not islands:
         gen = generate_sources(model, options)
         arena, lower_bound = gen.plan.size, gen.plan.lower_bound
     return Inspection(graph, nodes, tuple(str(error) for _, error in problems), rewrites,
-                      requant, arena, lower_bound)
+                      requant, arena, lower_bound, tuple(islands))
+
+
+def _needs_fusion(node: Node) -> bool:
+    opdef = ops.lookup(node)
+    return opdef is not None and opdef.needs_fusion
+
+
+def float_island_reason(node: Node) -> str:
+    return (f"{node.describe()}: stays in float: no quantization around it for a recipe to "
+            "fuse, and no bit-exact float kernel for it yet")
 
 
 def format_quant(q: QuantParams | None) -> str:
@@ -118,6 +131,9 @@ def format_inspection(result: Inspection) -> str:
         total += (f", arena {result.arena_bytes} bytes (lower bound "
                   f"{result.arena_lower_bound})")
     lines.append(total)
+    if result.float_islands:
+        lines.append(f"float islands: {len(result.float_islands)} node(s)")
+        lines.extend(f"  {p}" for p in result.float_islands)
     if result.problems:
         lines.append(f"unsupported: {len(result.problems)} node(s)")
         lines.extend(f"  {p}" for p in result.problems)
