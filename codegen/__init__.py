@@ -6,7 +6,7 @@
     report = codegen.verify("model.onnx", samples=10)    # compare with ONNX Runtime
 """
 
-from .api import GenerateResult, generate, run, verify
+from .api import GenerateResult, convert, generate, run, verify
 from .errors import (
     ModelError,
     Onnx2McuError,
@@ -26,6 +26,7 @@ __all__ = [
     "ToolchainError",
     "UnsupportedError",
     "__version__",
+    "convert",
     "generate",
     "run",
     "verify",

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .build import build_host, run_binary
-from .errors import InputDataError, UnsupportedError
+from .errors import InputDataError, OutputError, UnsupportedError
 from .importer import ModelSource
 from .pipeline import Generated, Options, generate_sources
 from .project import check_output_dir, write_project
@@ -40,17 +40,19 @@ class GenerateResult:
 
 
 def _options(board: str, name: str | None, requant: str | None,
-             input_shapes: Mapping[str, tuple[int, ...]] | None) -> Options:
-    return Options(board=board, name=name, requant=requant, input_shapes=input_shapes)
+             input_shapes: Mapping[str, tuple[int, ...]] | None,
+             integer_only: bool = False) -> Options:
+    return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
+                   integer_only=integer_only)
 
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
              requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-             force: bool = False) -> GenerateResult:
+             force: bool = False, integer_only: bool = False) -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written)."""
     out = Path(out)
     check_output_dir(out, force)  # fail before doing any work
-    gen = generate_sources(model, _options(board, name, requant, input_shapes))
+    gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only))
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant)
@@ -68,6 +70,33 @@ def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, An
                          f"{', '.join(sorted(data)) or 'nothing'})")
 
 
+def convert(model: ModelSource, out: str | Path, *,
+            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+            force: bool = False, integer_only: bool = False) -> Path:
+    """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
+    import onnx
+
+    from .exporter import export_graph
+    from .importer import import_model, load_model
+    from .passes import run_passes
+
+    out = Path(out)
+    if out.exists() and (out.is_dir() or not force):
+        raise OutputError(f"{out} exists; pass --force to replace it" if out.is_file()
+                          else f"{out} is a folder")
+    graph, _ = run_passes(import_model(load_model(model), input_shapes), integer_only)
+    exported = export_graph(graph)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.tmp")
+    try:
+        onnx.save(exported, str(staging))
+        staging.replace(out)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    return out
+
+
 def _require_host(gen: Generated) -> None:
     if gen.board.kind != "host":
         raise UnsupportedError(f"board '{gen.board.name}': running on this board is not "
@@ -83,9 +112,9 @@ def run_generated(gen: Generated, samples: Samples,
 
 def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
         requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-        cflags: Sequence[str] = ()) -> dict[str, NDArray[Any]]:
+        cflags: Sequence[str] = (), integer_only: bool = False) -> dict[str, NDArray[Any]]:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
-    gen = generate_sources(model, _options(board, None, requant, input_shapes))
+    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only))
     names = [t.name for t in gen.program.inputs]
     return run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
 
@@ -94,10 +123,11 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            samples: int = 10, seed: int = 0, board: str = "host", requant: str | None = None,
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
            cflags: Sequence[str] = (), ort_level: str = "all", per_layer: bool = False,
-           progress: Callable[[str], None] | None = None) -> VerifyReport:
+           progress: Callable[[str], None] | None = None,
+           integer_only: bool = False) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too."""
-    options = replace(_options(board, None, requant, input_shapes),
+    options = replace(_options(board, None, requant, input_shapes, integer_only),
                       expose_intermediates=per_layer)
     gen = generate_sources(model, options)
     report = progress or (lambda message: None)
@@ -113,18 +143,21 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
         used_seed = None
     report(f"building and running the generated C on {len(data)} sample(s)")
     ours = run_generated(gen, data, cflags)
-    ref_model, description, notes = reference_model(gen.model, gen.graph)
+    reference = reference_model(gen.model, gen.graph)
+    ref_model = reference.model
     if per_layer:
         ref_model = with_outputs(ref_model, gen.graph, gen.graph.outputs)
     # ORT wants exactly the model's dtypes; the harness already coerced ours.
     feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype)) for t in
               gen.program.inputs} for s in data]
     refs = run_ort(ref_model, feeds, ort_level,
-                   lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"))
+                   lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"),
+                   reference.config)
     compared = compare_outputs(gen.program.outputs, ours, refs)
     model_outputs = {o.name for o in gen.model.graph.output}
     return VerifyReport(outputs=[o for o in compared if o.name in model_outputs],
                         samples=len(data), seed=used_seed, ort_version=ort_version(),
-                        ort_level=ort_level, reference=description,
-                        requant=gen.program.requant, board=gen.board.name, notes=notes,
+                        ort_level=ort_level, reference=reference.description,
+                        requant=gen.program.requant, board=gen.board.name,
+                        notes=reference.notes,
                         layers=layer_reports(gen.graph, compared) if per_layer else None)

@@ -48,6 +48,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "integer-only (default on cores without FPU); both are bit-exact")
     p.add_argument("--input-shape", action="append", metavar="NAME=D0xD1x...",
                    help="static shape for an input with dynamic dimensions (repeatable)")
+    p.add_argument("--integer-only", action="store_true",
+                   help="fuse QDQ patterns into integer operators even where ONNX Runtime "
+                        "computes them in float (verify then reports the differences)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,12 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--inputs", help=".npz with one array per model input (default: random)")
     v.add_argument("--samples", type=int, default=10, help="random samples (default 10)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    v.add_argument("--ort-level", choices=sorted(ORT_LEVELS), default="all",
+                   help="ONNX Runtime's graph optimization level for the reference (default "
+                        "all: the level whose QDQ fusions the generated C reproduces)")
     v.add_argument("--per-layer", action="store_true",
                    help="compare every intermediate tensor and name the first layer that "
                         "differs")
 
     i = sub.add_parser("inspect", help="print the graph as onnx2mcu sees it, one line per node")
     _common(i)
+
+    c = sub.add_parser("convert", help="write the model after onnx2mcu's QDQ recipes as a "
+                                       "QOperator ONNX model")
+    c.add_argument("model", help="ONNX model (.onnx)")
+    c.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    c.add_argument("--input-shape", action="append", metavar="NAME=D0xD1x...")
+    c.add_argument("--force", action="store_true", help="replace an existing file")
+    c.add_argument("--integer-only", action="store_true",
+                   help="fuse also where ONNX Runtime keeps QDQ patterns in float")
 
     sub.add_parser("boards", help="list the known boards")
     return parser
@@ -135,7 +150,8 @@ def print_report(report: VerifyReport) -> None:
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"board": args.board, "requant": args.requant,
-            "input_shapes": _input_shapes(args.input_shape)}
+            "input_shapes": _input_shapes(args.input_shape),
+            "integer_only": args.integer_only}
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -174,13 +190,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     inputs = _load_npz(args.inputs) if args.inputs else None
     report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
                         per_layer=args.per_layer, progress=_terminal_progress(),
-                        **_options(args))
+                        ort_level=args.ort_level, **_options(args))
     _terminal_progress_done()
     print_report(report)
     return 0 if report.ok else 1
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    out = api.convert(args.model, args.output, input_shapes=_input_shapes(args.input_shape),
+                      force=args.force, integer_only=args.integer_only)
+    print(f"wrote {out}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "convert": cmd_convert,
     "boards": cmd_boards, "inspect": cmd_inspect, "generate": cmd_generate, "run": cmd_run,
     "verify": cmd_verify,
 }

@@ -68,7 +68,7 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
     requant = options.requant or board.requant
     model = load_model(source)
     graph, problems = survey_model(model, options.input_shapes)
-    graph, rewrites = run_passes(graph) if not problems else (graph, {})
+    graph, rewrites = run_passes(graph, options.integer_only) if not problems else (graph, {})
     lowering = LoweringOptions(requant=requant)
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
     islands = [float_island_reason(n) for n in graph.nodes if _needs_fusion(n)]

@@ -30,6 +30,8 @@ class Options:
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
     # Make every intermediate tensor a graph output too (verify --per-layer).
     expose_intermediates: bool = False
+    # Fuse into integer operators also where ONNX Runtime keeps QDQ patterns in float.
+    integer_only: bool = False
 
 
 @dataclass
@@ -68,7 +70,7 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     name = model_name(source, options.name)
     model = load_model(source)
     graph = import_model(model, options.input_shapes)
-    graph, rewrites = run_passes(graph)
+    graph, rewrites = run_passes(graph, options.integer_only)
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
     program = lower_graph(graph, name, LoweringOptions(requant=requant))

@@ -40,7 +40,8 @@ def ort_version() -> str:
     return str(onnxruntime.__version__)
 
 
-def _session(model: onnx.ModelProto, level: str = "all") -> Any:
+def _session(model: onnx.ModelProto, level: str = "all",
+             config: Mapping[str, str] | None = None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -48,6 +49,8 @@ def _session(model: onnx.ModelProto, level: str = "all") -> Any:
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, ORT_LEVELS[level])
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
     try:
         return ort.InferenceSession(model.SerializeToString(), options,
                                     providers=["CPUExecutionProvider"])
@@ -57,9 +60,9 @@ def _session(model: onnx.ModelProto, level: str = "all") -> Any:
 
 
 def run_ort(model: onnx.ModelProto, samples: Sequence[Mapping[str, NDArray[Any]]],
-            level: str = "all", progress: Callable[[int, int], None] | None = None) -> list[
-                dict[str, NDArray[Any]]]:
-    session = _session(model, level)
+            level: str = "all", progress: Callable[[int, int], None] | None = None,
+            config: Mapping[str, str] | None = None) -> list[dict[str, NDArray[Any]]]:
+    session = _session(model, level, config)
     names = [o.name for o in session.get_outputs()]
     results = []
     for index, sample in enumerate(samples):
@@ -114,9 +117,14 @@ def u8s8_nodes(graph: Graph) -> list[str]:
 
 def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     """The same model with B moved from int8 to uint8 (+128, zero points +128) in every
-    u8 x s8 node: the same mathematics, which ORT computes exactly. Constant or computed
-    B alike, the conversion is a few nodes in front of the product."""
-    targets = set(u8s8_nodes(graph))
+    u8 x s8 product: the same mathematics, which ORT computes exactly. B is converted by
+    a few nodes where the model feeds it in: at the QLinear node of a QOperator model, or
+    at the DequantizeLinear in front of the float op of a QDQ model (ORT then fuses a u8 x
+    u8 unit). Constant or computed B alike."""
+    b_names = set()
+    for node in graph.nodes:
+        if node.name in set(u8s8_nodes(graph)):
+            b_names.add(node.inputs[U8S8_B_SLOTS[(node.domain, node.op_type)][0]])
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(model)
     g = rewritten.graph
@@ -133,12 +141,14 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     shift = fresh("onnx2mcu_u8s8_shift")
     g.initializer.append(numpy_helper.from_array(np.array(128, dtype=np.int32), shift))
     converted: list[onnx.NodeProto] = []
-    for index, node in enumerate(g.node):
-        name = node.name or f"{node.op_type}_{index}"
-        if name not in targets:
+    for node in g.node:
+        slots = U8S8_B_SLOTS.get((node.domain, node.op_type))
+        if node.op_type == "DequantizeLinear" and not node.domain:
+            slots = (0, 2)
+        if slots is None or len(node.input) <= slots[0] or node.input[slots[0]] not in b_names:
             converted.append(node)
             continue
-        b_slot, zp_slot = U8S8_B_SLOTS[(node.domain, node.op_type)]
+        b_slot, zp_slot = slots
         b = node.input[b_slot]
         wide, moved, b_u8 = fresh(f"{b}__i32"), fresh(f"{b}__moved"), fresh(f"{b}__u8")
         converted += [
@@ -304,19 +314,70 @@ def layer_reports(graph: Graph, outputs: Sequence[OutputReport]) -> list[LayerRe
     return layers
 
 
-def reference_model(model: onnx.ModelProto, graph: Graph) -> tuple[onnx.ModelProto, str, list[str]]:
-    """The model ORT should run, a one-line description of it, and notes for the user."""
+@dataclass(frozen=True)
+class Reference:
+    """What ORT runs as the reference, described for the user."""
+
+    model: onnx.ModelProto
+    description: str
+    notes: list[str]
+    config: dict[str, str]
+
+
+# ORT on x86 converts int8 QDQ activations to uint8 and fuses them, except where a
+# tensor fans out (or a Clip sits between Q and DQ): those units then run in float.
+# ORT on ARM fuses them all; this session option makes x86 ORT do the same.
+INT8_QDQ_CONFIG = {"session.qdqisint8allowed": "1"}
+
+
+def int8_qdq_activations(model: onnx.ModelProto) -> int:
+    """DequantizeLinear nodes of the model that read int8 activations (not constants)."""
+    constants = {i.name for i in model.graph.initializer} | {
+        o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    int8 = {v.name for v in (*model.graph.input, *model.graph.value_info)
+            if v.type.tensor_type.elem_type == onnx.TensorProto.INT8}
+    int8 |= {n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"
+             and len(n.input) > 2 and n.input[2] in constants and _is_int8_constant(model,
+                                                                                   n.input[2])}
+    return sum(1 for n in model.graph.node if n.op_type == "DequantizeLinear"
+               and n.input[0] in int8 and n.input[0] not in constants)
+
+
+def _is_int8_constant(model: onnx.ModelProto, name: str) -> bool:
+    for init in model.graph.initializer:
+        if init.name == name:
+            return bool(init.data_type == onnx.TensorProto.INT8)
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output[0] == name:
+            return bool(node.attribute[0].t.data_type == onnx.TensorProto.INT8)
+    return False
+
+
+def reference_model(model: onnx.ModelProto, graph: Graph) -> Reference:
+    """The model ORT should run and how, a one-line description of it, and notes."""
+    notes: list[str] = []
+    config: dict[str, str] = {}
+    int8_units = int8_qdq_activations(model)
+    if int8_units:
+        config.update(INT8_QDQ_CONFIG)
+        notes.append(
+            f"{int8_units} int8 QDQ activation(s): ORT on x86 keeps some int8 QDQ units in "
+            "float (where a tensor fans out); ORT on ARM fuses them all into integer "
+            "kernels, as the generated C does, so the reference runs with "
+            "session.qdqisint8allowed=1, ORT's ARM behaviour")
     nodes = u8s8_nodes(graph)
     if not nodes:
-        return model, "the model as given", []
+        return Reference(model, "the model as given", notes, config)
     forced = " (forced by " + SATURATION_ENV + ")" if os.environ.get(SATURATION_ENV) in (
         "0", "1") else ""
     if not ort_saturates_u8s8():
-        return model, "the model as given", [
-            f"{len(nodes)} u8 x s8 node(s): this CPU's ORT computes them exactly (VNNI or ARM)"
-            f"{forced}"]
-    return exact_u8s8_model(model, graph), "the model with int8 weights moved to uint8", [
+        notes.append(f"{len(nodes)} u8 x s8 node(s): this CPU's ORT computes them exactly "
+                     f"(VNNI or ARM){forced}")
+        return Reference(model, "the model as given", notes, config)
+    notes.append(
         f"{len(nodes)} u8 x s8 node(s): this CPU's ORT saturates int16 pairs of u8 x s8 "
         "products (x86 without VNNI); the generated C computes the exact sum, as ONNX "
         "specifies, so the reference is the same model with int8 weights moved to uint8 "
-        f"(+128, zero points +128), which ORT computes exactly{forced}"]
+        f"(+128, zero points +128), which ORT computes exactly{forced}")
+    return Reference(exact_u8s8_model(model, graph), "the model with int8 weights moved to "
+                     "uint8", notes, config)

@@ -538,9 +538,10 @@ def quiet_quantizer() -> Iterator[None]:
 def quantize_qop(model: onnx.ModelProto, activations: Activations, per_channel: bool, *,
                  input_range: tuple[float, float] | None = None,
                  calibration_count: int = CALIBRATION_COUNT,
-                 seed: int = CALIBRATION_SEED) -> onnx.ModelProto:
+                 seed: int = CALIBRATION_SEED, qdq: bool = False) -> onnx.ModelProto:
     """QOperator quantization with ORT's quantize_static: int8 weights, uint8 or int8
-    activations, MinMax calibration on calibration_count uniform random inputs.
+    activations, MinMax calibration on calibration_count uniform random inputs. With
+    qdq=True the same in QDQ format (DequantizeLinear -> float op -> QuantizeLinear).
 
     The input range defaults to the zoo's range for the model's graph name, else [-1, 1].
 
@@ -569,7 +570,8 @@ def quantize_qop(model: onnx.ModelProto, activations: Activations, per_channel: 
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-zoo-") as tmp, quiet_quantizer():
         source, target = Path(tmp) / "float.onnx", Path(tmp) / "quantized.onnx"
         onnx.save(model, source)
-        quantize_static(source, target, reader, quant_format=QuantFormat.QOperator,
+        quant_format = QuantFormat.QDQ if qdq else QuantFormat.QOperator
+        quantize_static(source, target, reader, quant_format=quant_format,
                         per_channel=per_channel, activation_type=activation_type,
                         weight_type=QuantType.QInt8)
         return onnx.load(target)
@@ -602,6 +604,22 @@ def quantized_model_bytes(name: str, variant_id: str) -> bytes:
                          variant.per_channel)
     data: bytes = model.SerializeToString()
     return data
+
+
+@functools.cache
+def qdq_model_bytes(name: str, variant_id: str) -> bytes:
+    """Like quantized_model_bytes, in QDQ format."""
+    _check_names(name, variant_id)
+    variant = VARIANT_BY_ID[variant_id]
+    model = quantize_qop(onnx.load_from_string(float_model_bytes(name)), variant.activations,
+                         variant.per_channel, qdq=True)
+    data: bytes = model.SerializeToString()
+    return data
+
+
+def qdq_model(name: str, variant_id: str) -> onnx.ModelProto:
+    """A fresh copy of the QDQ-format quantized model: callers may modify it."""
+    return onnx.load_from_string(qdq_model_bytes(name, variant_id))
 
 
 def float_model(name: str) -> onnx.ModelProto:
