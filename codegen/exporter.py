@@ -22,10 +22,18 @@ def _attribute(value: Any) -> Any:
     return value
 
 
-def export_node(node: Node) -> onnx.NodeProto:
+def export_node(node: Node) -> list[onnx.NodeProto]:
+    if (node.domain, node.op_type) == ("ai.onnx2mcu", "Requantize"):
+        # onnx2mcu's own operator: standard ONNX writes it as the pair ORT computes.
+        x, x_scale, x_zp, y_scale, y_zp = node.inputs
+        real = f"{node.outputs[0]}__dequantized"
+        return [helper.make_node("DequantizeLinear", [x, x_scale, x_zp], [real],
+                                 name=f"{node.name}_dequantize"),
+                helper.make_node("QuantizeLinear", [real, y_scale, y_zp], list(node.outputs),
+                                 name=node.name)]
     attrs = {k: _attribute(v) for k, v in sorted(node.attrs.items())}
-    return helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
-                            name=node.name, domain=node.domain or None, **attrs)
+    return [helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
+                             name=node.name, domain=node.domain or None, **attrs)]
 
 
 def _value_info(graph: Graph, name: str) -> onnx.ValueInfoProto:
@@ -39,10 +47,10 @@ def export_graph(graph: Graph, doc: str = "") -> onnx.ModelProto:
     initializers = [numpy_helper.from_array(np.asarray(graph.constants[name]), name)
                     for name in sorted(used & set(graph.constants))]
     proto = helper.make_graph(
-        [export_node(n) for n in graph.nodes], graph.name,
+        [proto for n in graph.nodes for proto in export_node(n)], graph.name,
         [_value_info(graph, name) for name in graph.inputs],
         [_value_info(graph, name) for name in graph.outputs], initializers, doc_string=doc)
-    domains = {n.domain for n in graph.nodes}
+    domains = {n.domain for n in graph.nodes} - {"ai.onnx2mcu"}
     opsets = [helper.make_opsetid(domain, version) for domain, version in
               sorted(graph.opsets.items()) if domain == "" or domain in domains]
     model = helper.make_model(proto, opset_imports=opsets, producer_name="onnx2mcu")

@@ -86,8 +86,9 @@ def _needs_fusion(node: Node) -> bool:
 
 
 def float_island_reason(node: Node) -> str:
-    return (f"{node.describe()}: stays in float: no quantization around it for a recipe to "
-            "fuse, and no bit-exact float kernel for it yet")
+    from .ops.float_ops import FLOAT_ISLAND_REASON
+
+    return f"{node.describe()}: {FLOAT_ISLAND_REASON}"
 
 
 def format_quant(q: QuantParams | None) -> str:

@@ -74,13 +74,13 @@ Q8_INLINE void gemm_reference(const q8_gemm_params *p, const uint8_t *Q8_RESTRIC
 
 #define Q8_DEFINE_GEMM(A, B, TA, TB, A_SIGNED, B_SIGNED)                                         \
     void q8_gemm_##A##B##_freq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
-                               const TB *Q8_RESTRICT b, TA *Q8_RESTRICT y)                      \
+                               const TB *Q8_RESTRICT b, void *Q8_RESTRICT y)                    \
     {                                                                                            \
         gemm_reference(params, (const uint8_t *)a, (const uint8_t *)b, y, A_SIGNED, B_SIGNED,   \
                        OUT_FREQ);                                                                \
     }                                                                                            \
     void q8_gemm_##A##B##_ireq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
-                               const TB *Q8_RESTRICT b, TA *Q8_RESTRICT y)                      \
+                               const TB *Q8_RESTRICT b, void *Q8_RESTRICT y)                    \
     {                                                                                            \
         gemm_reference(params, (const uint8_t *)a, (const uint8_t *)b, y, A_SIGNED, B_SIGNED,   \
                        OUT_IREQ);                                                                \

@@ -86,14 +86,15 @@ void q8_conv_u8_i32(const q8_conv_params *params, const uint8_t *Q8_RESTRICT inp
                     int32_t *Q8_RESTRICT output);
 void q8_conv_s8_i32(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
                     int32_t *Q8_RESTRICT output);
+/* The 8-bit output is uint8 or int8 whatever the input type, as act_min/act_max say. */
 void q8_conv_u8_freq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
-                     uint8_t *Q8_RESTRICT output);
+                     void *Q8_RESTRICT output);
 void q8_conv_s8_freq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
-                     int8_t *Q8_RESTRICT output);
+                     void *Q8_RESTRICT output);
 void q8_conv_u8_ireq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
-                     uint8_t *Q8_RESTRICT output);
+                     void *Q8_RESTRICT output);
 void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
-                     int8_t *Q8_RESTRICT output);
+                     void *Q8_RESTRICT output);
 
 /*
  * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:
@@ -104,7 +105,8 @@ void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT inp
  * read at param_offset[b] + j when per_column is set, else at param_offset[b].
  * Accumulation is modulo 2^32, as ORT's int32 arithmetic.
  * Variants: q8_gemm_<a><b>_<out>, a and b in {u8, s8}; out is freq/ireq (8-bit,
- * requantized like QLinearConv), i32 (raw accumulator) or f32 (f32((float)acc * scale)).
+ * requantized like QLinearConv; uint8 or int8, as act_min/act_max say), i32 (raw
+ * accumulator) or f32 (f32((float)acc * scale)).
  */
 typedef struct {
     int32_t batches;
@@ -129,9 +131,9 @@ typedef struct {
 
 #define Q8_DECLARE_GEMM(A, B, TA, TB)                                                           \
     void q8_gemm_##A##B##_freq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
-                               const TB *Q8_RESTRICT b, TA *Q8_RESTRICT y);                     \
+                               const TB *Q8_RESTRICT b, void *Q8_RESTRICT y);                   \
     void q8_gemm_##A##B##_ireq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
-                               const TB *Q8_RESTRICT b, TA *Q8_RESTRICT y);                     \
+                               const TB *Q8_RESTRICT b, void *Q8_RESTRICT y);                   \
     void q8_gemm_##A##B##_i32(const q8_gemm_params *params, const TA *Q8_RESTRICT a,            \
                               const TB *Q8_RESTRICT b, int32_t *Q8_RESTRICT y);                 \
     void q8_gemm_##A##B##_f32(const q8_gemm_params *params, const TA *Q8_RESTRICT a,            \
@@ -293,6 +295,9 @@ void q8_lut_u8(const q8_lut_params *params, const uint8_t *Q8_RESTRICT input,
                uint8_t *Q8_RESTRICT output);
 void q8_lut_s8(const q8_lut_params *params, const int8_t *Q8_RESTRICT input,
                int8_t *Q8_RESTRICT output);
+/* The same over raw bytes, between any two 8-bit types (Requantize int8 -> uint8). */
+void q8_lut_bytes(const q8_lut_params *params, const void *Q8_RESTRICT input,
+                  void *Q8_RESTRICT output);
 
 /*
  * One input of a Concat: outer blocks of block bytes, written at out_offset + o *

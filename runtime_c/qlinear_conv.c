@@ -102,9 +102,9 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
         conv_reference(params, (const uint8_t *)input, output, SIGNED, OUT);                     \
     }
 
-Q8_DEFINE_CONV(q8_conv_u8_freq, uint8_t, uint8_t, 0, OUT_FREQ)
-Q8_DEFINE_CONV(q8_conv_s8_freq, int8_t, int8_t, 1, OUT_FREQ)
-Q8_DEFINE_CONV(q8_conv_u8_ireq, uint8_t, uint8_t, 0, OUT_IREQ)
-Q8_DEFINE_CONV(q8_conv_s8_ireq, int8_t, int8_t, 1, OUT_IREQ)
+Q8_DEFINE_CONV(q8_conv_u8_freq, uint8_t, void, 0, OUT_FREQ)
+Q8_DEFINE_CONV(q8_conv_s8_freq, int8_t, void, 1, OUT_FREQ)
+Q8_DEFINE_CONV(q8_conv_u8_ireq, uint8_t, void, 0, OUT_IREQ)
+Q8_DEFINE_CONV(q8_conv_s8_ireq, int8_t, void, 1, OUT_IREQ)
 Q8_DEFINE_CONV(q8_conv_u8_i32, uint8_t, int32_t, 0, OUT_I32)
 Q8_DEFINE_CONV(q8_conv_s8_i32, int8_t, int32_t, 1, OUT_I32)

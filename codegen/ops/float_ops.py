@@ -87,9 +87,13 @@ def infer_global_average_pool(node: Node, graph: Graph) -> Inferred:
 
 def lower_float_island(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
-    raise UnsupportedError(
-        f"{node.describe()}: this {node.op_type} stays in float (a float island): no "
-        "quantization around it for onnx2mcu to fuse, and no bit-exact float kernel for it")
+    raise UnsupportedError(f"{node.describe()}: {FLOAT_ISLAND_REASON}")
+
+
+FLOAT_ISLAND_REASON = (
+    "stays in float (a float island): ONNX Runtime computes it in float here and onnx2mcu "
+    "has no bit-exact float kernel for it; --integer-only fuses it into integer kernels "
+    "(verify then reports any difference)")
 
 
 FLOAT_OPS = {

@@ -101,9 +101,6 @@ def infer_qlinear_conv(node: Node, graph: Graph) -> Inferred:
     conv_groups(node, x.shape, w.shape)
     m = w.shape[0]
     q = conv_quant(node, graph, x, w)
-    if q.y_dtype != x.dtype:
-        raise UnsupportedError(f"{node.describe()}: output dtype {q.y_dtype} differs from input "
-                               f"dtype {x.dtype}")
     if node.input(8) is not None:
         bias = constant_input(node, graph, 8, "bias B")
         check_dtype(node, "bias B", bias, ("int32",))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .. import ops
 from ..ir import Graph
 from .constants import fold_constant_chains
 from .qdq import (
@@ -14,6 +15,7 @@ from .qdq import (
     fold_relu_clip,
     fuse_qdq_operators,
     fuse_qdq_operators_integer_only,
+    int8_pairs_to_uint8,
     integer_activations,
     merge_double_qdq,
     pass_quantized_through,
@@ -45,12 +47,14 @@ def remove_dead_nodes(graph: Graph) -> tuple[Graph, list[str]]:
 
 
 # In ORT's order (ConstantFolding, DoubleQDQPairsRemover, QDQPropagation, Relu/Clip
-# removal, the fusions, the final cleanup), then whatever the rules left unused.
+# removal, x86's S8->U8 conversion, the fusions, the final cleanup), then whatever the
+# rules left unused.
 PASSES: list[Rewrite] = [
     Rewrite("fold_constant_chains", fold_constant_chains),
     Rewrite("merge_double_qdq", merge_double_qdq),
     Rewrite("propagate_qdq", propagate_qdq),
     Rewrite("drop_redundant_activations", drop_redundant_activations),
+    Rewrite("int8_pairs_to_uint8", int8_pairs_to_uint8),
     Rewrite("fuse_qdq_operators", fuse_qdq_operators),
     Rewrite("pass_quantized_through", pass_quantized_through),
     Rewrite("fold_relu_clip", fold_relu_clip),
@@ -69,14 +73,40 @@ INTEGER_ONLY_PASSES: list[Rewrite] = [
 ]
 
 
-def run_passes(graph: Graph, integer_only: bool = False) -> tuple[Graph, dict[str, list[str]]]:
-    """Apply every rewrite once, in order; returns the graph and what each rule changed."""
+def _apply(graph: Graph, rewrites: list[Rewrite]) -> tuple[Graph, dict[str, list[str]]]:
+    """Apply each rewrite once, in order, to a private copy of the graph."""
+    graph = replace(graph, nodes=list(graph.nodes), constants=dict(graph.constants),
+                    opsets=dict(graph.opsets),
+                    tensors={k: replace(v) for k, v in graph.tensors.items()})
     fired: dict[str, list[str]] = {}
-    for rewrite in PASSES + (INTEGER_ONLY_PASSES if integer_only else []):
+    for rewrite in rewrites:
         graph, changed = rewrite.apply(graph)
         if changed:
             fired.setdefault(rewrite.name, []).extend(changed)
     return graph, fired
+
+
+def float_islands(graph: Graph) -> int:
+    """Float operators the recipes could not fuse."""
+    return sum(1 for node in graph.nodes
+               if (opdef := ops.lookup(node)) is not None and opdef.needs_fusion)
+
+
+def run_passes(graph: Graph, integer_only: bool = False) -> tuple[Graph, dict[str, list[str]]]:
+    """Apply the rewrites in order; returns the graph and what each rule changed.
+
+    x86 ORT converts int8 Q/DQ pairs to uint8 (int8_pairs_to_uint8), which lets units of
+    mixed types fuse but keeps an int8 constant operand from fusing with a converted
+    activation; ARM ORT does not. The conversion changes no value, so both are tried and
+    the graph with fewer float operators is kept (without the conversion on a tie)."""
+    extra = INTEGER_ONLY_PASSES if integer_only else []
+    without = [r for r in PASSES if r.name != "int8_pairs_to_uint8"]
+    best = _apply(graph, without + extra)
+    if float_islands(best[0]):
+        converted = _apply(graph, PASSES + extra)
+        if float_islands(converted[0]) < float_islands(best[0]):
+            best = converted
+    return best
 
 
 def expose_intermediates(graph: Graph) -> Graph:

@@ -131,6 +131,47 @@ def merge_double_qdq(graph: Graph) -> tuple[Graph, list[str]]:
     return rewrite_all(graph, _merge_double_qdq)
 
 
+# ------------------------------------------------------------ int8 -> uint8
+
+
+def _int8_pair_to_uint8(graph: Graph, index: Index, q: Node) -> Graph | None:
+    """ORT's QDQS8ToU8Transformer: an int8 Q -> DQ pair whose Q feeds only that DQ and
+    whose parameters are constant scalars with equal zero points becomes uint8 with zero
+    points + 128. The real values do not change (q + 128 with zp + 128); units of mixed
+    types then fuse, as they do in ORT on x86."""
+    if not float_node(q, "QuantizeLinear") or graph.tensors[q.outputs[0]].dtype != "int8":
+        return None
+    dq = index.only_reader(q.outputs[0])
+    if dq is None or not float_node(dq, "DequantizeLinear"):
+        return None
+    params = [(n.input(1), n.input(2)) for n in (q, dq)]
+    for scale, zp in params:
+        if scale is None or zp is None or scale not in graph.constants or \
+                zp not in graph.constants or graph.constants[zp].size != 1 or \
+                graph.constants[scale].size != 1:
+            return None
+    (_, q_zp), (_, dq_zp) = params
+    assert q_zp is not None and dq_zp is not None
+    if int(graph.constants[q_zp].item()) != int(graph.constants[dq_zp].item()):
+        return None
+    zp = _new_constant(graph, f"{q_zp}_uint8",
+                       np.array(int(graph.constants[q_zp].item()) + 128, dtype=np.uint8))
+    new_q = Node(q.name, "QuantizeLinear", "", (q.inputs[0], q.inputs[1], zp), q.outputs,
+                 dict(q.attrs), q.opset)
+    new_dq = Node(dq.name, "DequantizeLinear", "", (q.outputs[0], dq.inputs[1], zp),
+                  dq.outputs, dict(dq.attrs), dq.opset)
+    retyped = graph.tensors.pop(q.outputs[0])
+    if not validated(new_q, graph) or not validated(new_dq, graph):
+        graph.tensors[q.outputs[0]] = retyped
+        return None
+    graph = replace_nodes(graph, [q], new_q)
+    return replace_nodes(graph, [dq], new_dq)
+
+
+def int8_pairs_to_uint8(graph: Graph) -> tuple[Graph, list[str]]:
+    return rewrite_all(graph, _int8_pair_to_uint8)
+
+
 # ------------------------------------------------------------ propagation
 
 # Operators that move values without arithmetic and commute with a per-tensor
@@ -328,6 +369,8 @@ def build_conv(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantiz
     if x is None or w is None or not per_tensor(x, graph) or _scale_axis(w, graph) not in (
             None, 0):
         return None
+    if not integer_only and _dtype(graph, y) != _dtype(graph, x):
+        return None  # ORT's QLinearConv produces the input's type
     inputs = [x.q, *_qparams(x, graph), w.q, *_qparams(w, graph), *_qparams(y, graph)]
     if node.input(2) is not None:
         bias = _bias_input(graph, node, dqs[2], x, w, integer_only, check_scale=True)
@@ -344,6 +387,8 @@ def build_matmul(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quant
         return None
     if _dtype(graph, a) == "int8" and _dtype(graph, b) == "uint8":
         return None  # ORT has no int8 x uint8 QLinearMatMul
+    if not integer_only and _dtype(graph, y) != _dtype(graph, a):
+        return None  # ORT's kernels produce the type of A
     if not per_tensor(b, graph) and _scale_axis(b, graph) != len(graph.tensors[b.q].shape) - 1:
         return None
     return [a.q, *_qparams(a, graph), b.q, *_qparams(b, graph), *_qparams(y, graph)]
@@ -356,6 +401,8 @@ def build_gemm(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantiz
         return None
     if _dtype(graph, a) == "int8" and _dtype(graph, b) != "int8":
         return None
+    if not integer_only and _dtype(graph, y) != _dtype(graph, a):
+        return None  # ORT's kernels produce the type of A
     if not per_tensor(b, graph) and _scale_axis(b, graph) != (
             0 if node.attrs.get("transB", 0) else 1):
         return None
@@ -531,12 +578,16 @@ def _cancel(graph: Graph, index: Index, node: Node) -> Graph | None:
         return None
     if same_quantization(x, y, graph):
         new = Node(node.name, "Identity", "", (x.q,), (y.q,), {}, graph.opsets[""])
-    elif per_tensor(x, graph) and per_tensor(y, graph):
+    elif not per_tensor(x, graph) or not per_tensor(y, graph):
+        return None
+    elif graph.tensors[x.q].dtype == graph.tensors[y.q].dtype:
         inputs = (*_qparams(y, graph), x.q, *_qparams(x, graph))
         new = Node(node.name, "QLinearConcat", MS, inputs, (y.q,), {"axis": 0}, 1)
         graph.opsets.setdefault(MS, 1)
     else:
-        return None
+        new = Node(node.name, "Requantize", "ai.onnx2mcu",
+                   (x.q, *_qparams(x, graph), *_qparams(y, graph)), (y.q,), {}, 1)
+        graph.opsets.setdefault("ai.onnx2mcu", 1)
     if not validated(new, graph):
         return None
     return replace_nodes(graph, [x.node, node], new)
@@ -545,7 +596,8 @@ def _cancel(graph: Graph, index: Index, node: Node) -> Graph | None:
 def cancel_dequantize_quantize(graph: Graph) -> tuple[Graph, list[str]]:
     """DQ(x) -> Q: the same quantization on both sides leaves x (an Identity, which
     costs nothing); different ones are ORT's float requantization, Q(DQ(x)), computed
-    exactly by a single-input QLinearConcat's table."""
+    exactly by a table: a single-input QLinearConcat, or a Requantize when the type
+    changes too."""
     return rewrite_all(graph, _cancel)
 
 
