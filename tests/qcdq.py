@@ -187,8 +187,7 @@ def calibrate(w: dict[str, NDArray[Any]], head: str, seed: int) -> dict[str, flo
 
 
 def act_params(peak: float, bits: int, signed: bool) -> tuple[float, int]:
-    lo, hi = qrange(bits, signed)
-    return float(F32(max(peak, 1e-3) / hi)), 0
+    return float(F32(max(peak, 1e-3) / qrange(bits, signed)[1])), 0
 
 
 def build_qcdq(cfg: QcdqConfig) -> onnx.ModelProto:
@@ -213,7 +212,7 @@ def build_qcdq(cfg: QcdqConfig) -> onnx.ModelProto:
 
     x, s1 = conv_block(x, s_in, "w1", "b1", "1")
     x = b.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
-    x, s2 = conv_block(x, s1, "w2", "b2", "2")
+    x, _ = conv_block(x, s1, "w2", "b2", "2")
     sp, _ = act_params(peaks["p2"], cfg.a_bits, False)
     x = b.qcdq(b.node("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2]), sp, 0,
                cfg.a_bits, False)
