@@ -166,7 +166,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     inspection = inspect_model(args.model, Options(**_options(args)))
     print(format_inspection(inspection))
-    return 2 if inspection.problems or inspection.float_islands else 0
+    return 2 if inspection.problems or inspection.arena_bytes is None else 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

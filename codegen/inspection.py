@@ -71,9 +71,9 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
     graph, rewrites = run_passes(graph, options.integer_only) if not problems else (graph, {})
     lowering = LoweringOptions(requant=requant)
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
-    islands = [float_island_reason(n) for n in graph.nodes if _needs_fusion(n)]
+    islands = float_islands(graph)
     arena = lower_bound = None
-    if not problems and not islands:
+    if not problems and not any(_needs_fusion(n) for n in graph.nodes):
         gen = generate_sources(model, options)
         arena, lower_bound = gen.plan.size, gen.plan.lower_bound
     return Inspection(graph, nodes, tuple(str(error) for _, error in problems), rewrites,
@@ -85,10 +85,24 @@ def _needs_fusion(node: Node) -> bool:
     return opdef is not None and opdef.needs_fusion
 
 
-def float_island_reason(node: Node) -> str:
+def float_islands(graph: Graph) -> list[str]:
+    """Every operator computing in float inside the network (not the QuantizeLinear of a
+    graph input nor the DequantizeLinear of a graph output), with the reason."""
     from .ops.float_ops import FLOAT_ISLAND_REASON
 
-    return f"{node.describe()}: {FLOAT_ISLAND_REASON}"
+    islands = []
+    for node in graph.nodes:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear") and not node.domain:
+            continue
+        floats = [t for t in (*node.inputs, *node.outputs)
+                  if t and t in graph.tensors and t not in graph.constants
+                  and graph.tensors[t].dtype == "float32"]
+        if not floats:
+            continue
+        reason = FLOAT_ISLAND_REASON if _needs_fusion(node) else (
+            "computed in float, as ONNX Runtime computes it here, by an exact float kernel")
+        islands.append(f"{node.describe()}: {reason}")
+    return islands
 
 
 def format_quant(q: QuantParams | None) -> str:

@@ -1,0 +1,117 @@
+"""QDQ and QCDQ models: the 32 zoo variants quantized by ORT in QDQ format and the
+hand-built Brevitas-style QCDQ models must generate integer-only network code (no float
+operator between the first QuantizeLinear and the last DequantizeLinear), be bit-exact
+against ORT at ORT_ENABLE_ALL, and round-trip through `convert`: the exported QOperator
+model, run by ORT, gives exactly what the generated C gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE
+from qcdq import FLOAT_ISLAND, QCDQ_CONFIGS, qcdq_model
+from zoo import ZOO_CASES, case_id, qdq_model
+
+import codegen
+from codegen.api import run_generated
+from codegen.pipeline import Generated, Options, generate_sources
+from codegen.verify import random_inputs, reference_model, run_ort
+
+
+def float_ops_inside(gen: Generated) -> list[str]:
+    """Kernel calls touching float data other than the graph's own Q and DQ."""
+    program = gen.program
+    boundary = {t.name for t in (*program.inputs, *program.outputs)}
+    inside = []
+    for call in program.calls:
+        if call.function.startswith("q8_quantize_linear") and set(call.inputs) <= boundary:
+            continue
+        if call.function.startswith("q8_dequantize_linear") and set(call.outputs) <= boundary:
+            continue
+        tensors = [program.root(t) for t in (*call.inputs, *call.outputs)]
+        if any(t not in program.constants and program.tensors[t].dtype == "float32"
+               for t in tensors):
+            inside.append(call.node)
+    return inside
+
+
+def check_round_trip(model: onnx.ModelProto, tmp_path: Path, integer_only: bool = False) -> None:
+    """convert's QOperator model run by ORT == the generated C of the original model;
+    its only QuantizeLinear/DequantizeLinear nodes are at the graph's boundary."""
+    out = codegen.convert(model, tmp_path / "converted.onnx", integer_only=integer_only)
+    converted = onnx.load(str(out))
+    inputs = {i.name for i in converted.graph.input}
+    outputs = {o.name for o in converted.graph.output}
+    for node in converted.graph.node:
+        if node.op_type == "QuantizeLinear":
+            assert node.input[0] in inputs, node.name
+        if node.op_type == "DequantizeLinear":
+            assert node.output[0] in outputs, node.name
+        assert node.op_type not in ("Conv", "Gemm", "MatMul", "Add", "Mul"), node.name
+    gen = generate_sources(model, Options(integer_only=integer_only))
+    data = random_inputs(gen.program.inputs, 3, seed=7)
+    ours = run_generated(gen, data)
+    reference = reference_model(converted, generate_sources(converted, Options()).graph)
+    theirs = run_ort(reference.model, data, config=reference.config)
+    for a, b in zip(ours, theirs, strict=True):
+        for name, value in a.items():
+            assert np.array_equal(value.view(np.uint8), b[name].view(np.uint8)), name
+
+
+@pytest.mark.parametrize("case", ZOO_CASES, ids=case_id)
+def test_qdq_zoo(case: tuple[str, str], tmp_path: Path) -> None:
+    model = qdq_model(*case)
+    gen = generate_sources(model, Options())
+    assert float_ops_inside(gen) == []
+    report = codegen.verify(model, samples=2, seed=1, cflags=SANITIZE)
+    assert report.ok, report.outputs
+    check_round_trip(model, tmp_path)
+
+
+@pytest.mark.parametrize("name", [c.name for c in QCDQ_CONFIGS])
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_qcdq_models(name: str, requant: str, tmp_path: Path) -> None:
+    model = qcdq_model(name)
+    gen = generate_sources(model, Options(requant=requant))
+    assert float_ops_inside(gen) == []
+    report = codegen.verify(model, samples=4, requant=requant, cflags=SANITIZE)
+    assert report.ok, report.outputs
+    if requant == "float":
+        check_round_trip(model, tmp_path)
+
+
+def test_float_island_is_refused_by_default_and_fused_on_request(tmp_path: Path) -> None:
+    model = qcdq_model(FLOAT_ISLAND.name)
+    with pytest.raises(codegen.UnsupportedError) as info:
+        codegen.generate(model, tmp_path / "out")
+    assert "float island" in str(info.value) and "--integer-only" in str(info.value)
+    onnx.save(model, tmp_path / "island.onnx")
+    result = subprocess.run([sys.executable, "-m", "codegen.cli", "inspect",
+                             str(tmp_path / "island.onnx")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "float islands: 1 node(s)" in result.stdout
+    gen = generate_sources(model, Options(integer_only=True))
+    assert float_ops_inside(gen) == []
+    report = codegen.verify(model, samples=4, integer_only=True, cflags=SANITIZE)
+    # ORT computes that convolution in float: differences are possible and reported.
+    assert report.outputs[0].elements == 4 * 10
+
+
+def test_verify_against_ort_without_fusions_reports_the_differences(tmp_path: Path) -> None:
+    """At ORT_DISABLE_ALL, ORT computes every QDQ unit in float: verify says by how much
+    the generated C (ORT_ENABLE_ALL's integer arithmetic) differs, and exits 1."""
+    onnx.save(qdq_model("misc_ops", "u8-pt"), tmp_path / "m.onnx")
+    result = subprocess.run([sys.executable, "-m", "codegen.cli", "verify",
+                             str(tmp_path / "m.onnx"), "--ort-level", "disable", "--samples",
+                             "4"], capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "ORT_DISABLE_ALL" in result.stdout
+    header, row = [x for x in result.stdout.splitlines() if x.startswith("output ")]
+    mismatches = int(row.split()[header.split().index("mismatches")])
+    assert 0 < mismatches < 4 * 10
+    assert "MISMATCH" in result.stdout
