@@ -541,14 +541,19 @@ def pass_quantized_through(graph: Graph) -> tuple[Graph, list[str]]:
 def _activation_table(graph: Graph, index: Index, node: Node) -> Graph | None:
     """DQ(x) -> Relu/Clip -> Q, which ORT computes in float: with one quantization on
     both sides that is an integer clamp of x at the quantized bounds (Q o DQ is the
-    identity on integers, and both are monotone)."""
+    identity on integers, and both are monotone); with two, a requantization followed
+    by that clamp."""
     bounds = _activation_bounds(node, graph)
     if bounds is None:
         return None
     x = dequantized(node.inputs[0], graph, index)
     y = quantized_by(node.outputs[0], graph, index)
-    if x is None or y is None or not same_quantization(x, y, graph):
+    if x is None or y is None:
         return None
+    if not same_quantization(x, y, graph):
+        # Q(clamp(v)) == clamp(Q(v), Q(lo), Q(hi)) for monotone Q: the DQ -> Q left
+        # behind becomes a requantizing table (cancel_dequantize_quantize).
+        return _integer_activation(graph, index, node)
     params = _scalar_params(y, graph)
     if params is None:
         return None

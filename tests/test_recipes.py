@@ -1,0 +1,233 @@
+"""Each QDQ recipe on its own, on the smallest graph that shows it: the rule fires (or,
+where ORT keeps the pattern in float, does not), and the result is bit-exact against
+ORT at ORT_ENABLE_ALL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE
+from modelgen import graph_model
+from numpy.typing import NDArray
+from onnx import helper
+
+import codegen
+from codegen.pipeline import Options, generate_sources
+
+F32 = np.float32
+
+
+class Net:
+    """A tiny QDQ graph under construction: float input x [1, 4, 6, 6]."""
+
+    def __init__(self, shape: tuple[int, ...] = (1, 4, 6, 6)) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: dict[str, NDArray[Any]] = {}
+        self.shape = shape
+        self.n = 0
+
+    def const(self, value: Any) -> str:
+        self.n += 1
+        name = f"c{self.n}"
+        self.inits[name] = np.asarray(value)
+        return name
+
+    def op(self, op_type: str, inputs: list[str], name: str | None = None, **attrs: Any) -> str:
+        self.n += 1
+        out = name or f"t{self.n}"
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def q(self, x: str, scale: float, zp: int, dtype: Any = np.uint8) -> str:
+        return self.op("QuantizeLinear", [x, self.const(F32(scale)), self.const(dtype(zp))])
+
+    def dq(self, x: str, scale: Any, zp: Any, **attrs: Any) -> str:
+        return self.op("DequantizeLinear", [x, self.const(scale), self.const(zp)], **attrs)
+
+    def qdq(self, x: str, scale: float, zp: int, dtype: Any = np.uint8) -> str:
+        return self.dq(self.q(x, scale, zp, dtype), F32(scale), dtype(zp))
+
+    def weight(self, shape: tuple[int, ...], scale: float = 0.02) -> str:
+        w = np.random.default_rng(self.n).integers(-100, 100, shape).astype(np.int8)
+        return self.dq(self.const(w), F32(scale), np.int8(0))
+
+    def model(self, y: str) -> onnx.ModelProto:
+        self.nodes[-1].output[0] = "y"
+        self.nodes[-1].name = self.nodes[-1].name
+        return graph_model(self.nodes, {"x": ("float32", list(self.shape))}, {"y": "float32"},
+                           self.inits, opset=13)
+
+
+def rewrites(model: onnx.ModelProto, integer_only: bool = False) -> dict[str, list[str]]:
+    return generate_sources(model, Options(integer_only=integer_only)).rewrites
+
+
+def exact(model: onnx.ModelProto, integer_only: bool = False) -> None:
+    report = codegen.verify(model, samples=4, integer_only=integer_only, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def conv_unit(net: Net, x: str, out_scale: float, out_zp: int, activation: str | None = None,
+              out_dtype: Any = np.uint8, **clip: float) -> str:
+    """DQ'd x -> Conv (int8 weights, int32 bias) [-> activation] -> Q."""
+    w = net.weight((4, 4, 3, 3))
+    b = net.dq(net.const(np.arange(4, dtype=np.int32) * 50), F32(0.05 * 0.02), np.int32(0))
+    y = net.op("Conv", [x, w, b], pads=[1, 1, 1, 1])
+    if activation == "Relu":
+        y = net.op("Relu", [y])
+    elif activation == "Clip":
+        y = net.op("Clip", [y, net.const(F32(clip["lo"])), net.const(F32(clip["hi"]))])
+    return net.q(y, out_scale, out_zp, out_dtype)
+
+
+def test_fold_constant_chains_and_fuse_conv() -> None:
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    w = net.const(np.random.default_rng(0).integers(-100, 100, (4, 4, 3, 3)).astype(np.int8))
+    w = net.op("Clip", [w, net.const(np.int8(-7)), net.const(np.int8(7))])
+    w = net.dq(w, F32(0.1), np.int8(0))
+    y = net.q(net.op("Conv", [x, w], pads=[1, 1, 1, 1]), 0.2, 128)
+    model = net.model(net.dq(y, F32(0.2), np.uint8(128)))
+    fired = rewrites(model)
+    assert fired["fold_constant_chains"] and fired["fuse_qdq_operators"]
+    exact(model)
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_merge_double_qdq(same: bool) -> None:
+    net = Net()
+    y = net.q("x", 0.05, 100)
+    y = net.dq(y, F32(0.05), np.uint8(100))
+    y = net.q(y, 0.05 if same else 0.031, 100 if same else 40)
+    model = net.model(net.dq(y, F32(0.05 if same else 0.031), np.uint8(100 if same else 40)))
+    assert "merge_double_qdq" in rewrites(model)
+    exact(model)
+
+
+@pytest.mark.parametrize("layout", ["Reshape", "Flatten"])
+def test_propagation_through_layout_ops(layout: str) -> None:
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    if layout == "Reshape":
+        x = net.op("Reshape", [x, net.const(np.array([1, -1], np.int64))])
+    else:
+        x = net.op("Flatten", [x], axis=1)
+    y = net.op("Gemm", [x, net.weight((5, 144)), net.dq(net.const(np.ones(5, np.int32)),
+                                                          F32(0.05 * 0.02), np.int32(0))],
+               transB=1)
+    model = net.model(net.dq(net.q(y, 0.3, 120), F32(0.3), np.uint8(120)))
+    if layout == "Reshape":  # ORT propagates the DQ through Reshape, and fuses a QGemm
+        assert "propagate_qdq" in rewrites(model)
+        exact(model)
+    else:  # ...but not through Flatten: ORT computes that Gemm in float
+        with pytest.raises(codegen.UnsupportedError, match="float island"):
+            generate_sources(model, Options())
+        assert "propagate_qdq_integer_only" in rewrites(model, integer_only=True)
+        codegen.verify(model, samples=2, integer_only=True)
+
+
+@pytest.mark.parametrize("activation,zp,clip,removed", [
+    ("Relu", 0, {}, True), ("Relu", 1, {}, False),
+    ("Clip", 0, {"lo": 0.0, "hi": 6.0, "scale": 0.02356}, True),
+    ("Clip", 0, {"lo": 0.0, "hi": 6.0, "scale": 0.0236}, False),
+    ("Clip", 1, {"lo": -0.02, "hi": 6.0, "scale": 0.0235}, True),
+])
+def test_redundant_activation_before_q(activation: str, zp: int, clip: dict[str, float],
+                                       removed: bool) -> None:
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    scale = clip.pop("scale", 0.03)
+    y = conv_unit(net, x, scale, zp, activation, **clip)
+    model = net.model(net.dq(y, F32(scale), np.uint8(zp)))
+    if removed:
+        assert "drop_redundant_activations" in rewrites(model)
+        exact(model)
+    else:  # ORT keeps the activation, so the Conv stays in float there
+        with pytest.raises(codegen.UnsupportedError, match="float island"):
+            generate_sources(model, Options())
+        assert "integer_activations" in rewrites(model, integer_only=True)
+
+
+@pytest.mark.parametrize("bias_scale,fused", [(0.05 * 0.02, True), (0.05 * 0.02 * 1.005, True),
+                                              (0.05 * 0.02 * 2, False)])
+def test_conv_bias_scale_tolerance(bias_scale: float, fused: bool) -> None:
+    """ORT fuses when the bias scale is within 1% of x_scale * w_scale, using the raw
+    int32 bias; beyond, the Conv stays float (integer-only rescales the bias)."""
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    b = net.dq(net.const(np.arange(4, dtype=np.int32) * 300), F32(bias_scale), np.int32(0))
+    y = net.q(net.op("Conv", [x, net.weight((4, 4, 3, 3)), b], pads=[1, 1, 1, 1]), 0.2, 100)
+    model = net.model(net.dq(y, F32(0.2), np.uint8(100)))
+    if fused:
+        exact(model)
+    else:
+        with pytest.raises(codegen.UnsupportedError, match="float island"):
+            generate_sources(model, Options())
+        codegen.verify(model, samples=2, integer_only=True)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_gemm_alpha(with_bias: bool) -> None:
+    """alpha != 1 fuses into QGemm's alpha without a bias; with a bias ORT keeps float."""
+    net = Net((2, 16))
+    x = net.qdq("x", 0.05, 128)
+    inputs = [x, net.weight((5, 16))]
+    if with_bias:
+        inputs.append(net.dq(net.const(np.ones(5, np.int32)), F32(0.001), np.int32(0)))
+    y = net.op("Gemm", inputs, transB=1, alpha=0.5)
+    model = net.model(net.dq(net.q(y, 0.1, 128), F32(0.1), np.uint8(128)))
+    if with_bias:
+        with pytest.raises(codegen.UnsupportedError, match="float island"):
+            generate_sources(model, Options())
+    else:
+        exact(model)
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_maxpool_between_dq_and_q(same: bool) -> None:
+    """With one quantization on both sides MaxPool runs on the integers; otherwise ORT
+    computes it in float, and so does the generated C, exactly."""
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    y = net.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    y = net.q(y, 0.05 if same else 0.07, 128 if same else 100)
+    model = net.model(net.dq(y, F32(0.05 if same else 0.07), np.uint8(128 if same else 100)))
+    gen = generate_sources(model, Options())
+    kernels = [c.function for c in gen.program.calls]
+    assert ("q8_maxpool_u8" in kernels) == same and ("q8_maxpool_f32" in kernels) != same
+    exact(model)
+
+
+@pytest.mark.parametrize("kind", ["same", "rescale", "retype"])
+def test_dequantize_quantize_pairs(kind: str) -> None:
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    x = net.op("Relu", [x]) if kind == "retype" else x
+    scale, zp, dtype = {"same": (0.05, 128, np.uint8), "rescale": (0.033, 90, np.uint8),
+                        "retype": (0.04, -10, np.int8)}[kind]
+    y = net.q(x, scale, zp, dtype)
+    model = net.model(net.dq(y, F32(scale), dtype(zp)))
+    gen = generate_sources(model, Options())
+    kernels = [c.function for c in gen.program.calls]
+    assert kernels[0] == "q8_quantize_linear_u8" and kernels[-1].startswith("q8_dequantize")
+    # "rescale" is ORT's DoubleQDQPairsRemover case: the outer pair takes over both
+    # ranges; a type change with a Relu between is a requantizing table and a clamp.
+    assert len(kernels) == (4 if kind == "retype" else 2), kernels
+    assert not any(k.endswith("f32") for k in kernels)
+    exact(model)
+
+
+def test_int8_pair_to_uint8_lets_mixed_types_fuse() -> None:
+    """uint8 in, int8 out of a Conv: x86 ORT turns the int8 Q/DQ pair into uint8 (zero
+    point + 128) and fuses the Conv; the recipe does the same (no value changes)."""
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    y = conv_unit(net, x, 0.2, -3, out_dtype=np.int8)
+    y = net.dq(y, F32(0.2), np.int8(-3))
+    y = net.op("Relu", [y])
+    model = net.model(net.dq(net.q(y, 0.1, 0), F32(0.1), np.uint8(0)))
+    assert "int8_pairs_to_uint8" in rewrites(model)
+    exact(model)
