@@ -41,18 +41,20 @@ class GenerateResult:
 
 def _options(board: str, name: str | None, requant: str | None,
              input_shapes: Mapping[str, tuple[int, ...]] | None,
-             integer_only: bool = False) -> Options:
+             integer_only: bool = False, qdq_rules: str = "auto") -> Options:
     return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
-                   integer_only=integer_only)
+                   integer_only=integer_only, qdq_rules=qdq_rules)
 
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
              requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-             force: bool = False, integer_only: bool = False) -> GenerateResult:
+             force: bool = False, integer_only: bool = False,
+             qdq_rules: str = "auto") -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written)."""
     out = Path(out)
     check_output_dir(out, force)  # fail before doing any work
-    gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only))
+    gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
+                                           qdq_rules))
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant)
@@ -70,22 +72,32 @@ def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, An
                          f"{', '.join(sorted(data)) or 'nothing'})")
 
 
+@dataclass(frozen=True)
+class ConvertResult:
+    out: Path
+    qdq_rules: str  # the platform whose int8 QDQ rules the model follows: "x86" or "arm"
+    float_islands: int  # float operators left (ORT computes them in float too)
+
+
 def convert(model: ModelSource, out: str | Path, *,
             input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-            force: bool = False, integer_only: bool = False) -> Path:
+            force: bool = False, integer_only: bool = False,
+            qdq_rules: str = "auto") -> ConvertResult:
     """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
     import onnx
 
     from .exporter import export_graph
     from .importer import import_model, load_model
-    from .passes import run_passes
+    from .passes import check_qdq_rules, float_islands, run_passes
 
     out = Path(out)
     if out.exists() and (out.is_dir() or not force):
         raise OutputError(f"{out} exists; pass --force to replace it" if out.is_file()
                           else f"{out} is a folder")
-    graph, _ = run_passes(import_model(load_model(model), input_shapes), integer_only)
-    exported = export_graph(graph)
+    check_qdq_rules(qdq_rules)
+    recipes = run_passes(import_model(load_model(model), input_shapes), integer_only, qdq_rules)
+    exported = export_graph(recipes.graph)
+    onnx.helper.set_model_props(exported, {"onnx2mcu.qdq_rules": recipes.qdq_rules})
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.tmp")
     try:
@@ -94,7 +106,7 @@ def convert(model: ModelSource, out: str | Path, *,
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
-    return out
+    return ConvertResult(out, recipes.qdq_rules, float_islands(recipes.graph))
 
 
 def _require_host(gen: Generated) -> None:
@@ -112,9 +124,11 @@ def run_generated(gen: Generated, samples: Samples,
 
 def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
         requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-        cflags: Sequence[str] = (), integer_only: bool = False) -> dict[str, NDArray[Any]]:
+        cflags: Sequence[str] = (), integer_only: bool = False,
+        qdq_rules: str = "auto") -> dict[str, NDArray[Any]]:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
-    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only))
+    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
+                                           qdq_rules))
     names = [t.name for t in gen.program.inputs]
     return run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
 
@@ -124,10 +138,10 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
            cflags: Sequence[str] = (), ort_level: str = "all", per_layer: bool = False,
            progress: Callable[[str], None] | None = None,
-           integer_only: bool = False) -> VerifyReport:
+           integer_only: bool = False, qdq_rules: str = "auto") -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too."""
-    options = replace(_options(board, None, requant, input_shapes, integer_only),
+    options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules),
                       expose_intermediates=per_layer)
     gen = generate_sources(model, options)
     report = progress or (lambda message: None)
@@ -143,7 +157,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
         used_seed = None
     report(f"building and running the generated C on {len(data)} sample(s)")
     ours = run_generated(gen, data, cflags)
-    reference = reference_model(gen.model, gen.graph)
+    reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
     ref_model = reference.model
     if per_layer:
         ref_model = with_outputs(ref_model, gen.graph, gen.graph.outputs)

@@ -94,7 +94,7 @@ class Onnx2McuBackend(Backend):
             node = Node(proto.name, proto.op_type, proto.domain, (), (),
                         opset=opsets.get(proto.domain, 0))
             opdef = ops.lookup(node)
-            if opdef is None or opdef.needs_fusion or operator_version(node) not in opdef.versions:
+            if opdef is None or opdef.float_island or operator_version(node) not in opdef.versions:
                 return False
             data = declared.get(proto.input[0]) if proto.input else None
             if opdef.data_dtypes and data is not None and data not in opdef.data_dtypes:

@@ -51,6 +51,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--integer-only", action="store_true",
                    help="fuse QDQ patterns into integer operators even where ONNX Runtime "
                         "computes them in float (verify then reports the differences)")
+    p.add_argument("--qdq-rules", choices=["auto", "x86", "arm"], default="auto",
+                   help="whose int8 QDQ fusion rules to follow, ONNX Runtime's on x86 or on "
+                        "ARM (default auto: the one computing more in integers)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help="replace an existing file")
     c.add_argument("--integer-only", action="store_true",
                    help="fuse also where ONNX Runtime keeps QDQ patterns in float")
+    c.add_argument("--qdq-rules", choices=["auto", "x86", "arm"], default="auto",
+                   help="whose int8 QDQ fusion rules to follow, ONNX Runtime's on x86 or on "
+                        "ARM (default auto: the one computing more in integers)")
 
     sub.add_parser("boards", help="list the known boards")
     return parser
@@ -151,7 +157,7 @@ def print_report(report: VerifyReport) -> None:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"board": args.board, "requant": args.requant,
             "input_shapes": _input_shapes(args.input_shape),
-            "integer_only": args.integer_only}
+            "integer_only": args.integer_only, "qdq_rules": args.qdq_rules}
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -198,8 +204,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     out = api.convert(args.model, args.output, input_shapes=_input_shapes(args.input_shape),
-                      force=args.force, integer_only=args.integer_only)
-    print(f"wrote {out}")
+                      force=args.force, integer_only=args.integer_only,
+                      qdq_rules=args.qdq_rules)
+    print(f"wrote {out.out}")
+    if out.float_islands:
+        how = ("with session.qdqisint8allowed=1 (ORT's ARM behaviour)" if out.qdq_rules == "arm"
+               else "with ORT's default x86 behaviour")
+        print(f"{out.float_islands} float island(s) left, computed in float as ONNX Runtime "
+              f"computes them {how}")
     return 0
 
 

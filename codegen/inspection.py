@@ -10,12 +10,13 @@ import numpy as np
 
 from . import ops
 from .boards import load_board
+from .errors import UnsupportedError
 from .importer import ModelSource, load_model, survey_model
 from .ir import Graph, Node, QuantParams, Tensor
 from .ops import LoweringOptions
-from .passes import run_passes
+from .passes import check_qdq_rules, run_passes
 from .pipeline import Options, generate_sources
-from .program import KernelCall
+from .program import ComputedConstant, KernelCall
 
 
 @dataclass(frozen=True)
@@ -42,12 +43,21 @@ class Inspection:
 
 
 def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSummary:
+    """What a node lowers to; a node that cannot be lowered shows as 'unsupported'
+    (lower_problems says why)."""
     opdef = ops.lookup(node)
     assert opdef is not None
-    lowered = [] if opdef.needs_fusion else opdef.lower(node, graph, options)
+    try:
+        lowered = opdef.lower(node, graph, options)
+    except UnsupportedError:
+        lowered = []
+        kernels: tuple[str, ...] = ("unsupported",)
+    else:
+        calls = [c for c in lowered if isinstance(c, KernelCall)]
+        kernels = tuple(c.function for c in calls) or (
+            ("constant",) if any(isinstance(c, ComputedConstant) for c in lowered)
+            else ("alias (no copy)",))
     calls = [c for c in lowered if isinstance(c, KernelCall)]
-    kernels = tuple(c.function for c in calls) or (
-        ("float island",) if opdef.needs_fusion else ("alias (no copy)",))
     read = [n for n in node.inputs if n]
     return NodeSummary(
         node=node, kernels=kernels,
@@ -63,33 +73,46 @@ def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSu
     )
 
 
+def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
+    """Every node the lowering refuses (float islands without an exact kernel), at once."""
+    problems = []
+    for node in graph.nodes:
+        opdef = ops.lookup(node)
+        assert opdef is not None
+        try:
+            opdef.lower(node, graph, options)
+        except UnsupportedError as error:
+            problems.append(str(error))
+    return problems
+
+
 def inspect_model(source: ModelSource, options: Options) -> Inspection:
     board = load_board(options.board)
     requant = options.requant or board.requant
     model = load_model(source)
     graph, problems = survey_model(model, options.input_shapes)
-    graph, rewrites = run_passes(graph, options.integer_only) if not problems else (graph, {})
+    messages = [str(error) for _, error in problems]
+    rewrites: Mapping[str, list[str]] = {}
+    if not problems:
+        check_qdq_rules(options.qdq_rules)
+        recipes = run_passes(graph, options.integer_only, options.qdq_rules)
+        graph, rewrites = recipes.graph, recipes.rewrites
     lowering = LoweringOptions(requant=requant)
+    if not problems:
+        messages = lower_problems(graph, lowering)
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
-    islands = float_islands(graph)
+    islands = float_islands(graph) if not problems else []
     arena = lower_bound = None
-    if not problems and not any(_needs_fusion(n) for n in graph.nodes):
+    if not messages:
         gen = generate_sources(model, options)
         arena, lower_bound = gen.plan.size, gen.plan.lower_bound
-    return Inspection(graph, nodes, tuple(str(error) for _, error in problems), rewrites,
-                      requant, arena, lower_bound, tuple(islands))
-
-
-def _needs_fusion(node: Node) -> bool:
-    opdef = ops.lookup(node)
-    return opdef is not None and opdef.needs_fusion
+    return Inspection(graph, nodes, tuple(messages), rewrites, requant, arena, lower_bound,
+                      tuple(islands))
 
 
 def float_islands(graph: Graph) -> list[str]:
     """Every operator computing in float inside the network (not the QuantizeLinear of a
     graph input nor the DequantizeLinear of a graph output), with the reason."""
-    from .ops.float_ops import FLOAT_ISLAND_REASON
-
     islands = []
     for node in graph.nodes:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear") and not node.domain:
@@ -99,9 +122,11 @@ def float_islands(graph: Graph) -> list[str]:
                   and graph.tensors[t].dtype == "float32"]
         if not floats:
             continue
-        reason = FLOAT_ISLAND_REASON if _needs_fusion(node) else (
-            "computed in float, as ONNX Runtime computes it here, by an exact float kernel")
-        islands.append(f"{node.describe()}: {reason}")
+        opdef = ops.lookup(node)
+        why = ("ONNX Runtime does not fuse it into an integer operator here (see the "
+               "rewrites); " if opdef is not None and opdef.float_island else "")
+        islands.append(f"{node.describe()}: {why}computed in float32 in ONNX Runtime's "
+                       "x86-64 order of operations")
     return islands
 
 

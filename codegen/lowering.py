@@ -8,7 +8,7 @@ from dataclasses import replace
 from . import ops
 from .ir import Graph, Tensor
 from .ops import LoweringOptions
-from .program import Alias, CStruct, KernelCall, Program
+from .program import Alias, ComputedConstant, CStruct, KernelCall, Program
 
 COPY_SOURCES = ("copy.c",)
 
@@ -16,12 +16,15 @@ COPY_SOURCES = ("copy.c",)
 def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     calls: list[KernelCall] = []
     aliases: dict[str, str] = {}
+    constants = dict(graph.constants)
     for node in graph.nodes:
         opdef = ops.lookup(node)
         assert opdef is not None, node.describe()
         for item in opdef.lower(node, graph, options):
             if isinstance(item, Alias):
                 aliases[item.tensor] = item.source
+            elif isinstance(item, ComputedConstant):
+                constants[item.tensor] = item.values
             else:
                 calls.append(replace(item, node=node.describe()))
     tensors = dict(graph.tensors)
@@ -30,7 +33,7 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     program.outputs, copies = _graph_outputs(graph, program)
     calls.extend(copies)
     used = {program.root(t) for call in calls for t in call.inputs}
-    program.constants = {k: v for k, v in graph.constants.items() if k in used}
+    program.constants = {k: v for k, v in constants.items() if k in used}
     return program
 
 

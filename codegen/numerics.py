@@ -145,3 +145,16 @@ def softmax_output_multiplier(y_scale: float) -> float:
     if not math.isfinite(m):
         m = math.floor(1.0 / float(F32(y_scale)))
     return m
+
+
+def dequantize_like_ort(x: NDArray[Any], scale: NDArray[Any], zero_point: NDArray[Any],
+                        axis: int | None) -> NDArray[Any]:
+    """DequantizeLinear as ORT computes it: f32((float)(int32)(x - zp) * scale), the
+    difference in int32 (an int32 input may round when converted to float)."""
+    shape = [1] * x.ndim
+    if axis is not None:
+        shape[axis] = -1
+    s = np.asarray(scale, F32).reshape(shape)
+    z = np.asarray(zero_point, np.int64).reshape(shape if axis is not None else ())
+    diff = (x.astype(np.int64) - z).astype(np.int32)
+    return (diff.astype(F32) * s).astype(F32)

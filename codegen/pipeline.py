@@ -15,7 +15,7 @@ from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .lowering import lower_graph
 from .ops import LoweringOptions
-from .passes import expose_intermediates, run_passes
+from .passes import check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
 
@@ -32,6 +32,8 @@ class Options:
     expose_intermediates: bool = False
     # Fuse into integer operators also where ONNX Runtime keeps QDQ patterns in float.
     integer_only: bool = False
+    # Whose int8 QDQ rules to follow: "x86", "arm" or "auto" (the one fusing more).
+    qdq_rules: str = "auto"
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Generated:
     board: Board
     files: dict[str, bytes]
     rewrites: dict[str, list[str]]
+    qdq_rules: str  # the platform rules the graph follows: "x86" or "arm"
 
     @property
     def name(self) -> str:
@@ -70,11 +73,14 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     name = model_name(source, options.name)
     model = load_model(source)
     graph = import_model(model, options.input_shapes)
-    graph, rewrites = run_passes(graph, options.integer_only)
+    check_qdq_rules(options.qdq_rules)
+    recipes = run_passes(graph, options.integer_only, options.qdq_rules)
+    graph = recipes.graph
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
     program = lower_graph(graph, name, LoweringOptions(requant=requant))
     plan = plan_arena(program)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)
-    return Generated(model, graph, program, plan, board, files, rewrites)
+    return Generated(model, graph, program, plan, board, files, recipes.rewrites,
+                     recipes.qdq_rules)

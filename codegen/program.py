@@ -84,6 +84,19 @@ class Alias:
     source: str
 
 
+@dataclass(frozen=True)
+class ComputedConstant:
+    """A tensor whose value lowering computes at generation time, exactly as the
+    operator would at run time (the dequantized weights of a float island): emitted as
+    a const array."""
+
+    tensor: str
+    values: NDArray[Any]
+
+
+Lowered = KernelCall | Alias | ComputedConstant
+
+
 @dataclass
 class Program:
     name: str

@@ -11,6 +11,7 @@ it saturates, the reference is the same model with its int8 weights moved to uin
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -99,7 +100,8 @@ def ort_saturates_u8s8() -> bool:
 
 # Operators whose ORT kernel is MLAS's u8 x s8 GEMM: op -> (B slot, B zero point slot).
 U8S8_B_SLOTS = {("", "QLinearConv"): (3, 5), ("", "QLinearMatMul"): (3, 5),
-                ("", "MatMulInteger"): (1, 3), ("com.microsoft", "QGemm"): (3, 5)}
+                ("", "MatMulInteger"): (1, 3), ("com.microsoft", "QGemm"): (3, 5),
+                ("com.microsoft", "MatMulIntegerToFloat"): (1, 5)}
 
 
 def u8s8_nodes(graph: Graph) -> list[str]:
@@ -328,39 +330,8 @@ class Reference:
 # tensor fans out (or a Clip sits between Q and DQ): those units then run in float. ORT
 # on ARM fuses int8 units as they are, but not units whose input and output types
 # differ, which x86's conversion makes equal. This session option gives x86 ORT the ARM
-# behaviour; the reference is whichever of the two computes more of the model in
-# integer kernels, measured on ORT's optimized graph.
+# behaviour, so the reference follows whichever rules the generated code follows.
 INT8_QDQ_CONFIG = {"session.qdqisint8allowed": "1"}
-
-
-def float_units_left(model: onnx.ModelProto, config: Mapping[str, str]) -> int:
-    """DequantizeLinear nodes ORT leaves feeding float operators (a DQ -> Q pair alone is
-    a requantization, which the generated C reproduces exactly)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="onnx2mcu-ort-") as tmp:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        options.optimized_model_filepath = f"{tmp}/optimized.onnx"
-        for key, value in config.items():
-            options.add_session_config_entry(key, value)
-        try:
-            ort.InferenceSession(model.SerializeToString(), options,
-                                 providers=["CPUExecutionProvider"])
-        except Exception:
-            return 1 << 30
-        optimized = onnx.load(f"{tmp}/optimized.onnx")
-    outputs = {o.name for o in optimized.graph.output}
-    readers: dict[str, set[str]] = {}
-    for node in optimized.graph.node:
-        for name in node.input:
-            readers.setdefault(name, set()).add(node.op_type)
-    return sum(1 for n in optimized.graph.node if n.op_type == "DequantizeLinear"
-               and n.output[0] not in outputs
-               and readers.get(n.output[0], set()) - {"QuantizeLinear"})
 
 
 def int8_qdq_activations(model: onnx.ModelProto) -> int:
@@ -386,25 +357,56 @@ def _is_int8_constant(model: onnx.ModelProto, name: str) -> bool:
     return False
 
 
-def reference_model(model: onnx.ModelProto, graph: Graph) -> Reference:
-    """The model ORT should run and how, a one-line description of it, and notes."""
+def cpu_flags() -> set[str] | None:
+    """This CPU's feature flags (Linux), or None when they cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return None
+
+
+def float_island_notes(graph: Graph) -> list[str]:
+    """Float islands follow ORT's x86-64 AVX-512F kernels run on one thread; say so, and
+    warn where the local ORT runs other kernels."""
+    from . import ops
+
+    islands = [n for n in graph.nodes if (opdef := ops.lookup(n)) is not None
+               and opdef.float_island]
+    if not islands:
+        return []
+    notes = [f"{len(islands)} float island(s) computed in float32 in the order of ORT's "
+             "x86-64 AVX-512F kernels, one thread (the reference runs with one)"]
+    flags = cpu_flags()
+    if platform.machine().lower() not in ("x86_64", "amd64") or (
+            flags is not None and "avx512f" not in flags):
+        notes.append("this CPU is not an x86-64 with AVX-512F: ORT runs other float kernels "
+                     "here (Softmax, NCHWc pools, ARM NEON), so float islands may differ")
+    return notes
+
+
+def reference_model(model: onnx.ModelProto, graph: Graph, qdq_rules: str = "x86") -> Reference:
+    """The model ORT should run and how, a one-line description of it, and notes.
+    qdq_rules is the platform whose int8 QDQ rules the generated code follows."""
     notes: list[str] = []
     config: dict[str, str] = {}
     int8_units = int8_qdq_activations(model)
-    if int8_units:
-        x86, arm = float_units_left(model, {}), float_units_left(model, INT8_QDQ_CONFIG)
-        if arm < x86:
-            config.update(INT8_QDQ_CONFIG)
-            notes.append(
-                f"{int8_units} int8 QDQ activation(s): ORT's x86 behaviour computes {x86} "
-                f"operator(s) of this model in float, its ARM behaviour {arm}; the "
-                "generated C fuses them into integer kernels, so the reference runs with "
-                "session.qdqisint8allowed=1 (ORT's ARM behaviour)")
-        else:
-            notes.append(
-                f"{int8_units} int8 QDQ activation(s): ORT's x86 behaviour (int8 units "
-                f"converted to uint8) computes {x86} operator(s) of this model in float, "
-                f"its ARM behaviour {arm}; the reference is ORT's x86 behaviour")
+    if int8_units and qdq_rules == "arm":
+        config.update(INT8_QDQ_CONFIG)
+        notes.append(
+            f"{int8_units} int8 QDQ activation(s): the generated C follows ORT's ARM rules "
+            "for them (int8 units fused as they are), which fuse more of this model than "
+            "x86's; the reference runs with session.qdqisint8allowed=1, ORT's ARM "
+            "behaviour (--qdq-rules x86 follows x86 instead)")
+    elif int8_units:
+        notes.append(
+            f"{int8_units} int8 QDQ activation(s): the generated C follows ORT's x86 rules "
+            "for them (int8 Q/DQ pairs converted to uint8; no Conv or MatMul fused on int8 "
+            "input); the reference is ORT's default x86 behaviour")
+    notes.extend(float_island_notes(graph))
     nodes = u8s8_nodes(graph)
     if not nodes:
         return Reference(model, "the model as given", notes, config)

@@ -7,39 +7,12 @@
 #include <math.h>
 
 #include "q8_arith.h"
+#include "q8_index.h"
 #include "q8_runtime.h"
 
 Q8_INLINE int32_t load8(const uint8_t *p, size_t i, int is_signed)
 {
     return is_signed ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
-}
-
-/* Advance an output index like an odometer, keeping the input offsets in step. */
-Q8_INLINE void next_index(const q8_broadcast *s, int32_t *index, size_t *a_at, size_t *b_at)
-{
-    int32_t d;
-    for (d = s->rank - 1; d >= 0; d--) {
-        index[d]++;
-        *a_at += (size_t)s->a_stride[d];
-        *b_at += (size_t)s->b_stride[d];
-        if (index[d] < s->out_shape[d]) {
-            return;
-        }
-        *a_at -= (size_t)s->a_stride[d] * (size_t)s->out_shape[d];
-        *b_at -= (size_t)s->b_stride[d] * (size_t)s->out_shape[d];
-        index[d] = 0;
-    }
-}
-
-Q8_INLINE size_t total_size(const q8_broadcast *s, int32_t *index)
-{
-    size_t total = 1;
-    int32_t d;
-    for (d = 0; d < s->rank; d++) {
-        index[d] = 0;
-        total *= (size_t)s->out_shape[d];
-    }
-    return total;
 }
 
 Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
@@ -48,14 +21,14 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
     int32_t index[Q8_MAX_RANK];
     size_t a_at = 0, b_at = 0, i;
-    const size_t total = total_size(&p->shape, index);
+    const size_t total = q8_start_index(&p->shape, index);
     for (i = 0; i < total; i++) {
         const float av = (float)load8(a, a_at, is_signed);
         const float bv = (float)load8(b, b_at, is_signed);
         const float t = p->b_first ? fmaf(bv, p->ratio_b, fmaf(av, p->ratio_a, p->fixed))
                                    : fmaf(av, p->ratio_a, fmaf(bv, p->ratio_b, p->fixed));
         y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
-        next_index(&p->shape, index, &a_at, &b_at);
+        q8_next_index(&p->shape, index, &a_at, &b_at);
     }
 }
 
@@ -65,14 +38,14 @@ Q8_INLINE void qmul(const q8_qmul_params *p, const uint8_t *a, const uint8_t *b,
     const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
     int32_t index[Q8_MAX_RANK];
     size_t a_at = 0, b_at = 0, i;
-    const size_t total = total_size(&p->shape, index);
+    const size_t total = q8_start_index(&p->shape, index);
     for (i = 0; i < total; i++) {
         const int32_t product = (load8(a, a_at, is_signed) - p->a_zero_point) *
                                 (load8(b, b_at, is_signed) - p->b_zero_point);
         const float t = (float)(q8_mul_unfused((float)product, p->scale) +
                                 (float)p->y_zero_point);
         y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
-        next_index(&p->shape, index, &a_at, &b_at);
+        q8_next_index(&p->shape, index, &a_at, &b_at);
     }
 }
 

@@ -371,6 +371,111 @@ typedef struct {
 void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT input,
                   void *Q8_RESTRICT output);
 
+/*
+ * Float islands: operators a QDQ model leaves in float (ONNX Runtime computes them in
+ * float32 too). Each kernel reproduces the order of ORT's x86-64 CPU kernels (MLAS, one
+ * thread), so the results are bit-identical to ORT's there; see the kernel files.
+ */
+
+/* Conv on float32 NCHW (1-D as h = 1): weights [M][C/groups][kernel_h][kernel_w]. */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_bottom;
+    int32_t pad_right;
+    int32_t groups;
+    const float *weights;
+    const float *bias; /* [M] or NULL */
+} q8_conv_f32_params;
+
+void q8_conv_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT output);
+
+/*
+ * Gemm (alpha = 1, beta = 1, A not transposed) and MatMul on float32, batched:
+ * y[b] = bias + a[b] x b[b or 0], a dense [m][k], b dense [k][n] or [n][k] (trans_b).
+ * The bias element (i, j) is bias[i * bias_stride_m + j * bias_stride_n].
+ */
+typedef struct {
+    int32_t batches;
+    int32_t m;
+    int32_t k;
+    int32_t n;
+    int32_t trans_b;
+    int32_t b_batched;
+    const float *bias; /* NULL: no bias */
+    int32_t bias_stride_m;
+    int32_t bias_stride_n;
+} q8_gemm_f32_params;
+
+void q8_gemm_f32(const q8_gemm_f32_params *params, const float *Q8_RESTRICT a,
+                 const float *Q8_RESTRICT b, float *Q8_RESTRICT y);
+
+/* Add and Mul on float32 with numpy broadcasting. */
+typedef struct {
+    q8_broadcast shape;
+} q8_binary_f32_params;
+
+void q8_add_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
+void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
+
+/* Sigmoid, Tanh and LeakyRelu on float32 (alpha: LeakyRelu's slope). */
+typedef struct {
+    int32_t size;
+    float alpha;
+} q8_unary_f32_params;
+
+void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT output);
+void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT output);
+void q8_leakyrelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                      float *Q8_RESTRICT output);
+
+/* GlobalAveragePool on float32: planes (N * C) of size values each, summed in four
+   lanes or (sequential) in one running sum. */
+typedef struct {
+    int32_t planes;
+    int32_t size;
+    int32_t sequential;
+} q8_global_pool_f32_params;
+
+void q8_global_avgpool_f32(const q8_global_pool_f32_params *params,
+                           const float *Q8_RESTRICT input, float *Q8_RESTRICT output);
+
+/*
+ * AveragePool on float32 (2-D; 1-D as h = 1). ORT sums in an order that depends on the
+ * kernel it picks, which the generator decides: MLAS's vector kernel (column sums, then
+ * across), or the taps in (row, column) order (MLAS's generic kernel, the NCHWc kernel,
+ * and ORT's own kernel, which counts padding differently).
+ */
+#define Q8_AVGPOOL_MLAS_VECTOR 0
+#define Q8_AVGPOOL_IN_ORDER 1
+#define Q8_AVGPOOL_ORT 2
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_bottom;
+    int32_t pad_right;
+    int32_t count_include_pad;
+    int32_t algorithm;
+} q8_avgpool_f32_params;
+
+void q8_avgpool_f32(const q8_avgpool_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT output);
+
+/* Softmax on float32, the tensor viewed as [outer][length][inner], normalized along length. */
+typedef struct {
+    int32_t outer;
+    int32_t length;
+    int32_t inner;
+} q8_softmax_f32_params;
+
+void q8_softmax_f32(const q8_softmax_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT output);
+
 /* Byte copy, for graph outputs that are graph inputs or constants. */
 typedef struct {
     size_t bytes;

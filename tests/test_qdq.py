@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from zoo import ZOO_CASES, case_id, qdq_model
 
 import codegen
 from codegen.api import run_generated
+from codegen.ops.float_ops import FLOAT_OPS
 from codegen.pipeline import Generated, Options, generate_sources
 from codegen.verify import random_inputs, reference_model, run_ort
 
@@ -43,8 +46,8 @@ def float_ops_inside(gen: Generated) -> list[str]:
 def check_round_trip(model: onnx.ModelProto, tmp_path: Path, integer_only: bool = False) -> None:
     """convert's QOperator model run by ORT == the generated C of the original model;
     its only QuantizeLinear/DequantizeLinear nodes are at the graph's boundary."""
-    out = codegen.convert(model, tmp_path / "converted.onnx", integer_only=integer_only)
-    converted = onnx.load(str(out))
+    result = codegen.convert(model, tmp_path / "converted.onnx", integer_only=integer_only)
+    converted = onnx.load(str(result.out))
     inputs = {i.name for i in converted.graph.input}
     outputs = {o.name for o in converted.graph.output}
     for node in converted.graph.node:
@@ -54,9 +57,11 @@ def check_round_trip(model: onnx.ModelProto, tmp_path: Path, integer_only: bool 
             assert node.output[0] in outputs, node.name
         assert node.op_type not in ("Conv", "Gemm", "MatMul", "Add", "Mul"), node.name
     gen = generate_sources(model, Options(integer_only=integer_only))
+    assert result.qdq_rules == gen.qdq_rules and result.float_islands == 0
     data = random_inputs(gen.program.inputs, 3, seed=7)
     ours = run_generated(gen, data)
-    reference = reference_model(converted, generate_sources(converted, Options()).graph)
+    reference = reference_model(converted, generate_sources(converted, Options()).graph,
+                                gen.qdq_rules)
     theirs = run_ort(reference.model, data, config=reference.config)
     for a, b in zip(ours, theirs, strict=True):
         for name, value in a.items():
@@ -68,9 +73,55 @@ def test_qdq_zoo(case: tuple[str, str], tmp_path: Path) -> None:
     model = qdq_model(*case)
     gen = generate_sources(model, Options())
     assert float_ops_inside(gen) == []
+    config = reference_model(model, gen.graph, gen.qdq_rules).config
+    assert ort_float_operators(model, config) == Counter()
     report = codegen.verify(model, samples=2, seed=1, cflags=SANITIZE)
     assert report.ok, report.outputs
     check_round_trip(model, tmp_path)
+
+
+def ort_float_operators(model: onnx.ModelProto, config: dict[str, str]) -> Counter[str]:
+    """The float operators ORT leaves in its optimized graph (ORT_ENABLE_EXTENDED: the
+    QDQ fusions, without the layout rewrites), FusedConv counted as Conv."""
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = f"{tmp}/optimized.onnx"
+        for key, value in config.items():
+            options.add_session_config_entry(key, value)
+        ort.InferenceSession(model.SerializeToString(), options,
+                             providers=["CPUExecutionProvider"])
+        optimized = onnx.load(f"{tmp}/optimized.onnx")
+    names = {"FusedConv": "Conv", "FusedGemm": "Gemm"}
+    return Counter(names.get(n.op_type, n.op_type) for n in optimized.graph.node
+                   if names.get(n.op_type, n.op_type) in FLOAT_OPS)
+
+
+def our_float_operators(gen: Generated) -> Counter[str]:
+    return Counter(n.op_type for n in gen.graph.nodes if not n.domain and n.op_type in FLOAT_OPS)
+
+
+# x86 ORT leaves float operators where an int8 activation fans out.
+X86_ISLAND_CASES = [(name, variant) for name in ("resnet8", "mobilenet_v2_style",
+                                                 "squeezenet_style", "misc_ops")
+                    for variant in ("i8-pt", "i8-pc")]
+
+
+@pytest.mark.parametrize("case", X86_ISLAND_CASES, ids=case_id)
+def test_qdq_zoo_with_x86_rules(case: tuple[str, str]) -> None:
+    """--qdq-rules x86: the same float operators as x86 ORT's optimized graph, computed
+    bit-exactly as x86 ORT computes them."""
+    model = qdq_model(*case)
+    gen = generate_sources(model, Options(qdq_rules="x86"))
+    assert gen.qdq_rules == "x86"
+    ours = our_float_operators(gen)
+    assert ours and ours == ort_float_operators(model, {})
+    report = codegen.verify(model, samples=2, seed=1, cflags=SANITIZE, qdq_rules="x86")
+    assert report.ok, report.outputs
+    assert any("x86 rules" in note for note in report.notes)
 
 
 @pytest.mark.parametrize("name", [c.name for c in QCDQ_CONFIGS])
@@ -85,16 +136,19 @@ def test_qcdq_models(name: str, requant: str, tmp_path: Path) -> None:
         check_round_trip(model, tmp_path)
 
 
-def test_float_island_is_refused_by_default_and_fused_on_request(tmp_path: Path) -> None:
+def test_float_island_is_computed_as_ort_does_or_fused_on_request(tmp_path: Path) -> None:
+    """ORT keeps one convolution of this model in float: by default the generated C
+    does the same, bit-exactly; inspect lists it; --integer-only fuses it."""
     model = qcdq_model(FLOAT_ISLAND.name)
-    with pytest.raises(codegen.UnsupportedError) as info:
-        codegen.generate(model, tmp_path / "out")
-    assert "float island" in str(info.value) and "--integer-only" in str(info.value)
+    gen = generate_sources(model, Options())
+    assert [c.function for c in gen.program.calls].count("q8_conv_f32") == 1
+    assert codegen.verify(model, samples=8, cflags=SANITIZE).ok
     onnx.save(model, tmp_path / "island.onnx")
     result = subprocess.run([sys.executable, "-m", "codegen.cli", "inspect",
                              str(tmp_path / "island.onnx")], capture_output=True, text=True)
-    assert result.returncode == 2
+    assert result.returncode == 0, result.stdout + result.stderr
     assert "float islands: 1 node(s)" in result.stdout
+    assert "q8_conv_f32" in result.stdout
     gen = generate_sources(model, Options(integer_only=True))
     assert float_ops_inside(gen) == []
     report = codegen.verify(model, samples=4, integer_only=True, cflags=SANITIZE)

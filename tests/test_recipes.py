@@ -122,9 +122,10 @@ def test_propagation_through_layout_ops(layout: str) -> None:
     if layout == "Reshape":  # ORT propagates the DQ through Reshape, and fuses a QGemm
         assert "propagate_qdq" in rewrites(model)
         exact(model)
-    else:  # ...but not through Flatten: ORT computes that Gemm in float
-        with pytest.raises(codegen.UnsupportedError, match="float island"):
-            generate_sources(model, Options())
+    else:  # ...but not through Flatten: ORT computes that Gemm in float, and so do we
+        kernels = [c.function for c in generate_sources(model, Options()).program.calls]
+        assert "q8_gemm_f32" in kernels
+        exact(model)
         assert "propagate_qdq_integer_only" in rewrites(model, integer_only=True)
         codegen.verify(model, samples=2, integer_only=True)
 
@@ -145,9 +146,10 @@ def test_redundant_activation_before_q(activation: str, zp: int, clip: dict[str,
     if removed:
         assert "drop_redundant_activations" in rewrites(model)
         exact(model)
-    else:  # ORT keeps the activation, so the Conv stays in float there
-        with pytest.raises(codegen.UnsupportedError, match="float island"):
-            generate_sources(model, Options())
+    else:  # ORT keeps the activation, so the Conv stays in float there, and here
+        assert "q8_conv_f32" in [c.function for c in
+                                 generate_sources(model, Options()).program.calls]
+        exact(model)
         assert "integer_activations" in rewrites(model, integer_only=True)
 
 
@@ -164,8 +166,7 @@ def test_conv_bias_scale_tolerance(bias_scale: float, fused: bool) -> None:
     if fused:
         exact(model)
     else:
-        with pytest.raises(codegen.UnsupportedError, match="float island"):
-            generate_sources(model, Options())
+        exact(model)  # a float Conv, as ORT computes it
         codegen.verify(model, samples=2, integer_only=True)
 
 
@@ -231,3 +232,49 @@ def test_int8_pair_to_uint8_lets_mixed_types_fuse() -> None:
     model = net.model(net.dq(net.q(y, 0.1, 0), F32(0.1), np.uint8(0)))
     assert "int8_pairs_to_uint8" in rewrites(model)
     exact(model)
+
+
+def test_products_without_a_quantize_after_them() -> None:
+    """DQ(a), DQ(b) -> MatMul / Gemm with a float output: ORT still fuses them, into
+    MatMulIntegerToFloat and a QGemm with float output."""
+    for op, attrs in (("MatMul", {}), ("Gemm", {"transB": 1})):
+        net = Net((3, 16))
+        x = net.qdq("x", 0.05, 128)
+        shape = (16, 8) if op == "MatMul" else (8, 16)
+        inputs = [x, net.weight(shape)]
+        if op == "Gemm":
+            inputs.append(net.dq(net.const(np.arange(8, dtype=np.int32) * 40),
+                                 F32(0.05 * 0.02), np.int32(0)))
+        model = net.model(net.op(op, inputs, **attrs))
+        kernels = [c.function for c in generate_sources(model, Options()).program.calls]
+        assert kernels[-1] == "q8_gemm_u8s8_f32", kernels
+        exact(model)
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_matmul_add_becomes_gemm(rank: int) -> None:
+    """MatMul + Add of a bias is a Gemm in ORT (MatMulAddFusion), so the product starts
+    from the bias; with a QuantizeLinear after it, a QGemm."""
+    shape = (2, 16) if rank == 2 else (2, 3, 16)
+    for quantized in (False, True):
+        net = Net(shape)
+        x = net.qdq("x", 0.05, 128)
+        y = net.op("MatMul", [x, net.weight((16, 8))])
+        bias = net.dq(net.const(np.arange(8, dtype=np.int32) * 40), F32(0.05 * 0.02),
+                      np.int32(0))
+        y = net.op("Add", [y, bias])
+        if quantized:
+            y = net.dq(net.q(y, 0.1, 128), F32(0.1), np.uint8(128))
+        model = net.model(y)
+        fired = rewrites(model)
+        assert "fuse_matmul_add" in fired
+        exact(model)
+
+
+def test_matmul_nbits_is_refused() -> None:
+    """A float A times dequantized constant weights with nothing quantizing the result:
+    ORT makes it a MatMulNBits, which onnx2mcu does not reproduce."""
+    net = Net((2, 16))
+    model = net.model(net.op("MatMul", ["x", net.weight((16, 8))]))
+    with pytest.raises(codegen.UnsupportedError, match="MatMulNBits"):
+        generate_sources(model, Options())

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node, QuantParams, Tensor
-from ..program import Alias, KernelCall
+from ..program import Lowered
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Inferred:
 
 
 InferFn = Callable[[Node, Graph], Inferred]
-LowerFn = Callable[[Node, Graph, LoweringOptions], Sequence[KernelCall | Alias]]
+LowerFn = Callable[[Node, Graph, LoweringOptions], Sequence[Lowered]]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,9 @@ class OpDef:
     constant_inputs: frozenset[int] = frozenset()
     # The dtypes accepted on the first (data) input; empty: every dtype onnx2mcu knows.
     data_dtypes: frozenset[str] = frozenset()
-    # True for float operators that only run once a QDQ recipe fuses them away.
-    needs_fusion: bool = False
+    # Float operators of QDQ models: the recipes fuse them into integer operators, and
+    # one they leave is a float island (computed in float, as ORT computes it).
+    float_island: bool = False
 
 
 _REGISTRY: dict[tuple[str, str], OpDef] = {}

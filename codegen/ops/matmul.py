@@ -378,3 +378,52 @@ def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
 register(OpDef("QGemm", "com.microsoft", infer_qgemm, lower_qgemm,
                constant_inputs=frozenset({1, 2, 4, 5, 6, 7, 8}),
                data_dtypes=frozenset(INT8_TYPES)))
+
+
+# ------------------------------------------------------------------ MatMulIntegerToFloat
+
+
+def infer_matmul_integer_to_float(node: Node, graph: Graph) -> Inferred:
+    """com.microsoft MatMulIntegerToFloat(A, B, a_scale, b_scale, [a_zp], [b_zp], [bias]):
+    what ORT fuses DQ(a), DQ(b) -> MatMul into when no QuantizeLinear follows."""
+    reject_unknown_attrs(node, set())
+    a = input_tensor(node, graph, 0, "A")
+    b = input_tensor(node, graph, 1, "B")
+    check_dtype(node, "input A", a, INT8_TYPES)
+    check_dtype(node, "input B", b, INT8_TYPES)
+    shape = matmul_shape(node, a.shape, b.shape)
+    check_scales(node, "a_scale", _scalar(node, graph, 2, "a_scale"))
+    b_scale = constant_input(node, graph, 3, "b_scale")
+    check_scales(node, "b_scale", b_scale.reshape(-1))
+    column_params(node, "b_scale", b_scale, b.shape)
+    _optional_scalar_zp(node, graph, 4, "a_zero_point", a.dtype)
+    if node.input(5) is not None:
+        zp = constant_input(node, graph, 5, "b_zero_point")
+        check_dtype(node, "b_zero_point", zp, (b.dtype,))
+        column_params(node, "b_zero_point", zp, b.shape)
+    if node.input(6) is not None:
+        raise UnsupportedError(f"{node.describe()}: the bias input is not supported")
+    return Inferred([Tensor(node.outputs[0], "float32", shape.output)])
+
+
+def lower_matmul_integer_to_float(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    """y = f32((float)acc * f32(a_scale * b_scale[n])), acc the exact int32 sum."""
+    a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    y = graph.tensors[node.outputs[0]]
+    shape = matmul_shape(node, a.shape, b.shape)
+    b_zp_value = constant_input(node, graph, 5, "b_zp") if node.input(5) is not None else None
+    b_scale, b_zp = b_quantization(node, b, constant_input(node, graph, 3, "b_scale"), b_zp_value)
+    a_scale = np.float32(_scalar(node, graph, 2, "a_scale")[0])
+    scale = (a_scale * b_scale.values.astype(np.float32)).astype(np.float32)
+    requant, arrays = requant_params(scale, 0, 0, 0, "float", collapse=not b_zp.per_column)
+    params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
+                          _optional_scalar_zp(node, graph, 4, "a_zero_point", a.dtype),
+                          b_zp.per_column, b_zp.batched, None, requant)
+    arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
+    return [_gemm_call(node, a, b, y, "f32", params, arrays, shape)]
+
+
+register(OpDef("MatMulIntegerToFloat", "com.microsoft", infer_matmul_integer_to_float,
+               lower_matmul_integer_to_float, constant_inputs=frozenset({2, 3, 4, 5, 6}),
+               data_dtypes=frozenset(INT8_TYPES)))

@@ -3,6 +3,7 @@ between float32 and uint8/int8 (and int32 -> float32 for dequantized biases)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,8 @@ from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
-from ..program import CArray, CRef, CStruct, KernelCall
+from ..numerics import dequantize_like_ort
+from ..program import CArray, ComputedConstant, CRef, CStruct, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
@@ -147,7 +149,16 @@ def infer_dequantize_linear(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: q})
 
 
-def lower_dequantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+def lower_dequantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+        KernelCall | ComputedConstant]:
+    if node.inputs[0] in graph.constants:
+        # Weights of a float island: ORT dequantizes them at run time, to the values
+        # computed here.
+        x = graph.tensors[node.inputs[0]]
+        axis, scale = _axis_and_scale(node, graph, x)
+        zp = _zero_point(node, graph, x.dtype, scale.size)
+        values = dequantize_like_ort(graph.constants[x.name], scale, zp, axis)
+        return [ComputedConstant(node.outputs[0], values)]
     return [_qdq_call(node, graph, "q8_dequantize_linear", SOURCES_DQ)]
 
 

@@ -7,14 +7,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .. import ops
+from ..errors import UnsupportedError
 from ..ir import Graph
 from .constants import fold_constant_chains
+from .float_fusions import fuse_matmul_add
 from .qdq import (
     cancel_dequantize_quantize,
     drop_redundant_activations,
     fold_relu_clip,
     fuse_qdq_operators,
     fuse_qdq_operators_integer_only,
+    fuse_qdq_operators_x86,
     int8_pairs_to_uint8,
     integer_activations,
     merge_double_qdq,
@@ -46,21 +49,35 @@ def remove_dead_nodes(graph: Graph) -> tuple[Graph, list[str]]:
     return replace(graph, nodes=list(reversed(kept))), list(reversed(removed))
 
 
-# In ORT's order (ConstantFolding, DoubleQDQPairsRemover, QDQPropagation, Relu/Clip
-# removal, x86's S8->U8 conversion, the fusions, the final cleanup), then whatever the
-# rules left unused.
-PASSES: list[Rewrite] = [
-    Rewrite("fold_constant_chains", fold_constant_chains),
-    Rewrite("merge_double_qdq", merge_double_qdq),
-    Rewrite("propagate_qdq", propagate_qdq),
-    Rewrite("drop_redundant_activations", drop_redundant_activations),
-    Rewrite("int8_pairs_to_uint8", int8_pairs_to_uint8),
-    Rewrite("fuse_qdq_operators", fuse_qdq_operators),
-    Rewrite("pass_quantized_through", pass_quantized_through),
-    Rewrite("fold_relu_clip", fold_relu_clip),
-    Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
-    Rewrite("remove_dead_nodes", remove_dead_nodes),
-]
+QDQ_RULES = ("auto", "x86", "arm")
+
+
+def check_qdq_rules(rules: str) -> None:
+    if rules not in QDQ_RULES:
+        raise UnsupportedError(f"--qdq-rules '{rules}': choose one of {', '.join(QDQ_RULES)}")
+
+
+def ort_passes(rules: str) -> list[Rewrite]:
+    """ORT's rules, in ORT's order (ConstantFolding, DoubleQDQPairsRemover,
+    MatMulAddFusion, QDQPropagation, Relu/Clip removal, x86's S8->U8 conversion, the
+    fusions, the final cleanup), then whatever they left unused. `rules` is the
+    platform whose int8 QDQ behaviour to follow: x86 converts int8 Q/DQ pairs to uint8
+    and fuses no Conv or MatMul left on int8; ARM fuses int8 units as they are."""
+    x86 = rules == "x86"
+    return [
+        Rewrite("fold_constant_chains", fold_constant_chains),
+        Rewrite("merge_double_qdq", merge_double_qdq),
+        Rewrite("fuse_matmul_add", fuse_matmul_add),
+        Rewrite("propagate_qdq", propagate_qdq),
+        Rewrite("drop_redundant_activations", drop_redundant_activations),
+        *([Rewrite("int8_pairs_to_uint8", int8_pairs_to_uint8)] if x86 else []),
+        Rewrite("fuse_qdq_operators", fuse_qdq_operators_x86 if x86 else fuse_qdq_operators),
+        Rewrite("pass_quantized_through", pass_quantized_through),
+        Rewrite("fold_relu_clip", fold_relu_clip),
+        Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
+        Rewrite("remove_dead_nodes", remove_dead_nodes),
+    ]
+
 
 # --integer-only: after ORT's rules, fuse what ORT would leave in float.
 INTEGER_ONLY_PASSES: list[Rewrite] = [
@@ -71,6 +88,16 @@ INTEGER_ONLY_PASSES: list[Rewrite] = [
     Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
     Rewrite("remove_dead_nodes", remove_dead_nodes),
 ]
+
+
+@dataclass(frozen=True)
+class Recipes:
+    """The graph after the rewrites, what each rule changed, and which platform's int8
+    QDQ rules it follows ("x86" or "arm"; ORT must run with the same to agree)."""
+
+    graph: Graph
+    rewrites: dict[str, list[str]]
+    qdq_rules: str
 
 
 def _apply(graph: Graph, rewrites: list[Rewrite]) -> tuple[Graph, dict[str, list[str]]]:
@@ -89,23 +116,24 @@ def _apply(graph: Graph, rewrites: list[Rewrite]) -> tuple[Graph, dict[str, list
 def float_islands(graph: Graph) -> int:
     """Float operators the recipes could not fuse."""
     return sum(1 for node in graph.nodes
-               if (opdef := ops.lookup(node)) is not None and opdef.needs_fusion)
+               if (opdef := ops.lookup(node)) is not None and opdef.float_island)
 
 
-def run_passes(graph: Graph, integer_only: bool = False) -> tuple[Graph, dict[str, list[str]]]:
-    """Apply the rewrites in order; returns the graph and what each rule changed.
+def run_passes(graph: Graph, integer_only: bool = False, qdq_rules: str = "auto") -> Recipes:
+    """Apply the rewrites in order.
 
-    x86 ORT converts int8 Q/DQ pairs to uint8 (int8_pairs_to_uint8), which lets units of
-    mixed types fuse but keeps an int8 constant operand from fusing with a converted
-    activation; ARM ORT does not. The conversion changes no value, so both are tried and
-    the graph with fewer float operators is kept (without the conversion on a tie)."""
+    With qdq_rules "auto", both platforms' rules are tried and the graph with fewer
+    float operators is kept (ARM's on a tie). They differ only for int8 activations:
+    x86's conversion lets units of mixed types fuse but stops at fan-out, ARM's fuses
+    int8 units but not mixed ones."""
     extra = INTEGER_ONLY_PASSES if integer_only else []
-    without = [r for r in PASSES if r.name != "int8_pairs_to_uint8"]
-    best = _apply(graph, without + extra)
-    if float_islands(best[0]):
-        converted = _apply(graph, PASSES + extra)
-        if float_islands(converted[0]) < float_islands(best[0]):
-            best = converted
+    if qdq_rules != "auto":
+        return Recipes(*_apply(graph, ort_passes(qdq_rules) + extra), qdq_rules)
+    best = Recipes(*_apply(graph, ort_passes("arm") + extra), "arm")
+    if float_islands(best.graph):
+        x86 = Recipes(*_apply(graph, ort_passes("x86") + extra), "x86")
+        if float_islands(x86.graph) < float_islands(best.graph):
+            best = x86
     return best
 
 

@@ -135,14 +135,20 @@ def merge_double_qdq(graph: Graph) -> tuple[Graph, list[str]]:
 
 
 def _int8_pair_to_uint8(graph: Graph, index: Index, q: Node) -> Graph | None:
-    """ORT's QDQS8ToU8Transformer: an int8 Q -> DQ pair whose Q feeds only that DQ and
-    whose parameters are constant scalars with equal zero points becomes uint8 with zero
-    points + 128. The real values do not change (q + 128 with zp + 128); units of mixed
-    types then fuse, as they do in ORT on x86."""
+    """ORT's QDQS8ToU8Transformer: an int8 Q -> DQ pair whose Q feeds only that DQ, which
+    feeds one node, and whose parameters are constant scalars with equal zero points
+    becomes uint8 with zero points + 128. The real values do not change (q + 128 with
+    zp + 128); units of mixed types then fuse, as they do in ORT on x86."""
     if not float_node(q, "QuantizeLinear") or graph.tensors[q.outputs[0]].dtype != "int8":
         return None
     dq = index.only_reader(q.outputs[0])
     if dq is None or not float_node(dq, "DequantizeLinear"):
+        return None
+    readers = len(index.readers.get(dq.outputs[0], []))
+    if readers > 1 or (readers == 1 and dq.outputs[0] in index.outputs):
+        # ORT first gives every reader of a DQ its own copy (EnsureUniqueDQForNodeUnit,
+        # a graph output counting as one): a DQ read twice means a Q read twice, which
+        # stays int8.
         return None
     params = [(n.input(1), n.input(2)) for n in (q, dq)]
     for scale, zp in params:
@@ -394,14 +400,15 @@ def build_matmul(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quant
     return [a.q, *_qparams(a, graph), b.q, *_qparams(b, graph), *_qparams(y, graph)]
 
 
-def build_gemm(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
+def build_gemm(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized | None,
                integer_only: bool) -> list[str] | None:
+    """QGemm's inputs; without y, a QGemm with float output."""
     a, b = dqs[0], dqs[1]
     if a is None or b is None or not per_tensor(a, graph):
         return None
     if _dtype(graph, a) == "int8" and _dtype(graph, b) != "int8":
         return None
-    if not integer_only and _dtype(graph, y) != _dtype(graph, a):
+    if y is not None and not integer_only and _dtype(graph, y) != _dtype(graph, a):
         return None  # ORT's kernels produce the type of A
     if not per_tensor(b, graph) and _scale_axis(b, graph) != (
             0 if node.attrs.get("transB", 0) else 1):
@@ -416,7 +423,7 @@ def build_gemm(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantiz
         inputs.append(bias)
     else:
         inputs.append("")
-    return [*inputs, *_qparams(y, graph)]
+    return [*inputs, *_qparams(y, graph)] if y is not None else inputs
 
 
 def build_binary(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
@@ -472,15 +479,25 @@ FUSIONS = {f.op: f for f in [
 ]}
 
 
-def _fuse(integer_only: bool) -> Rule:
+# On x86 (QDQIsInt8Allowed false) ORT fuses no Conv or MatMul whose activation input
+# is int8: its int8 -> uint8 conversion is meant to have removed them all.
+INT8_INPUT_REFUSED_ON_X86 = ("Conv", "MatMul")
+
+
+def _fuse(integer_only: bool, int8_activations: bool = True) -> Rule:
     def rule(graph: Graph, index: Index, node: Node) -> Graph | None:
         fusion = FUSIONS.get(node.op_type) if node.domain == "" else None
         if fusion is None:
             return None
-        y = quantized_by(node.outputs[0], graph, index)
-        if y is None or not per_tensor(y, graph):
-            return None
         dqs = [dequantized(name, graph, index) if name else None for name in node.inputs]
+        if not int8_activations and node.op_type in INT8_INPUT_REFUSED_ON_X86 and \
+                dqs[0] is not None and _dtype(graph, dqs[0]) == "int8":
+            return None
+        y = quantized_by(node.outputs[0], graph, index)
+        if y is None:
+            return _fuse_float_output(graph, index, node, dqs, integer_only)
+        if not per_tensor(y, graph):
+            return None
         inputs = fusion.build(graph, node, dqs, y, integer_only)
         if inputs is None:
             return None
@@ -497,10 +514,56 @@ def _fuse(integer_only: bool) -> Rule:
     return rule
 
 
+def _fuse_float_output(graph: Graph, index: Index, node: Node, dqs: list[Quantized | None],
+                       integer_only: bool) -> Graph | None:
+    """DQ(a), DQ(b) -> Gemm/MatMul with no QuantizeLinear after: ORT still fuses them,
+    into a QGemm with float output and a MatMulIntegerToFloat."""
+    if node.op_type not in ("Gemm", "MatMul") or any(
+            reader.op_type == "QuantizeLinear" for reader in index.readers.get(
+                node.outputs[0], [])):
+        return None
+    a, b = dqs[0], dqs[1]
+    if a is None or b is None or not per_tensor(a, graph):
+        return None
+    if node.op_type == "Gemm":
+        if node.input(2) is not None and dqs[2] is None:
+            return None  # a float bias is only quantized for a Gemm followed by a Q
+        inputs = build_gemm(graph, node, dqs, None, integer_only)
+        target, attrs = "QGemm", _gemm_attrs(graph, node)
+    else:
+        inputs = _matmul_integer_to_float_inputs(graph, node, a, b)
+        target, attrs = "MatMulIntegerToFloat", {}
+    if inputs is None:
+        return None
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    fused = Node(node.name, target, MS, tuple(inputs), node.outputs, attrs, 1)
+    graph.opsets.setdefault(MS, 1)
+    if not validated(fused, graph):
+        return None
+    return replace_nodes(graph, [node], fused)
+
+
+def _matmul_integer_to_float_inputs(graph: Graph, node: Node, a: Quantized,
+                                    b: Quantized) -> list[str] | None:
+    if _dtype(graph, a) == "int8" and _dtype(graph, b) == "uint8":
+        return None
+    if not per_tensor(b, graph) and _scale_axis(b, graph) != len(graph.tensors[b.q].shape) - 1:
+        return None
+    (a_scale, a_zp), (b_scale, b_zp) = _qparams(a, graph), _qparams(b, graph)
+    return [a.q, b.q, a_scale, b_scale, a_zp, b_zp]
+
+
 def fuse_qdq_operators(graph: Graph) -> tuple[Graph, list[str]]:
     """DQ -> Conv/MatMul/Gemm/Add/Mul/pools/Concat/Sigmoid/LeakyRelu/Softmax -> Q into
-    the integer operator ORT fuses them into, under ORT's conditions."""
+    the integer operator ORT fuses them into, under ORT's conditions (on ARM, where
+    int8 activations are allowed)."""
     return rewrite_all(graph, _fuse(integer_only=False))
+
+
+def fuse_qdq_operators_x86(graph: Graph) -> tuple[Graph, list[str]]:
+    """The same under x86 ORT's conditions: no Conv or MatMul on int8 activations."""
+    return rewrite_all(graph, _fuse(integer_only=False, int8_activations=False))
 
 
 def fuse_qdq_operators_integer_only(graph: Graph) -> tuple[Graph, list[str]]:

@@ -1,0 +1,92 @@
+/*
+ * q8_float.h - float32 arithmetic of ONNX Runtime's CPU kernels (MLAS, x86-64) that the
+ * float-island kernels share. Every operation rounds to float32 once, in ORT's order;
+ * products that ORT rounds before adding go through q8_mul_unfused.
+ */
+#ifndef Q8_FLOAT_H
+#define Q8_FLOAT_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "q8_arith.h"
+
+/*
+ * MLAS's SGEMM blocking of an N x K product: N is cut into stride_n columns and K into
+ * stride_k blocks, starting from 128 x 128 and trading one for the other so that a
+ * block fits the smaller dimension.
+ */
+Q8_INLINE void q8_f32_blocking(int32_t n, int32_t k, int32_t *stride_n, int32_t *stride_k)
+{
+    int32_t sn = 128, sk = 128;
+    if (n >= k) {
+        while (sk / 2 >= k) {
+            sn *= 2;
+            sk /= 2;
+        }
+    } else {
+        while (sn > 16 && sn / 2 >= n) {
+            sk *= 2;
+            sn /= 2;
+        }
+    }
+    *stride_n = sn;
+    *stride_k = sk;
+}
+
+/*
+ * MlasComputeLogistic (the FMA3 kernel): x clamped to [-18, 18], odd polynomial p and
+ * even polynomial q in x^2 by fused multiply-adds, p/q + 0.5, then max with 0. The
+ * constants are MLAS's, rounded to float32 (hexadecimal, so that no compiler rounds twice).
+ */
+Q8_INLINE float q8_mlas_logistic(float x)
+{
+    float v, x2, p, q, r;
+    if (x != x) {
+        return x;
+    }
+    v = x > -18.0f ? x : -18.0f;
+    v = v < 18.0f ? v : 18.0f;
+    x2 = q8_mul_unfused(v, v);
+    p = fmaf(x2, 0x1.806aa2p-35f, 0x1.f09d96p-24f);
+    p = fmaf(p, x2, 0x1.fe8276p-15f);
+    p = fmaf(p, x2, 0x1.16fabp-7f);
+    p = fmaf(p, x2, 0x1.fc7e64p-3f);
+    q = fmaf(x2, 0x1.5789eap-41f, 0x1.8be4f6p-28f);
+    q = fmaf(q, x2, 0x1.a62fbap-18f);
+    q = fmaf(q, x2, 0x1.be2a7ep-10f);
+    q = fmaf(q, x2, 0x1.de7c3p-4f);
+    q = fmaf(q, x2, 0x1.fc7e68p-1f);
+    p = q8_mul_unfused(v, p);
+    r = (float)((float)(p / q) + 0.5f);
+    if (r != r) {
+        return r;
+    }
+    return r > 0.0f ? r : 0.0f;
+}
+
+/*
+ * Tanh as ORT 1.32 computes it (Eigen's rational approximation, FMA3): x clamped to
+ * [-9, 9] (a NaN passes), an odd numerator of degree 13 over an even denominator of
+ * degree 6 in x^2, both by fused multiply-adds, one division.
+ */
+Q8_INLINE float q8_mlas_tanh(float x)
+{
+    float v = (-9.0f > x) ? -9.0f : x;
+    float x2, p, q;
+    v = (9.0f < v) ? 9.0f : v;
+    x2 = q8_mul_unfused(v, v);
+    p = fmaf(x2, -0x1.3e4b8p-52f, 0x1.c266fcp-43f);
+    p = fmaf(p, x2, -0x1.7a6ffep-34f);
+    p = fmaf(p, x2, 0x1.b80082p-25f);
+    p = fmaf(p, x2, 0x1.f28694p-17f);
+    p = fmaf(p, x2, 0x1.4e1bdap-11f);
+    p = fmaf(p, x2, 0x1.40b3b8p-8f);
+    p = q8_mul_unfused(p, v);
+    q = fmaf(x2, 0x1.41a7bp-20f, 0x1.f12bacp-14f);
+    q = fmaf(q, x2, 0x1.29540ap-9f);
+    q = fmaf(q, x2, 0x1.40b3bap-8f);
+    return (float)(p / q);
+}
+
+#endif /* Q8_FLOAT_H */

@@ -1,0 +1,276 @@
+"""Float islands: operators a QDQ model leaves in float, where ORT at ORT_ENABLE_ALL
+computes in float too. The generated C must match ORT's float32 results bit for bit, so
+each kernel is checked on many shapes against the real ORT (one thread, x86-64).
+
+Each model holds several independent cases (one input and one float output each), so
+one C build covers many shapes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE
+from modelgen import graph_model
+from numpy.typing import NDArray
+from onnx import helper
+
+import codegen
+from codegen.pipeline import Options, generate_sources
+
+F32 = np.float32
+
+
+@dataclass
+class Islands:
+    """A model of independent cases: x_i (float) -> Q -> DQ -> float op(s) -> y_i."""
+
+    nodes: list[onnx.NodeProto] = field(default_factory=list)
+    inits: dict[str, NDArray[Any]] = field(default_factory=dict)
+    inputs: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    n: int = 0
+
+    def name(self, base: str) -> str:
+        self.n += 1
+        return f"{base}{self.n}"
+
+    def const(self, value: Any) -> str:
+        name = self.name("c")
+        self.inits[name] = np.asarray(value)
+        return name
+
+    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+        out = self.name("t")
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def dq(self, x: str, scale: Any, zp: Any, **attrs: Any) -> str:
+        return self.op("DequantizeLinear", [x, self.const(scale), self.const(zp)], **attrs)
+
+    def activation(self, shape: tuple[int, ...], scale: float = 0.05, zp: int = 120) -> str:
+        """A float input quantized to uint8 and dequantized: what DQ hands a float op."""
+        x = self.name("x")
+        self.inputs[x] = ("float32", list(shape))
+        q = self.op("QuantizeLinear", [x, self.const(F32(scale)), self.const(np.uint8(zp))])
+        return self.dq(q, F32(scale), np.uint8(zp))
+
+    def float_input(self, shape: tuple[int, ...]) -> str:
+        x = self.name("x")
+        self.inputs[x] = ("float32", list(shape))
+        return x
+
+    def weights(self, shape: tuple[int, ...], per_channel_axis: int | None = 0) -> str:
+        rng = np.random.default_rng(self.n)
+        q = rng.integers(-127, 128, shape).astype(np.int8)
+        if per_channel_axis is None:
+            return self.dq(self.const(q), F32(0.0173), np.int8(0))
+        scales = rng.uniform(0.002, 0.03, shape[per_channel_axis]).astype(F32)
+        return self.dq(self.const(q), scales, np.zeros(len(scales), np.int8),
+                       axis=per_channel_axis)
+
+    def bias(self, count: int, scale: float = 0.0004) -> str:
+        q = np.random.default_rng(self.n).integers(-3000, 3000, count).astype(np.int32)
+        return self.dq(self.const(q), F32(scale), np.int32(0))
+
+    def output(self, y: str) -> None:
+        self.outputs[y] = "float32"
+
+    def model(self, opset: int = 13) -> onnx.ModelProto:
+        return graph_model(self.nodes, self.inputs, self.outputs, self.inits, opset=opset)
+
+
+def kernels(model: onnx.ModelProto) -> list[str]:
+    return [c.function for c in generate_sources(model, Options()).program.calls]
+
+
+def exact(model: onnx.ModelProto, samples: int = 3) -> None:
+    report = codegen.verify(model, samples=samples, cflags=SANITIZE)
+    assert report.ok, [(o.name, o.mismatches, o.elements) for o in report.outputs
+                       if o.mismatches]
+
+
+# (channels in, height, width, filters, kernel, stride, pad, group, dilation)
+CONV_SHAPES = [
+    (3, 16, 16, 16, 3, 1, 1, 1, 1),  # K = 27 < N: wide blocks
+    (16, 16, 16, 16, 3, 1, 1, 1, 1),  # K = 144 > 128: two K blocks
+    (16, 16, 16, 32, 3, 2, 1, 1, 1),  # stride 2
+    (32, 8, 8, 32, 3, 1, 1, 1, 1),  # K = 288 > N = 64: K blocks of 256
+    (16, 16, 16, 32, 1, 2, 0, 1, 1),  # 1x1 stride 2: not pointwise
+    (64, 8, 8, 64, 3, 1, 1, 1, 1),  # K = 576
+    (16, 8, 8, 64, 1, 1, 0, 1, 1),  # pointwise: one product
+    (24, 4, 4, 96, 1, 1, 0, 1, 1),  # pointwise, more filters than pixels
+    (64, 2, 2, 128, 3, 1, 1, 1, 1),  # more filters than pixels: one product
+    (32, 12, 12, 32, 3, 1, 1, 32, 1),  # depthwise: ORT's single-row kernel
+    (48, 9, 9, 48, 3, 2, 1, 48, 1),  # depthwise stride 2
+    (16, 8, 8, 16, 3, 1, 1, 4, 1),  # grouped, 4 filters per group
+    (8, 10, 10, 8, 3, 1, 2, 1, 2),  # dilated
+    (8, 7, 9, 1, 1, 1, 0, 1, 1),  # pointwise, one filter: single-row kernel
+    (6, 5, 7, 4, 5, 1, 2, 1, 1),  # 5x5
+    (200, 3, 3, 8, 3, 1, 1, 1, 1),  # K = 1800, N = 9
+]
+
+
+def conv_case(net: Islands, shape: tuple[int, ...], relu: bool = False) -> None:
+    c, h, w, m, k, s, p, g, d = shape
+    x = net.activation((1, c, h, w))
+    y = net.op("Conv", [x, net.weights((m, c // g, k, k)), net.bias(m)], kernel_shape=[k, k],
+               strides=[s, s], pads=[p] * 4, group=g, dilations=[d, d])
+    net.output(net.op("Relu", [y]) if relu else y)
+
+
+def test_float_conv_matches_ort_on_every_algorithm() -> None:
+    net = Islands()
+    for shape in CONV_SHAPES:
+        conv_case(net, shape)
+    model = net.model()
+    assert kernels(model).count("q8_conv_f32") == len(CONV_SHAPES)
+    exact(model)
+
+
+def test_float_conv_variants() -> None:
+    """Relu after the bias (ORT's FusedConv), no bias, per-tensor weights, batch 2,
+    asymmetric pads, 1-D."""
+    net = Islands()
+    conv_case(net, (8, 9, 9, 8, 3, 1, 1, 1, 1), relu=True)
+    x = net.activation((1, 8, 9, 9))
+    net.output(net.op("Conv", [x, net.weights((8, 8, 3, 3), None)], pads=[1, 1, 1, 1]))
+    x = net.activation((2, 6, 7, 7))
+    net.output(net.op("Conv", [x, net.weights((5, 6, 3, 3)), net.bias(5)], pads=[0, 1, 2, 0],
+                      strides=[2, 1]))
+    x = net.activation((1, 4, 30))
+    net.output(net.op("Conv", [x, net.weights((6, 4, 5)), net.bias(6)], pads=[2, 2]))
+    exact(net.model())
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_float_gemm_and_matmul(rows: int) -> None:
+    """Float A (left unquantized) times dequantized weights: ORT keeps these in float.
+    Batch 1 runs ORT's single-row kernels, which reduce differently per output position
+    (N = 13: three groups of four, then one)."""
+    net = Islands()
+    for k, n in ((16, 10), (37, 13), (300, 6), (8, 2), (700, 130)):
+        a = net.float_input((rows, k))
+        net.output(net.op("Gemm", [a, net.weights((n, k)), net.bias(n)], transB=1))
+        a = net.float_input((rows, k))
+        net.output(net.op("Gemm", [a, net.weights((n, k))], transB=1))
+        a = net.float_input((rows, k))
+        y = net.op("MatMul", [a, net.weights((k, n), 1)])
+        q = net.op("QuantizeLinear", [y, net.const(F32(0.05)), net.const(np.uint8(128))])
+        net.output(net.dq(q, F32(0.05), np.uint8(128)))
+    model = net.model()
+    assert kernels(model).count("q8_gemm_f32") == 15
+    exact(model)
+
+
+def test_float_elementwise_and_pools() -> None:
+    net = Islands()
+    for op in ("Add", "Mul"):
+        for other in ((1, 8, 6, 6), (1, 8, 1, 1), (6,), ()):
+            a = net.activation((1, 8, 6, 6))
+            b = net.activation(other, 0.031, 3) if other else net.dq(
+                net.const(np.uint8(200)), F32(0.02), np.uint8(7))
+            net.output(net.op(op, [a, b]))
+    for op, attrs in (("Sigmoid", {}), ("LeakyRelu", {"alpha": 0.1})):
+        net.output(net.op(op, [net.activation((1, 4, 16, 16), 0.09, 128)], **attrs))
+    for size in ((1, 1), (2, 3), (5, 5), (16, 16), (7, 9)):
+        net.output(net.op("GlobalAveragePool", [net.activation((1, 5, *size), 0.17, 3)]))
+    exact(net.model(), samples=4)
+
+
+def test_float_island_between_integer_operators() -> None:
+    """uint8 in, int8 out of a Conv: ORT cannot fuse the unit (the types differ and the
+    int8 output fans out), so it runs in float between integer operators."""
+    net = Islands()
+    x = net.activation((1, 4, 8, 8))
+    y = net.op("Conv", [x, net.weights((8, 4, 3, 3)), net.bias(8)], pads=[1, 1, 1, 1])
+    q = net.op("QuantizeLinear", [y, net.const(F32(0.1)), net.const(np.int8(-5))])
+    for branch in range(2):
+        d = net.dq(q, F32(0.1), np.int8(-5))
+        z = net.op("Conv", [d, net.weights((4, 8, 1, 1))]) if branch else d
+        net.output(net.op("Relu", [z]))
+    model = net.model()
+    assert "q8_conv_f32" in kernels(model)
+    exact(model)
+
+
+def test_float_weights_are_refused_with_the_reason(tmp_path: Any) -> None:
+    net = Islands()
+    x = net.activation((1, 4, 8, 8))
+    w = net.const(np.random.default_rng(0).normal(0, 0.1, (4, 4, 3, 3)).astype(F32))
+    net.output(net.op("Conv", [x, w], pads=[1, 1, 1, 1]))
+    with pytest.raises(codegen.UnsupportedError) as info:
+        generate_sources(net.model(), Options())
+    message = str(info.value)
+    assert "float initializer" in message and "NCHWc" in message and "Conv" in message
+
+
+def test_float_softmax_and_tanh() -> None:
+    """Softmax rows of many lengths (the sum runs in 16 lanes), along the last axis, a
+    middle axis and, before opset 13, over the flattened tail; Tanh."""
+    net = Islands()
+    for length in (1, 3, 10, 16, 17, 33, 100):
+        net.output(net.op("Softmax", [net.activation((2, length), 0.11, 100)], axis=-1))
+    net.output(net.op("Softmax", [net.activation((1, 5, 4, 3), 0.07, 128)], axis=1))
+    net.output(net.op("Tanh", [net.activation((1, 4, 16, 16), 0.04, 128)]))
+    exact(net.model(), samples=4)
+    old = Islands()
+    old.output(old.op("Softmax", [old.activation((2, 3, 4, 5), 0.09, 128)], axis=1))
+    exact(old.model(opset=11), samples=4)
+
+
+# (channels, height, width, kernel, stride, pads, ceil_mode, count_include_pad)
+AVGPOOL_CASES = [
+    (3, 9, 9, 3, 1, (1, 1, 1, 1), 0, 0),  # MLAS vector kernel
+    (3, 9, 9, 3, 2, (1, 1, 1, 1), 0, 1),
+    (2, 10, 11, 2, 2, (0, 1, 1, 0), 1, 0),  # ceil_mode: a window past the bottom edge
+    (2, 7, 7, 3, 3, (1, 1, 1, 1), 0, 0),  # stride 3: the generic kernel
+    (2, 8, 8, 8, 1, (0, 0, 0, 0), 0, 0),  # the whole plane: the global kernel
+    (16, 6, 6, 3, 1, (1, 1, 1, 1), 0, 0),  # 16 channels: NCHWc
+    (2, 7, 7, 3, 2, (1, 1, 1, 1), 1, 1),  # ceil_mode + count_include_pad: ORT's kernel
+]
+
+
+@pytest.mark.parametrize("opset", [13, 19])
+def test_float_average_pools(opset: int) -> None:
+    net = Islands()
+    for c, h, w, k, s, pads, ceil, include in AVGPOOL_CASES:
+        x = net.activation((1, c, h, w), 0.13, 7)
+        net.output(net.op("AveragePool", [x], kernel_shape=[k, k], strides=[s, s],
+                          pads=list(pads), ceil_mode=ceil, count_include_pad=include))
+    for c in (16, 5):
+        net.output(net.op("GlobalAveragePool", [net.activation((1, c, 7, 9), 0.17, 3)]))
+    exact(net.model(opset=opset), samples=3)
+
+
+def test_float_matmul_single_column() -> None:
+    """A single column of B with several rows of A: ORT swaps the operands into its
+    single-row kernel."""
+    net = Islands()
+    for rows, k in ((2, 16), (5, 37), (7, 300)):
+        a = net.float_input((rows, k))
+        y = net.op("MatMul", [a, net.weights((k, 1), 1)])
+        q = net.op("QuantizeLinear", [y, net.const(F32(0.05)), net.const(np.uint8(128))])
+        net.output(net.dq(q, F32(0.05), np.uint8(128)))
+    exact(net.model())
+
+
+def test_float_global_pool_follows_the_nchwc_layout() -> None:
+    """GlobalAveragePool sums sequentially where ORT runs it in NCHWc layout: on a graph
+    input, or after an NCHWc AveragePool (through Relu or Sigmoid); in four lanes
+    after a DequantizeLinear or a Relu of a graph input."""
+    net = Islands()
+    net.output(net.op("GlobalAveragePool", [net.float_input((1, 16, 7, 9))]))
+    net.output(net.op("GlobalAveragePool", [net.op("Relu", [net.float_input((1, 16, 5, 5))])]))
+    for between in ("Relu", "Sigmoid"):
+        pooled = net.op("AveragePool", [net.activation((1, 32, 8, 8))], kernel_shape=[3, 3],
+                        pads=[1, 1, 1, 1])
+        net.output(net.op("GlobalAveragePool", [net.op(between, [pooled])]))
+    model = net.model()
+    calls = generate_sources(model, Options()).program.calls
+    sequential = [c.params.fields[2][1] for c in calls if c.function == "q8_global_avgpool_f32"]
+    assert sequential == [1, 0, 1, 1]
+    exact(model, samples=4)
