@@ -215,8 +215,8 @@ def test_dequantize_quantize_pairs(kind: str) -> None:
     kernels = [c.function for c in gen.program.calls]
     assert kernels[0] == "q8_quantize_linear_u8" and kernels[-1].startswith("q8_dequantize")
     # "rescale" is ORT's DoubleQDQPairsRemover case: the outer pair takes over both
-    # ranges; a type change with a Relu between is a requantizing table and a clamp.
-    assert len(kernels) == (4 if kind == "retype" else 2), kernels
+    # ranges; a type change with a Relu between is a requantizing table, clamped.
+    assert len(kernels) == (3 if kind == "retype" else 2), kernels
     assert not any(k.endswith("f32") for k in kernels)
     exact(model)
 
@@ -278,3 +278,18 @@ def test_matmul_nbits_is_refused() -> None:
     model = net.model(net.op("MatMul", ["x", net.weight((16, 8))]))
     with pytest.raises(codegen.UnsupportedError, match="MatMulNBits"):
         generate_sources(model, Options())
+
+
+def test_clamp_after_an_operator_costs_nothing() -> None:
+    """A Relu/Clip left on the integers after QLinearConv (Brevitas' sandwich with one
+    quantization on both sides) becomes the convolution's own output clamp."""
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    y = conv_unit(net, x, 0.2, 100)
+    y = net.op("Relu", [net.dq(y, F32(0.2), np.uint8(100))])
+    model = net.model(net.dq(net.q(y, 0.2, 100), F32(0.2), np.uint8(100)))
+    calls = generate_sources(model, Options()).program.calls
+    assert [c.function for c in calls] == ["q8_quantize_linear_u8", "q8_conv_u8_freq",
+                                           "q8_dequantize_linear_u8"]
+    assert calls[1].params.fields[-1][1].fields[-2][1] == 100  # act_min: the zero point
+    exact(model)

@@ -23,12 +23,12 @@ from ._common import (
     constant_input,
     input_tensor,
     kernel_suffix,
-    quant_range,
     reject_unknown_attrs,
     requant_params,
     scalar_or_vector,
 )
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
+from .clamp import output_range
 
 SOURCES = ("average_pool.c",)
 INT8_TYPES = ("uint8", "int8")
@@ -65,14 +65,14 @@ def global_scale(node: Node, x_scale: float, y_scale: float, size: int) -> np.fl
     return s
 
 
-def global_call(node: Node, x: Tensor, y: Tensor, channels_last: bool,
+def global_call(node: Node, graph: Graph, x: Tensor, y: Tensor, channels_last: bool,
                 quant: tuple[float, int, float, int], requant_mode: str) -> KernelCall:
     x_scale, x_zp, y_scale, y_zp = quant
     spatial = x.shape[1:-1] if channels_last else x.shape[2:]
     size = int(np.prod(spatial, dtype=np.int64))
     channels = x.shape[-1] if channels_last else 1
     outer = x.shape[0] if channels_last else x.shape[0] * x.shape[1]
-    qmin, qmax = quant_range(x.dtype)
+    qmin, qmax = output_range(node, graph, x.dtype)
     scale = global_scale(node, x_scale, y_scale, size)
     requant, arrays = requant_params(np.array([scale]), y_zp, qmin, qmax, requant_mode)
     params = CStruct("q8_global_pool_params", (
@@ -112,7 +112,7 @@ def infer_global(node: Node, graph: Graph) -> Inferred:
 def lower_global(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    return [global_call(node, x, y, _channels_last(node), pool_quant(node, graph, x),
+    return [global_call(node, graph, x, y, _channels_last(node), pool_quant(node, graph, x),
                         options.requant)]
 
 
@@ -165,7 +165,7 @@ def lower_average(node: Node, graph: Graph, options: LoweringOptions) -> Sequenc
     window = average_window(node, x)
     quant = pool_quant(node, graph, x)
     if is_global(x, window):
-        return [global_call(node, x, y, False, quant, options.requant)]
+        return [global_call(node, graph, x, y, False, quant, options.requant)]
     x_scale, x_zp, y_scale, y_zp = quant
     params = CStruct("q8_avgpool_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ModelError
 from ..ir import QUANT_RANGE, Graph, Node, Tensor
@@ -46,9 +50,57 @@ def infer_clamp(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], x.dtype, x.shape, x.quant)])
 
 
+# Operators that clamp their own 8-bit output: a requantization to [act_min, act_max], or
+# a lookup table. A Relu/Clip that is the only reader of their output is folded into that
+# clamp (exact: rounding is monotone and the bounds are integers) and costs nothing.
+CLAMP_ABSORBERS = frozenset({
+    ("", "QLinearConv"), ("", "QLinearMatMul"), ("com.microsoft", "QGemm"),
+    ("com.microsoft", "QLinearGlobalAveragePool"), ("ai.onnx2mcu", "Requantize"),
+    ("com.microsoft", "QLinearSigmoid"), ("com.microsoft", "QLinearLeakyRelu")})
+
+
+def absorbed_clamp(node: Node, graph: Graph) -> tuple[int, int] | None:
+    """The bounds of the integer Relu/Clip that `node` applies for its only reader."""
+    out = node.outputs[0]
+    if (node.domain, node.op_type) not in CLAMP_ABSORBERS or out in graph.outputs or \
+            graph.tensors[out].dtype not in QUANT_RANGE:
+        return None
+    readers = [n for n in graph.nodes for name in n.inputs if name == out]
+    if len(readers) != 1 or readers[0].domain or readers[0].op_type not in ("Relu", "Clip") \
+            or readers[0].inputs[0] != out:
+        return None
+    lo, hi = clamp_bounds(readers[0], graph, graph.tensors[out].dtype)
+    return int(lo), int(hi)
+
+
+def output_range(node: Node, graph: Graph, dtype: str) -> tuple[int, int]:
+    """[act_min, act_max] of an 8-bit output, narrowed by an absorbed Relu/Clip."""
+    qmin, qmax = QUANT_RANGE[dtype]
+    bounds = absorbed_clamp(node, graph)
+    if bounds is None:
+        return qmin, qmax
+    return max(qmin, bounds[0]), min(qmax, bounds[1])
+
+
+def clamp_output_table(table: NDArray[Any], node: Node, graph: Graph) -> NDArray[Any]:
+    """A lookup table with an absorbed Relu/Clip applied to its entries."""
+    bounds = absorbed_clamp(node, graph)
+    if bounds is None:
+        return table
+    clamped: NDArray[Any] = np.minimum(np.maximum(table, bounds[0]), bounds[1])
+    return clamped.astype(table.dtype)
+
+
+def is_absorbed(node: Node, graph: Graph) -> bool:
+    source = next((n for n in graph.nodes if node.inputs[0] in n.outputs), None)
+    return source is not None and absorbed_clamp(source, graph) is not None
+
+
 def lower_clamp(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
+    if is_absorbed(node, graph):
+        return [Alias(node.outputs[0], x.name)]
     lo, hi = clamp_bounds(node, graph, x.dtype)
     if x.dtype == "float32":
         params = CStruct("q8_clamp_f32_params", (

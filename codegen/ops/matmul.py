@@ -24,11 +24,11 @@ from ._common import (
     input_tensor,
     kernel_suffix,
     no_requant,
-    quant_range,
     reject_unknown_attrs,
     requant_params,
     scalar_or_vector,
 )
+from .clamp import output_range
 
 SOURCES = ("gemm.c",)
 INT8_TYPES = ("uint8", "int8")
@@ -193,7 +193,7 @@ def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> 
         constant_input(node, graph, 5, "b_zero_point"))
     scales = output_scale(float(_scalar(node, graph, 1, "a_scale")[0]), b_scale.values,
                           float(_scalar(node, graph, 6, "y_scale")[0]))
-    qmin, qmax = quant_range(y.dtype)
+    qmin, qmax = output_range(node, graph, y.dtype)
     requant, arrays = requant_params(scales, int(_scalar(node, graph, 7, "y_zp")[0]), qmin,
                                      qmax, options.requant, collapse=not b_zp.per_column)
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
@@ -358,7 +358,7 @@ def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         requant, arrays = requant_params(scale, 0, 0, 0, "float", collapse=not b_zp.per_column)
         mode = "f32"
     else:
-        qmin, qmax = quant_range(y.dtype)
+        qmin, qmax = output_range(node, graph, y.dtype)
         requant, arrays = requant_params(scale, int(_scalar(node, graph, 8, "y_zp")[0]), qmin,
                                          qmax, options.requant, collapse=not b_zp.per_column)
         mode = "ireq" if options.requant == "int" else "freq"

@@ -24,12 +24,12 @@ from ._common import (
     kernel_suffix,
     no_requant,
     quant_params,
-    quant_range,
     reject_unknown_attrs,
     requant_params,
     scalar_or_vector,
 )
 from ._geometry import Window, dims_struct, sliding_window, window_struct
+from .clamp import output_range
 
 SOURCES = ("qlinear_conv.c",)
 INT8_TYPES = frozenset({"uint8", "int8"})
@@ -131,7 +131,7 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     groups = conv_groups(node, x.shape, w.shape)
     q = conv_quant(node, graph, x, w)
     weights, w_zp = as_int8_weights(w, q.w_zp)
-    qmin, qmax = quant_range(y.dtype)
+    qmin, qmax = output_range(node, graph, y.dtype)
     requant, requant_arrays = requant_params(output_scale(q.x_scale, q.w_scale, q.y_scale),
                                              q.y_zp, qmin, qmax, options.requant)
     arrays = [CArray("weights", "int8_t", weights.reshape(-1)),

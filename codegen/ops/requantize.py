@@ -24,6 +24,7 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from .clamp import clamp_output_table
 
 DOMAIN = "ai.onnx2mcu"
 INT8_TYPES = ("uint8", "int8")
@@ -61,7 +62,8 @@ def lower_requantize(node: Node, graph: Graph, options: LoweringOptions) -> Sequ
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     xs, xz, ys, yz, y_dtype = requantize_params(node, graph)
-    table = requantize_table(xs, xz, x.dtype, ys, yz, y_dtype).view(np.uint8)
+    table = clamp_output_table(requantize_table(xs, xz, x.dtype, ys, yz, y_dtype), node,
+                               graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     # The table maps raw bytes to raw bytes, whatever the two types.
     return [KernelCall("q8_lut_bytes", node.name, (x.name,), (y.name,), params,

@@ -23,6 +23,7 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from .clamp import clamp_output_table
 
 SOURCES = ("lookup.c",)
 INT8_TYPES = ("uint8", "int8")
@@ -67,7 +68,7 @@ def infer_lookup(node: Node, graph: Graph) -> Inferred:
 def lower_lookup(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    table = lookup_table(node, graph, x.dtype).view(np.uint8)
+    table = clamp_output_table(lookup_table(node, graph, x.dtype), node, graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     return [KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
                        params, (CArray("table", "uint8_t", table),), SOURCES)]
