@@ -15,6 +15,7 @@ from .importer import ModelSource, load_model, survey_model
 from .ir import Graph, Node, QuantParams, Tensor
 from .ops import LoweringOptions
 from .passes import check_qdq_rules, run_passes
+from .passes.qdq import fusion_refusal
 from .pipeline import Options, generate_sources
 from .program import ComputedConstant, KernelCall
 
@@ -93,15 +94,16 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
     graph, problems = survey_model(model, options.input_shapes)
     messages = [str(error) for _, error in problems]
     rewrites: Mapping[str, list[str]] = {}
+    rules = "arm"
     if not problems:
         check_qdq_rules(options.qdq_rules)
         recipes = run_passes(graph, options.integer_only, options.qdq_rules)
-        graph, rewrites = recipes.graph, recipes.rewrites
+        graph, rewrites, rules = recipes.graph, recipes.rewrites, recipes.qdq_rules
     lowering = LoweringOptions(requant=requant)
     if not problems:
         messages = lower_problems(graph, lowering)
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
-    islands = float_islands(graph) if not problems else []
+    islands = float_islands(graph, rules == "x86") if not problems else []
     arena = lower_bound = None
     if not messages:
         gen = generate_sources(model, options)
@@ -110,7 +112,7 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
                       tuple(islands))
 
 
-def float_islands(graph: Graph) -> list[str]:
+def float_islands(graph: Graph, x86: bool) -> list[str]:
     """Every operator computing in float inside the network (not the QuantizeLinear of a
     graph input nor the DequantizeLinear of a graph output), with the reason."""
     islands = []
@@ -123,8 +125,8 @@ def float_islands(graph: Graph) -> list[str]:
         if not floats:
             continue
         opdef = ops.lookup(node)
-        why = ("ONNX Runtime does not fuse it into an integer operator here (see the "
-               "rewrites); " if opdef is not None and opdef.float_island else "")
+        why = (fusion_refusal(graph, node, x86) + "; "
+               if opdef is not None and opdef.float_island else "")
         islands.append(f"{node.describe()}: {why}computed in float32 in ONNX Runtime's "
                        "x86-64 order of operations")
     return islands

@@ -21,6 +21,7 @@ from zoo import ZOO_CASES, case_id, qdq_model
 
 import codegen
 from codegen.api import run_generated
+from codegen.inspection import inspect_model
 from codegen.ops.float_ops import FLOAT_OPS
 from codegen.pipeline import Generated, Options, generate_sources
 from codegen.verify import random_inputs, reference_model, run_ort
@@ -119,6 +120,9 @@ def test_qdq_zoo_with_x86_rules(case: tuple[str, str]) -> None:
     assert gen.qdq_rules == "x86"
     ours = our_float_operators(gen)
     assert ours and ours == ort_float_operators(model, {})
+    islands = inspect_model(model, Options(qdq_rules="x86")).float_islands
+    assert len(islands) == sum(ours.values())
+    assert not [line for line in islands if "conditions for it do not hold" in line], islands
     report = codegen.verify(model, samples=2, seed=1, cflags=SANITIZE, qdq_rules="x86")
     assert report.ok, report.outputs
     assert any("x86 rules" in note for note in report.notes)

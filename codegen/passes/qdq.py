@@ -704,3 +704,50 @@ def _integer_activation(graph: Graph, index: Index, node: Node) -> Graph | None:
 
 def integer_activations(graph: Graph) -> tuple[Graph, list[str]]:
     return rewrite_all(graph, _integer_activation)
+
+
+# ------------------------------------------------------------ diagnosis
+
+# Inputs that must come from a DequantizeLinear for a fusion (the rest may be absent).
+DEQUANTIZED_INPUTS = {"Conv": 2, "MatMul": 2, "Gemm": 2, "Add": 2, "Mul": 2}
+
+
+def fusion_refusal(graph: Graph, node: Node, x86: bool) -> str:
+    """Why ORT's QDQ rules leave this float operator unfused (for inspect)."""
+    index = Index.of(graph)
+    fusion = FUSIONS.get(node.op_type)
+    if fusion is None:
+        return f"ONNX Runtime has no integer {node.op_type}"
+    count = len(node.inputs) if node.op_type == "Concat" else DEQUANTIZED_INPUTS.get(
+        node.op_type, 1)
+    for name in node.inputs[:count]:
+        if name and dequantized(name, graph, index) is None:
+            source = index.producer.get(name)
+            origin = f"computed by {source.describe()}" if source else "a float input or constant"
+            return f"input '{name}' is not dequantized from integers ({origin})"
+    out = node.outputs[0]
+    y = quantized_by(out, graph, index)
+    if y is None:
+        if out in graph.outputs:
+            return f"its output '{out}' is a float output of the model"
+        readers = ", ".join(r.describe() for r in index.readers.get(out, []))
+        return f"its output '{out}' is not quantized by one QuantizeLinear (read by {readers})"
+    x = dequantized(node.inputs[0], graph, index)
+    assert x is not None
+    if x86 and node.op_type in INT8_INPUT_REFUSED_ON_X86 and _dtype(graph, x) == "int8":
+        return ("its input is int8, which ONNX Runtime on x86 fuses into no Conv or MatMul "
+                "(--qdq-rules arm follows ARM, which does)")
+    if node.op_type in ("Conv", "MatMul", "Gemm") and _dtype(graph, y) != _dtype(graph, x):
+        return (f"its input is {_dtype(graph, x)} and its output {_dtype(graph, y)}: ONNX "
+                "Runtime's integer kernel produces its input's type")
+    types = {_dtype(graph, y)} | {_dtype(graph, d) for d in (
+        dequantized(name, graph, index) for name in node.inputs[:count] if name)
+        if d is not None and node.op_type not in ("Conv", "MatMul", "Gemm")}
+    if len(types) > 1:
+        return (f"its inputs and output mix {' and '.join(sorted(types))}: ONNX Runtime "
+                "fuses it only when they share one type")
+    if node.op_type == "Conv" and node.input(2):
+        return "its bias is not an int32 DequantizeLinear with scale x_scale * w_scale (1%)"
+    if node.op_type == "Gemm" and node.input(2):
+        return "its bias is not an int32 DequantizeLinear, or alpha or beta is not 1"
+    return "ONNX Runtime's fusion conditions for it do not hold (quantization axes or types)"
