@@ -44,21 +44,27 @@ def float_ops_inside(gen: Generated) -> list[str]:
     return inside
 
 
-def check_round_trip(model: onnx.ModelProto, tmp_path: Path, integer_only: bool = False) -> None:
+def check_round_trip(model: onnx.ModelProto, tmp_path: Path, integer_only: bool = False,
+                     qdq_rules: str = "auto") -> None:
     """convert's QOperator model run by ORT == the generated C of the original model;
-    its only QuantizeLinear/DequantizeLinear nodes are at the graph's boundary."""
-    result = codegen.convert(model, tmp_path / "converted.onnx", integer_only=integer_only)
+    its only QuantizeLinear/DequantizeLinear nodes are at the graph's boundary or around
+    the float islands."""
+    result = codegen.convert(model, tmp_path / "converted.onnx", integer_only=integer_only,
+                             qdq_rules=qdq_rules)
     converted = onnx.load(str(result.out))
+    gen = generate_sources(model, Options(integer_only=integer_only, qdq_rules=qdq_rules))
+    assert result.qdq_rules == gen.qdq_rules
+    islands = sum(our_float_operators(gen).values())
+    assert result.float_islands == islands
     inputs = {i.name for i in converted.graph.input}
     outputs = {o.name for o in converted.graph.output}
-    for node in converted.graph.node:
-        if node.op_type == "QuantizeLinear":
-            assert node.input[0] in inputs, node.name
-        if node.op_type == "DequantizeLinear":
-            assert node.output[0] in outputs, node.name
-        assert node.op_type not in ("Conv", "Gemm", "MatMul", "Add", "Mul"), node.name
-    gen = generate_sources(model, Options(integer_only=integer_only))
-    assert result.qdq_rules == gen.qdq_rules and result.float_islands == 0
+    if not islands:
+        for node in converted.graph.node:
+            if node.op_type == "QuantizeLinear":
+                assert node.input[0] in inputs, node.name
+            if node.op_type == "DequantizeLinear":
+                assert node.output[0] in outputs, node.name
+            assert node.op_type not in FLOAT_OPS, node.name
     data = random_inputs(gen.program.inputs, 3, seed=7)
     ours = run_generated(gen, data)
     reference = reference_model(converted, generate_sources(converted, Options()).graph,
@@ -112,7 +118,7 @@ X86_ISLAND_CASES = [(name, variant) for name in ("resnet8", "mobilenet_v2_style"
 
 
 @pytest.mark.parametrize("case", X86_ISLAND_CASES, ids=case_id)
-def test_qdq_zoo_with_x86_rules(case: tuple[str, str]) -> None:
+def test_qdq_zoo_with_x86_rules(case: tuple[str, str], tmp_path: Path) -> None:
     """--qdq-rules x86: the same float operators as x86 ORT's optimized graph, computed
     bit-exactly as x86 ORT computes them."""
     model = qdq_model(*case)
@@ -126,6 +132,7 @@ def test_qdq_zoo_with_x86_rules(case: tuple[str, str]) -> None:
     report = codegen.verify(model, samples=2, seed=1, cflags=SANITIZE, qdq_rules="x86")
     assert report.ok, report.outputs
     assert any("x86 rules" in note for note in report.notes)
+    check_round_trip(model, tmp_path, qdq_rules="x86")
 
 
 @pytest.mark.parametrize("name", [c.name for c in QCDQ_CONFIGS])
@@ -153,6 +160,7 @@ def test_float_island_is_computed_as_ort_does_or_fused_on_request(tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     assert "float islands: 1 node(s)" in result.stdout
     assert "q8_conv_f32" in result.stdout
+    check_round_trip(model, tmp_path)
     gen = generate_sources(model, Options(integer_only=True))
     assert float_ops_inside(gen) == []
     report = codegen.verify(model, samples=4, integer_only=True, cflags=SANITIZE)
