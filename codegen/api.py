@@ -10,11 +10,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .boards import Board
 from .build import build_host, run_binary
-from .errors import InputDataError, OutputError, UnsupportedError
+from .errors import BudgetError, InputDataError, OutputError, UnsupportedError
+from .firmware import (
+    Budget,
+    build_firmware,
+    check_budget,
+    cross_toolchain_available,
+    format_budget,
+    measure_budget,
+)
 from .importer import ModelSource
 from .pipeline import Generated, Options, generate_sources
 from .project import check_output_dir, write_project
+from .qemu import InstructionCounts, run_firmware
+from .qemu import count_instructions as qemu_count
 from .verify import (
     VerifyReport,
     compare_outputs,
@@ -37,6 +48,37 @@ class GenerateResult:
     arena_bytes: int
     arena_lower_bound: int
     requant: str
+    board: Board
+    budget: Budget | None = None  # measured on a Cortex-M build; None on the host
+    budget_note: str = ""
+
+
+def io_bytes(gen: Generated) -> int:
+    return sum(t.nbytes for t in (*gen.program.inputs, *gen.program.outputs))
+
+
+def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
+    """Measure what the model costs on a Cortex-M board, and refuse it when it does not
+    fit (unless check is False). Without the cross compiler, the arena, I/O and weight
+    sizes are checked as lower bounds."""
+    board = gen.board
+    assert board.memory is not None
+    if not cross_toolchain_available():
+        ram = gen.plan.size + io_bytes(gen)
+        flash = sum(int(np.asarray(v).nbytes) for v in gen.program.constants.values())
+        if check and (ram > board.memory.ram_length or flash > board.memory.flash_length):
+            raise BudgetError(f"model '{gen.name}' does not fit board '{board.name}': needs at "
+                              f"least {ram} bytes of RAM (board has {board.memory.ram_length})"
+                              f" and {flash} bytes of flash (board has "
+                              f"{board.memory.flash_length}); pass --no-budget-check to "
+                              "generate it anyway")
+        return None, ("budget not measured (no arm-none-eabi-gcc): at least "
+                      f"{ram} bytes of RAM, {flash} bytes of flash")
+    build = build_firmware(gen.files, gen.name, board)
+    budget = measure_budget(build, gen.name, gen.plan.size, io_bytes(gen))
+    if check:
+        check_budget(budget, board, gen.name)
+    return budget, format_budget(budget, board)
 
 
 def _options(board: str, name: str | None, requant: str | None,
@@ -48,16 +90,18 @@ def _options(board: str, name: str | None, requant: str | None,
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
              requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-             force: bool = False, integer_only: bool = False,
-             qdq_rules: str = "auto") -> GenerateResult:
-    """Write the C project for `model` into `out` (atomically; never half-written)."""
+             force: bool = False, integer_only: bool = False, qdq_rules: str = "auto",
+             budget_check: bool = True) -> GenerateResult:
+    """Write the C project for `model` into `out` (atomically; never half-written). For a
+    Cortex-M board, measure its flash and RAM and refuse a model that does not fit."""
     out = Path(out)
     check_output_dir(out, force)  # fail before doing any work
     gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
                                            qdq_rules))
+    budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
-                          gen.plan.lower_bound, gen.program.requant)
+                          gen.plan.lower_bound, gen.program.requant, gen.board, budget, note)
 
 
 def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, Any]:
@@ -109,17 +153,47 @@ def convert(model: ModelSource, out: str | Path, *,
     return ConvertResult(out, recipes.qdq_rules, float_islands(recipes.graph))
 
 
-def _require_host(gen: Generated) -> None:
-    if gen.board.kind != "host":
-        raise UnsupportedError(f"board '{gen.board.name}': running on this board is not "
-                               "supported yet; use --board host")
-
-
 def run_generated(gen: Generated, samples: Samples,
                   cflags: Sequence[str] = ()) -> list[dict[str, NDArray[Any]]]:
-    _require_host(gen)
-    build = build_host(gen.files, gen.name, [*gen.board.cflags, *cflags])
-    return run_binary(build.binary, gen.program.inputs, gen.program.outputs, samples)
+    """Build and run the generated project: on the host, or in QEMU for a Cortex-M board
+    (where host-only flags such as the sanitizers do not apply)."""
+    if gen.board.is_cortex_m:
+        build = build_firmware(gen.files, gen.name, gen.board)
+        results, _ = run_firmware(build.elf, gen.board, gen.program.inputs,
+                                  gen.program.outputs, samples)
+        return results
+    host = build_host(gen.files, gen.name, [*gen.board.cflags, *cflags])
+    return run_binary(host.binary, gen.program.inputs, gen.program.outputs, samples)
+
+
+@dataclass(frozen=True)
+class CountReport:
+    counts: InstructionCounts
+    macs: int
+    layers: tuple[tuple[str, str, int], ...]  # (node, kernel, MACs) per kernel call
+    board: str
+
+
+def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, *,
+                       board: str, requant: str | None = None,
+                       input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+                       per_layer: bool = False, integer_only: bool = False,
+                       qdq_rules: str = "auto") -> CountReport:
+    """Instructions the model executes per inference on a Cortex-M board, in QEMU."""
+    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
+                                           qdq_rules))
+    if not gen.board.is_cortex_m:
+        raise UnsupportedError(f"board '{board}': instruction counts need a Cortex-M board "
+                               "(see `onnx2mcu boards`)")
+    names = [t.name for t in gen.program.inputs]
+    given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
+    data = [match_inputs(sample, names) for sample in given]
+    build = build_firmware(gen.files, gen.name, gen.board, layer_marks=per_layer)
+    calls = gen.program.calls
+    _, counts = qemu_count(build.elf, gen.board, gen.program.inputs, gen.program.outputs,
+                           data, len(calls) if per_layer else None)
+    return CountReport(counts, sum(c.macs for c in calls),
+                       tuple((c.node, c.function, c.macs) for c in calls), gen.board.name)
 
 
 def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -48,7 +48,7 @@ def host_compiler() -> str:
 
 
 @lru_cache(maxsize=8)
-def _compiler_identity(cc: str) -> str:
+def compiler_identity(cc: str) -> str:
     try:
         result = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60,
                                 check=False)
@@ -63,44 +63,60 @@ class HostBuild:
     cached: bool  # True when the binary came from the cache without compiling
 
 
-def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()) -> HostBuild:
-    """Compile the project's harness (NAME_main.c, NAME.c, runtime/*.c), cached."""
-    cc = host_compiler()
-    flags = [*STRICT_CFLAGS, *cflags]
+def cache_key(identity: str, flags: Sequence[str], files: Mapping[str, bytes]) -> str:
     digest = hashlib.sha256()
-    digest.update(_compiler_identity(cc).encode())
+    digest.update(identity.encode())
     digest.update("\0".join(flags).encode())
     for rel in sorted(files):
         digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
-    key = digest.hexdigest()[:32]
-    entry = cache_root() / key
-    binary = entry / "build" / f"{name}_main"
-    if binary.is_file():
-        return HostBuild(binary, cached=True)
+    return digest.hexdigest()[:32]
 
+
+def cached_build(key: str, files: Mapping[str, bytes], product: str,
+                 build: Callable[[Path], None]) -> tuple[Path, bool]:
+    """The cache entry `key` holding `product` (a path inside it), built by `build` in a
+    staging folder that already holds `files` when it is not cached. Returns the entry
+    and whether it came from the cache."""
+    entry = cache_root() / key
+    if (entry / product).exists():
+        return entry, True
     cache_root().mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=cache_root()))
     try:
         write_files(staging, files)
-        sources = [f"{name}_main.c", f"{name}.c",
-                   *sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))]
-        (staging / "build").mkdir()
-        command = [cc, *flags, "-I.", "-Iruntime", "-o", f"build/{name}_main", *sources, "-lm"]
-        result = subprocess.run(command, cwd=staging, capture_output=True, text=True,
-                                timeout=RUN_TIMEOUT_S, check=False)
-        if result.returncode != 0:
-            raise ToolchainError(f"the C compiler failed on the generated code:\n"
-                                 f"{' '.join(command)}\n{result.stderr.strip()}")
+        (staging / "build").mkdir(exist_ok=True)
+        build(staging)
         try:
             os.rename(staging, entry)
         except OSError:
-            if not binary.is_file():  # another process may have won the race
+            if not (entry / product).exists():  # another process may have won the race
                 raise
             shutil.rmtree(staging, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return HostBuild(binary, cached=False)
+    return entry, False
+
+
+def compile_in(folder: Path, command: Sequence[str], what: str) -> None:
+    result = subprocess.run(list(command), cwd=folder, capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT_S, check=False)
+    if result.returncode != 0:
+        raise ToolchainError(f"{what} failed on the generated code:\n"
+                             f"{' '.join(command)}\n{result.stderr.strip()}")
+
+
+def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()) -> HostBuild:
+    """Compile the project's harness (NAME_main.c, NAME.c, runtime/*.c), cached."""
+    cc = host_compiler()
+    flags = [*STRICT_CFLAGS, *cflags]
+    sources = [f"{name}_main.c", f"{name}.c",
+               *sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))]
+    command = [cc, *flags, "-I.", "-Iruntime", "-o", f"build/{name}_main", *sources, "-lm"]
+    entry, cached = cached_build(cache_key(compiler_identity(cc), flags, files), files,
+                                 f"build/{name}_main",
+                                 lambda folder: compile_in(folder, command, "the C compiler"))
+    return HostBuild(entry / "build" / f"{name}_main", cached)
 
 
 # ---------------------------------------------------------------- raw I/O

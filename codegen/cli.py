@@ -68,11 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-o", "--output", required=True, help="output folder")
     g.add_argument("--name", help="C name of the model (default: from the file name)")
     g.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    g.add_argument("--no-budget-check", action="store_true",
+                   help="generate even when the model does not fit the board's RAM or flash")
 
     r = sub.add_parser("run", help="generate, compile and run on given inputs")
     _common(r)
     r.add_argument("--inputs", required=True, help=".npz with one array per model input")
-    r.add_argument("--output", required=True, help=".npz to write, keyed by output name")
+    r.add_argument("--output", help=".npz to write, keyed by output name")
+    r.add_argument("--count-instructions", action="store_true",
+                   help="Cortex-M boards: report the instructions one inference executes "
+                        "in QEMU (deterministic)")
+    r.add_argument("--per-layer", action="store_true",
+                   help="with --count-instructions: also per layer")
 
     v = sub.add_parser("verify", help="compare the generated C with ONNX Runtime bit for bit")
     _common(v)
@@ -177,19 +184,51 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     result = api.generate(args.model, args.output, name=args.name, force=args.force,
-                          **_options(args))
+                          budget_check=not args.no_budget_check, **_options(args))
     print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
           f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
-    print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
+    if result.board.is_cortex_m:
+        print(f"board {result.board.name}: {result.budget_note}")
+        print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}.elf; "
+              f"run in QEMU: make -C {result.out} run (input.bin -> output.bin)")
+    else:
+        print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.per_layer and not args.count_instructions:
+        raise InputDataError("--per-layer goes with --count-instructions (for verify, use "
+                             "verify --per-layer)")
+    if args.count_instructions:
+        report = api.count_instructions(args.model, _load_npz(args.inputs),
+                                        per_layer=args.per_layer, **_options(args))
+        print_counts(report)
+        return 0
+    if not args.output:
+        raise InputDataError("run needs --output (or --count-instructions)")
     outputs = api.run(args.model, _load_npz(args.inputs), **_options(args))
     out = Path(args.output)
     np.savez(out, **outputs)  # type: ignore[arg-type]
     print(f"wrote {out} ({', '.join(outputs)})")
     return 0
+
+
+def print_counts(report: api.CountReport) -> None:
+    counts = report.counts
+    first = counts.per_sample[0]
+    per_mac = f", {first / report.macs:.2f} per MAC" if report.macs else ""
+    print(f"board {report.board}: {first} instructions per inference{per_mac} "
+          f"({report.macs} MACs)")
+    if len(set(counts.per_sample)) > 1:
+        print(f"per sample: {' '.join(str(c) for c in counts.per_sample)}")
+    if counts.per_layer is None:
+        return
+    print(f"{'layer':<40} {'kernel':<26} {'instructions':>12} {'MACs':>10} {'per MAC':>8}")
+    for (node, kernel, macs), count in zip(report.layers, counts.per_layer, strict=True):
+        ratio = f"{count / macs:.2f}" if macs else "-"
+        print(f"{node[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}")
+    print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

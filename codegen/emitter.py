@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from .boards import Board
+from .boards import Board, MemoryMap
 from .ir import Tensor, c_type
 from .planner import ArenaPlan
 from .program import (
@@ -262,16 +262,56 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
     files: dict[str, str] = {
         f"{name}.h": env.get_template("model.h.j2").render(context),
         f"{name}.c": env.get_template("model.c.j2").render(context),
-        f"{name}_main.c": env.get_template("main_host.c.j2").render(context),
-        "Makefile": env.get_template("Makefile.j2").render(context),
-        "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(context),
         f"{name}.json": _manifest(program, plan, board, weight_bytes),
     }
+    if board.is_cortex_m:
+        files.update(_firmware_files(env, context, board))
+    else:
+        files.update({
+            f"{name}_main.c": env.get_template("main.c.j2").render(context, firmware=False),
+            "Makefile": env.get_template("Makefile.j2").render(context),
+            "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(context),
+        })
     out = {path: text.encode("utf-8") for path, text in files.items()}
     runtime = runtime_dir()
     for src in (*RUNTIME_HEADERS, *sources):
         out[f"runtime/{src}"] = (runtime / src).read_bytes()
     return out
+
+
+def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
+                    board: Board) -> dict[str, str]:
+    """The firmware around the model for a Cortex-M board: startup code, linker scripts
+    for the part and for QEMU, the semihosting harness, the size build, Make and CMake."""
+    assert board.memory is not None and board.qemu_memory is not None
+    name = context["name"]
+    arch = [f for f in board.cflags if f.startswith("-m")]
+    firmware = {**context, "cpu": board.cpu, "fpu": board.fpu,
+                "qemu_machine": board.qemu_machine, "arch_flags": " ".join(arch),
+                "opt_flags": " ".join(f for f in board.cflags if f not in arch)}
+
+    def linker_script(memory: MemoryMap, ld_name: str, what: str) -> str:
+        return env.get_template("link.ld.j2").render(
+            firmware, ld_name=ld_name, ld_what=what, flash_origin=memory.flash_origin,
+            flash_length=memory.flash_length, ram_origin=memory.ram_origin,
+            ram_length=memory.ram_length,
+            stack_reserve=min(HARNESS_STACK_BYTES, memory.ram_length // 8))
+
+    return {
+        f"{name}_main.c": env.get_template("main.c.j2").render(firmware, firmware=True),
+        f"{name}_size.c": env.get_template("size_main.c.j2").render(firmware),
+        "startup.c": env.get_template("startup.c.j2").render(firmware),
+        f"{name}.ld": linker_script(board.memory, f"{name}.ld", f"board '{board.name}'"),
+        f"{name}_qemu.ld": linker_script(board.qemu_memory, f"{name}_qemu.ld",
+                                         f"QEMU's '{board.qemu_machine}' machine"),
+        "Makefile": env.get_template("Makefile_cortex_m.j2").render(firmware),
+        "CMakeLists.txt": env.get_template("CMakeLists_cortex_m.txt.j2").render(firmware),
+        "arm-none-eabi.cmake": env.get_template("arm-none-eabi.cmake.j2").render(firmware),
+    }
+
+
+# Stack room the linker scripts keep free for the test harness (newlib's stdio included).
+HARNESS_STACK_BYTES = 8192
 
 
 def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int) -> str:

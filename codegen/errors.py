@@ -34,3 +34,7 @@ class ToolchainError(Onnx2McuError):
 
 class InputDataError(Onnx2McuError):
     """Input data given to run/verify does not match the model."""
+
+
+class BudgetError(Onnx2McuError):
+    """The model does not fit the board's RAM or flash."""

@@ -22,6 +22,18 @@ extern "C" {
 #define Q8_RESTRICT restrict
 #endif
 
+/*
+ * Per-layer instruction counting (onnx2mcu run --count-instructions --per-layer) builds
+ * the model with Q8_LAYER_MARKS: every layer then starts with a call to the harness's
+ * q8_layer_mark(). Otherwise the marks compile to nothing.
+ */
+#ifdef Q8_LAYER_MARKS
+void q8_layer_mark(void);
+#define Q8_LAYER_MARK() q8_layer_mark()
+#else
+#define Q8_LAYER_MARK() ((void)0)
+#endif
+
 /* Shape of a 4-D NCHW tensor. 1-D convolutions use h = 1. */
 typedef struct {
     int32_t n;
