@@ -34,7 +34,8 @@ from .resources import runtime_dir, templates_dir
 from .version import __version__
 
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
-RUNTIME_HEADERS = ("q8_arith.h", "q8_float.h", "q8_index.h", "q8_runtime.h", "q8_window.h")
+RUNTIME_HEADERS = ("q8_arith.h", "q8_float.h", "q8_index.h", "q8_runtime.h", "q8_softfloat.h",
+                   "q8_window.h")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
 C_KEYWORDS = frozenset((
     "auto break case char const continue default do double else enum extern float for goto "

@@ -9,6 +9,7 @@
 #include "q8_arith.h"
 #include "q8_index.h"
 #include "q8_runtime.h"
+#include "q8_softfloat.h"
 
 Q8_INLINE int32_t load8(const uint8_t *p, size_t i, int is_signed)
 {
@@ -28,6 +29,24 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
         const float t = p->b_first ? fmaf(bv, p->ratio_b, fmaf(av, p->ratio_a, p->fixed))
                                    : fmaf(av, p->ratio_a, fmaf(bv, p->ratio_b, p->fixed));
         y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
+        q8_next_index(&p->shape, index, &a_at, &b_at);
+    }
+}
+
+Q8_INLINE void qadd_int(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
+                        uint8_t *y, int is_signed)
+{
+    const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
+    int32_t index[Q8_MAX_RANK];
+    size_t a_at = 0, b_at = 0, i;
+    const size_t total = q8_start_index(&p->shape, index);
+    for (i = 0; i < total; i++) {
+        const int32_t outer = p->b_first ? load8(b, b_at, is_signed) : load8(a, a_at, is_signed);
+        const uint8_t inner_byte = p->b_first ? a[a_at] : b[b_at];
+        const q8_sf inner = q8_sf_from_bits(p->inner_table[inner_byte]);
+        const q8_sf t = q8_sf_round_sum((int64_t)outer * p->outer_mult, p->outer_exp,
+                                        inner.m, inner.e);
+        y[i] = (uint8_t)q8_sf_round_saturate(t, qmin, qmax);
         q8_next_index(&p->shape, index, &a_at, &b_at);
     }
 }
@@ -57,6 +76,47 @@ void q8_qadd_u8(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b
 void q8_qadd_s8(const q8_qadd_params *params, const int8_t *a, const int8_t *b, int8_t *y)
 {
     qadd(params, (const uint8_t *)a, (const uint8_t *)b, (uint8_t *)y, 1);
+}
+
+Q8_INLINE void qmul_int(const q8_qmul_params *p, const uint8_t *a, const uint8_t *b,
+                        uint8_t *y, int is_signed)
+{
+    const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
+    int32_t index[Q8_MAX_RANK];
+    size_t a_at = 0, b_at = 0, i;
+    const size_t total = q8_start_index(&p->shape, index);
+    for (i = 0; i < total; i++) {
+        const int32_t product = (load8(a, a_at, is_signed) - p->a_zero_point) *
+                                (load8(b, b_at, is_signed) - p->b_zero_point);
+        /* |product| <= 2^16: exact as a float; two roundings, as the float kernel */
+        const q8_sf scaled = q8_sf_round_sum((int64_t)product * p->scale_mult, p->scale_exp,
+                                             0, 0);
+        const q8_sf t = q8_sf_round_sum(scaled.m, scaled.e, p->y_zero_point, 0);
+        y[i] = (uint8_t)q8_sf_round_saturate(t, qmin, qmax);
+        q8_next_index(&p->shape, index, &a_at, &b_at);
+    }
+}
+
+void q8_qmul_u8_ireq(const q8_qmul_params *params, const uint8_t *a, const uint8_t *b,
+                     uint8_t *y)
+{
+    qmul_int(params, a, b, y, 0);
+}
+
+void q8_qmul_s8_ireq(const q8_qmul_params *params, const int8_t *a, const int8_t *b, int8_t *y)
+{
+    qmul_int(params, (const uint8_t *)a, (const uint8_t *)b, (uint8_t *)y, 1);
+}
+
+void q8_qadd_u8_ireq(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b,
+                     uint8_t *y)
+{
+    qadd_int(params, a, b, y, 0);
+}
+
+void q8_qadd_s8_ireq(const q8_qadd_params *params, const int8_t *a, const int8_t *b, int8_t *y)
+{
+    qadd_int(params, (const uint8_t *)a, (const uint8_t *)b, (uint8_t *)y, 1);
 }
 
 void q8_qmul_u8(const q8_qmul_params *params, const uint8_t *a, const uint8_t *b, uint8_t *y)

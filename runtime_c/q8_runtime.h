@@ -266,6 +266,10 @@ typedef struct {
  *   t = fmaf(a, ratio_a, fmaf(b, ratio_b, fixed))          (b_first = 0)
  *   t = fmaf(b, ratio_b, fmaf(a, ratio_a, fixed))          (b_first = 1: ORT's scalar-A path)
  * on the raw 8-bit values, then rounded half to even and saturated.
+ * The _ireq kernels compute the same without floats: the inner fmaf of every byte value
+ * is a table of float32 bits (inner_table, indexed by the raw byte of b, or of a when
+ * b_first), and the outer one rounds outer * (outer_mult * 2^outer_exp) + inner once,
+ * with integers.
  */
 typedef struct {
     q8_broadcast shape;
@@ -273,15 +277,23 @@ typedef struct {
     float ratio_a;
     float ratio_b;
     float fixed;
+    const uint32_t *inner_table;
+    int32_t outer_mult;
+    int32_t outer_exp;
 } q8_qadd_params;
 
 void q8_qadd_u8(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b,
                 uint8_t *y);
 void q8_qadd_s8(const q8_qadd_params *params, const int8_t *a, const int8_t *b, int8_t *y);
+void q8_qadd_u8_ireq(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b,
+                     uint8_t *y);
+void q8_qadd_s8_ireq(const q8_qadd_params *params, const int8_t *a, const int8_t *b,
+                     int8_t *y);
 
 /*
  * com.microsoft QLinearMul: t = f32(f32((float)((a - a_zp) * (b - b_zp)) * scale) + y_zp),
- * rounded half to even and saturated (two roundings, never fused).
+ * rounded half to even and saturated (two roundings, never fused). The _ireq kernels do
+ * both roundings with integers, from scale = scale_mult * 2^scale_exp.
  */
 typedef struct {
     q8_broadcast shape;
@@ -289,11 +301,17 @@ typedef struct {
     int32_t b_zero_point;
     float scale;
     int32_t y_zero_point;
+    int32_t scale_mult;
+    int32_t scale_exp;
 } q8_qmul_params;
 
 void q8_qmul_u8(const q8_qmul_params *params, const uint8_t *a, const uint8_t *b,
                 uint8_t *y);
 void q8_qmul_s8(const q8_qmul_params *params, const int8_t *a, const int8_t *b, int8_t *y);
+void q8_qmul_u8_ireq(const q8_qmul_params *params, const uint8_t *a, const uint8_t *b,
+                     uint8_t *y);
+void q8_qmul_s8_ireq(const q8_qmul_params *params, const int8_t *a, const int8_t *b,
+                     int8_t *y);
 
 /* A 256-entry lookup table over raw bytes (int8 by bit pattern): QLinearSigmoid,
    QLinearLeakyRelu, and requantization y = Q(DQ(x)). The tables are computed at
@@ -339,6 +357,7 @@ typedef struct {
     int32_t inner;
     const float *table;
     double multiplier;
+    int32_t multiplier_int; /* the same, an integer below 2^29, for the _ireq kernels */
     int32_t y_zero_point;
 } q8_qsoftmax_params;
 
@@ -346,6 +365,12 @@ void q8_qsoftmax_u8(const q8_qsoftmax_params *params, const uint8_t *Q8_RESTRICT
                     uint8_t *Q8_RESTRICT output);
 void q8_qsoftmax_s8(const q8_qsoftmax_params *params, const int8_t *Q8_RESTRICT input,
                     int8_t *Q8_RESTRICT output);
+/* The same with integers only: the float32 row sum and the double-precision scaling and
+   rounding are reproduced exactly (q8_softfloat.h). */
+void q8_qsoftmax_u8_ireq(const q8_qsoftmax_params *params, const uint8_t *Q8_RESTRICT input,
+                         uint8_t *Q8_RESTRICT output);
+void q8_qsoftmax_s8_ireq(const q8_qsoftmax_params *params, const int8_t *Q8_RESTRICT input,
+                         int8_t *Q8_RESTRICT output);
 
 /* Elementwise clamp of integer values (Relu and Clip on int8/uint8 tensors). */
 typedef struct {

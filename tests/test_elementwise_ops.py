@@ -63,9 +63,10 @@ def binary_model(op: str, seed: int) -> Any:
 
 @pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
 @pytest.mark.parametrize("seed", range(3))
-def test_binary_ops(op: str, seed: int) -> None:
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_binary_ops(op: str, seed: int, requant: str) -> None:
     model = binary_model(op, seed)
-    report = codegen.verify(model, samples=3, seed=seed, cflags=SANITIZE)
+    report = codegen.verify(model, samples=3, seed=seed, cflags=SANITIZE, requant=requant)
     assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs) if o.mismatches]
 
 
@@ -125,7 +126,8 @@ def test_qlinear_concat_and_concat() -> None:
 
 
 @pytest.mark.parametrize("opset_attr", [12, 13])
-def test_qlinear_softmax(opset_attr: int) -> None:
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_qlinear_softmax(opset_attr: int, requant: str) -> None:
     rng = np.random.default_rng(opset_attr)
     nodes, inputs, inits, outputs = [], {}, {}, {}
     shapes = [(1, 10), (3, 7), (2, 3, 5), (2, 4, 3, 3), (1, 1000), (4,)]
@@ -143,5 +145,5 @@ def test_qlinear_softmax(opset_attr: int) -> None:
         inputs[f"{p}x"] = (dtype, list(shape))
         outputs[f"{p}y"] = dtype
     model = graph_model(nodes, inputs, outputs, inits, opset=13, ms_domain=True)
-    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    report = codegen.verify(model, samples=3, cflags=SANITIZE, requant=requant)
     assert report.ok, [o for o in report.outputs if o.mismatches]

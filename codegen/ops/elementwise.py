@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 from ..errors import ModelError, UnsupportedError
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import fma32
-from ..program import Alias, CFloat, CInts, CStruct, KernelCall
+from ..program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
+from ..requant import float32_mult_exp
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
@@ -132,12 +133,33 @@ def lower_qadd(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     b_first = ort_input0_is_scalar(a.shape, b.shape)
     ra, rb, fixed = qadd_constants(sa, za, sb, zb, sc, zc, b_first)
+    integer = options.requant == "int"
+    arrays: tuple[CArray, ...] = ()
+    outer_mult = outer_exp = 0
+    if integer:
+        # The inner fused multiply-add of each byte value, as float32 bits; the outer one
+        # is rounded with integers at run time.
+        inner = qadd_inner_table(rb if not b_first else ra, fixed, a.dtype)
+        arrays = (CArray("inner_table", "uint32_t", inner),)
+        mult, exp = float32_mult_exp(np.array([ra if not b_first else rb], F32))
+        outer_mult, outer_exp = int(mult[0]), int(exp[0])
     params = CStruct("q8_qadd_params", (
         ("shape", broadcast_struct(y.shape, a.shape, b.shape)), ("b_first", int(b_first)),
         ("ratio_a", CFloat(float(ra))), ("ratio_b", CFloat(float(rb))),
-        ("fixed", CFloat(float(fixed)))))
-    return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}", node.name, (a.name, b.name),
-                       (y.name,), params, (), SOURCES)]
+        ("fixed", CFloat(float(fixed))),
+        ("inner_table", CRef("inner_table") if integer else None),
+        ("outer_mult", outer_mult), ("outer_exp", outer_exp)))
+    suffix = "_ireq" if integer else ""
+    return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
+                       (y.name,), params, arrays, SOURCES)]
+
+
+def qadd_inner_table(ratio: np.float32, fixed: np.float32, dtype: str) -> NDArray[Any]:
+    """fmaf(x, ratio, fixed) for the 256 raw bytes x (int8 by bit pattern), as bits."""
+    raw = np.arange(256, dtype=np.int64)
+    values = raw.astype(np.uint8).view(np.int8).astype(np.int64) if dtype == "int8" else raw
+    table = np.array([fma32(F32(v), ratio, fixed) for v in values], dtype=F32)
+    return table.view(np.uint32)
 
 
 def lower_qmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
@@ -146,11 +168,13 @@ def lower_qmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     y = graph.tensors[node.outputs[0]]
     sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     scale = F32(F32(F32(sa) * F32(sb)) / F32(sc))
+    mult, exp = float32_mult_exp(np.array([scale], F32))
     params = CStruct("q8_qmul_params", (
         ("shape", broadcast_struct(y.shape, a.shape, b.shape)),
         ("a_zero_point", za), ("b_zero_point", zb), ("scale", CFloat(float(scale))),
-        ("y_zero_point", zc)))
-    return [KernelCall(f"q8_qmul_{kernel_suffix(a.dtype)}", node.name, (a.name, b.name),
+        ("y_zero_point", zc), ("scale_mult", int(mult[0])), ("scale_exp", int(exp[0]))))
+    suffix = "_ireq" if options.requant == "int" else ""
+    return [KernelCall(f"q8_qmul_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
                        (y.name,), params, (), SOURCES, y.numel)]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError
+from ..errors import ModelError, UnsupportedError
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import softmax_exp_table, softmax_output_multiplier
 from ..program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
@@ -76,11 +76,24 @@ def lower_softmax(node: Node, graph: Graph, options: LoweringOptions) -> Sequenc
     outer, length, inner = softmax_layout(node, x.shape)
     x_scale, y_scale, y_zp = softmax_quant(node, graph, x.dtype)
     table = softmax_exp_table(x_scale, length, x.dtype)
+    multiplier = softmax_output_multiplier(y_scale)
+    integer = options.requant == "int"
+    if integer and not multiplier < INTEGER_MULTIPLIER_LIMIT:
+        raise UnsupportedError(f"{node.describe()}: y_scale {y_scale:g} is too small for the "
+                               "integer-only softmax (1/y_scale must stay below 2^29); use "
+                               "--requant float")
     params = CStruct("q8_qsoftmax_params", (
         ("outer", outer), ("length", length), ("inner", inner), ("table", CRef("table")),
-        ("multiplier", CDouble(softmax_output_multiplier(y_scale))), ("y_zero_point", y_zp)))
-    return [KernelCall(f"q8_qsoftmax_{kernel_suffix(x.dtype)}", node.name, (x.name,),
+        ("multiplier", CDouble(multiplier)),
+        ("multiplier_int", int(multiplier) if integer else 0), ("y_zero_point", y_zp)))
+    suffix = "_ireq" if integer else ""
+    return [KernelCall(f"q8_qsoftmax_{kernel_suffix(x.dtype)}{suffix}", node.name, (x.name,),
                        (y.name,), params, (CArray("table", "float", table),), SOURCES)]
+
+
+# The integer kernel multiplies a 24-bit significand by the multiplier in 64 bits and
+# needs the product exact in double precision, as ORT's is.
+INTEGER_MULTIPLIER_LIMIT = 2**29
 
 
 register(OpDef("QLinearSoftmax", "com.microsoft", infer_softmax, lower_softmax,
