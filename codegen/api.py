@@ -74,7 +74,7 @@ def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
                               "generate it anyway")
         return None, ("budget not measured (no arm-none-eabi-gcc): at least "
                       f"{ram} bytes of RAM, {flash} bytes of flash")
-    build = build_firmware(gen.files, gen.name, board)
+    build = build_firmware(gen.files, gen.name, board, harness=False)
     budget = measure_budget(build, gen.name, gen.plan.size, io_bytes(gen))
     if check:
         check_budget(budget, board, gen.name)
@@ -158,7 +158,7 @@ def run_generated(gen: Generated, samples: Samples,
     """Build and run the generated project: on the host, or in QEMU for a Cortex-M board
     (where host-only flags such as the sanitizers do not apply)."""
     if gen.board.is_cortex_m:
-        build = build_firmware(gen.files, gen.name, gen.board)
+        build = build_firmware(gen.files, gen.name, gen.board, size=False)
         results, _ = run_firmware(build.elf, gen.board, gen.program.inputs,
                                   gen.program.outputs, samples)
         return results

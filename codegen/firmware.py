@@ -67,8 +67,11 @@ class FirmwareBuild:
 
 
 def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
-                   layer_marks: bool = False, cflags: Sequence[str] = ()) -> FirmwareBuild:
-    """Cross-compile the generated project (cached)."""
+                   layer_marks: bool = False, cflags: Sequence[str] = (),
+                   harness: bool = True, size: bool = True) -> FirmwareBuild:
+    """Cross-compile the generated project (cached): the QEMU harness and/or the size
+    build. A counting build (layer marks) has no size build."""
+    size = size and not layer_marks
     gcc = cross_tool("gcc")
     arch, opt = split_flags(board)
     compile_flags = [*arch, *STRICT_CFLAGS, "-ffunction-sections", "-fdata-sections", *opt,
@@ -87,13 +90,15 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
 
     def build(folder: Path) -> None:
         objects = [compile_c(folder, src, src.removesuffix(".c")) for src in model]
-        harness = [compile_c(folder, f"{name}_main.c", f"{name}_main"),
-                   compile_c(folder, "startup.c", "startup")]
-        compile_in(folder, [gcc, *link_flags, "--specs=nano.specs", "--specs=rdimon.specs",
-                            "-T", f"{name}_qemu.ld", "-o", f"build/{name}_qemu.elf",
-                            *harness, *objects, "-lm"], "linking the QEMU firmware")
-        if layer_marks:
-            return  # a counting build: the model's objects call the harness's marker
+        if harness:
+            main = [compile_c(folder, f"{name}_main.c", f"{name}_main"),
+                    compile_c(folder, "startup.c", "startup")]
+            compile_in(folder, [gcc, *link_flags, "--specs=nano.specs",
+                                "--specs=rdimon.specs", "-T", f"{name}_qemu.ld", "-o",
+                                f"build/{name}_qemu.elf", *main, *objects, "-lm"],
+                       "linking the QEMU firmware")
+        if not size:
+            return
         bare = ["-DQ8_NO_SEMIHOSTING"]
         sizing = [compile_c(folder, f"{name}_size.c", f"{name}_size", bare),
                   compile_c(folder, "startup.c", "startup_bare", bare)]
@@ -106,8 +111,9 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
                             "-o", f"build/{name}_size.elf", *sizing, *objects, "-lm"],
                    "linking the size build")
 
-    key = cache_key(_identity(gcc), [*compile_flags, *link_flags], files)
-    product = f"build/{name}_qemu.elf" if layer_marks else f"build/{name}_size.elf"
+    key = cache_key(_identity(gcc) + f"harness={harness} size={size}",
+                    [*compile_flags, *link_flags], files)
+    product = f"build/{name}_size.elf" if size else f"build/{name}_qemu.elf"
     folder, cached = cached_build(key, files, product, build)
     return FirmwareBuild(folder, folder / "build" / f"{name}_qemu.elf",
                          folder / "build" / f"{name}_size.elf", cached)
@@ -226,3 +232,51 @@ def format_budget(budget: Budget, board: Board) -> str:
             f"{budget.arena_bytes}, inputs/outputs {budget.io_bytes}, stack "
             f"{budget.stack_bytes}, other "
             f"{budget.static_ram_bytes - budget.arena_bytes - budget.io_bytes})")
+
+
+# ---------------------------------------------------------------- soft float
+
+# libgcc's and newlib's float routines: what a core without an FPU runs for float code.
+SOFT_FLOAT_ROUTINE = re.compile(
+    r"^(__aeabi_(f|d|[iu]l?2[fd]|l2[fd]|[fd]2)|__(add|sub|mul|div|neg|cmp|eq|ne|lt|le|gt|ge|"
+    r"unord|extend|trunc|fix|float)\w*[sd]f\d?$|fmaf?$|ldexpf?$|scalbnf?$|rintf?$|floorf?$|"
+    r"expf?$|logf?$)")
+_FUNCTION = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+_CALL = re.compile(r"\s(?:bl|blx|b|b\.w|b\.n)\s+[0-9a-f]+ <([^>+]+)(?:\+0x[0-9a-f]+)?>")
+
+
+def disassembly_calls(elf: Path) -> dict[str, set[str]]:
+    """Who calls (or tail-calls) whom in the image, from arm-none-eabi-objdump -d."""
+    result = subprocess.run([cross_tool("objdump"), "-d", "--no-show-raw-insn", str(elf)],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    if result.returncode != 0:
+        raise ToolchainError(f"{CROSS_PREFIX}objdump failed: {result.stderr.strip()}")
+    calls: dict[str, set[str]] = {}
+    current = ""
+    for line in result.stdout.splitlines():
+        header = _FUNCTION.match(line)
+        if header:
+            current = header.group(1)
+            calls.setdefault(current, set())
+            continue
+        call = _CALL.search(line)
+        if call and current and call.group(1) != current:
+            calls[current].add(call.group(1))
+    return calls
+
+
+def soft_float_routines(elf: Path, functions: Sequence[str]) -> dict[str, list[str]]:
+    """For each function, the soft-float routines it reaches through its calls, read
+    from the disassembly of the linked image (empty lists: integer only)."""
+    calls = disassembly_calls(elf)
+    found: dict[str, list[str]] = {}
+    for root in functions:
+        seen: set[str] = set()
+        todo = [root]
+        while todo:
+            for callee in calls.get(todo.pop(), ()):
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        found[root] = sorted(f for f in seen if SOFT_FLOAT_ROUTINE.match(f))
+    return found

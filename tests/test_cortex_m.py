@@ -1,0 +1,114 @@
+"""Cortex-M: the MLPerf Tiny models built with arm-none-eabi-gcc for each core, run in
+QEMU and compared bit for bit with ORT; integer-only code on cores without an FPU; the
+flash/RAM budget; deterministic instruction counts; the generated firmware project.
+
+Needs arm-none-eabi-gcc, newlib and qemu-system-arm (`make test` installs them); without
+them these tests are skipped, loudly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from zoo import quantized_model
+
+import codegen
+from codegen.api import count_instructions
+from codegen.errors import BudgetError
+from codegen.firmware import build_firmware, cross_toolchain_available, soft_float_routines
+from codegen.pipeline import Options, generate_sources
+from codegen.qemu import qemu_available
+from codegen.verify import random_inputs
+
+if not (cross_toolchain_available() and qemu_available()):
+    print("\n*** tests/test_cortex_m.py SKIPPED: arm-none-eabi-gcc or qemu-system-arm is "
+          "missing (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi "
+          "qemu-system-arm) ***\n", file=sys.stderr)
+    pytest.skip("no Cortex-M toolchain or QEMU", allow_module_level=True)
+
+CORES = ["cortex-m0plus", "cortex-m3", "cortex-m4f", "cortex-m7", "cortex-m33"]
+MODELS = ["dscnn", "resnet8", "ad_autoencoder", "mobilenet_v1_025"]
+# Boundary conversions (float input and output) may use float; nothing else may.
+BOUNDARY = ("q8_quantize_linear", "q8_dequantize_linear")
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("board", CORES)
+def test_mlperf_tiny_models_are_bit_exact_in_qemu(board: str, model: str) -> None:
+    variant = ("u8-pc", "i8-pc")[(CORES.index(board) + MODELS.index(model)) % 2]
+    report = codegen.verify(quantized_model(model, variant), board=board, samples=2)
+    assert report.ok, report.outputs
+    assert report.board == board
+    assert report.requant == ("int" if board in ("cortex-m0plus", "cortex-m3") else "float")
+
+
+@pytest.mark.parametrize("board", ["cortex-m0plus", "cortex-m3"])
+@pytest.mark.parametrize("model", MODELS)
+def test_cores_without_fpu_run_integer_kernels(board: str, model: str) -> None:
+    """The disassembly of the linked image: no kernel inside the network reaches a
+    soft-float routine; only the float input/output conversions do."""
+    gen = generate_sources(quantized_model(model, "i8-pc"), Options(board=board))
+    build = build_firmware(gen.files, gen.name, gen.board)
+    kernels = sorted({c.function for c in gen.program.calls})
+    routines = soft_float_routines(build.elf, kernels)
+    inside = {k: v for k, v in routines.items() if v and not k.startswith(BOUNDARY)}
+    assert inside == {}
+    assert any(routines[k] for k in kernels if k.startswith(BOUNDARY))  # the check sees them
+
+
+def test_budget_refuses_a_model_too_big_for_the_board(tmp_path: Path) -> None:
+    model = quantized_model("mobilenet_v1_025", "i8-pc")
+    with pytest.raises(BudgetError) as info:
+        codegen.generate(model, tmp_path / "out", board="microbit")
+    message = str(info.value)
+    assert "does not fit board 'microbit'" in message and "RAM" in message
+    assert "board has 16.0 KB" in message and "--no-budget-check" in message
+    assert not (tmp_path / "out").exists()
+    onnx.save(model, tmp_path / "m.onnx")
+    cli = [sys.executable, "-m", "codegen.cli", "generate", str(tmp_path / "m.onnx"), "-o",
+           str(tmp_path / "out"), "--board", "microbit"]
+    result = subprocess.run(cli, capture_output=True, text=True)
+    assert result.returncode == 2 and "needs" in result.stderr and "Traceback" not in result.stderr
+    result = subprocess.run([*cli, "--no-budget-check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    fits = codegen.generate(model, tmp_path / "fits", board="nucleo-l4r5zi")
+    assert fits.budget is not None and fits.budget.ram_bytes <= 640 * 1024
+    assert fits.budget.arena_bytes == fits.arena_bytes and fits.budget.stack_bytes > 0
+
+
+def test_instruction_counts_are_deterministic_and_add_up() -> None:
+    model = quantized_model("dscnn", "i8-pc")
+    gen = generate_sources(model, Options(board="cortex-m4f"))
+    data = random_inputs(gen.program.inputs, 2, seed=3)
+    first = count_instructions(model, data, board="cortex-m4f")
+    again = count_instructions(model, data, board="cortex-m4f")
+    assert first.counts.per_sample == again.counts.per_sample
+    assert first.counts.per_sample[0] > first.macs  # at least one instruction per MAC
+    layers = count_instructions(model, data[:1], board="cortex-m4f", per_layer=True)
+    assert layers.counts.per_layer is not None
+    assert len(layers.counts.per_layer) == len(gen.program.calls)
+    assert sum(layers.counts.per_layer) + layers.counts.overhead == first.counts.per_sample[0]
+
+
+def test_the_firmware_project_builds_and_runs_with_its_makefile(tmp_path: Path) -> None:
+    model = quantized_model("ad_autoencoder", "u8-pt")
+    out = tmp_path / "fw"
+    result = codegen.generate(model, out, board="cortex-m4f")
+    for file in ("startup.c", f"{result.name}.ld", f"{result.name}_qemu.ld", "Makefile",
+                 "CMakeLists.txt", f"{result.name}_main.c"):
+        assert (out / file).is_file(), file
+    gen = generate_sources(model, Options(board="cortex-m4f"))
+    data = random_inputs(gen.program.inputs, 2, seed=5)
+    x = gen.program.inputs[0]
+    np.concatenate([d[x.name].astype("<f4").reshape(-1) for d in data]).tofile(
+        out / "input.bin")
+    subprocess.run(["make", "-s", "-C", str(out), "all", "qemu", "run"], check=True,
+                   capture_output=True, timeout=600)
+    ours = np.fromfile(out / "output.bin", dtype="<f4")
+    host = codegen.run(model, data[0]), codegen.run(model, data[1])
+    expected = np.concatenate([h[gen.program.outputs[0].name].reshape(-1) for h in host])
+    assert np.array_equal(ours.view(np.uint32), expected.astype("<f4").view(np.uint32))
