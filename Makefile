@@ -9,7 +9,7 @@ EXAMPLE := examples/tiny_cnn_qop.onnx
 DEMO_OUT := demo-out
 JOBS ?= auto
 
-.PHONY: demo test lint pytest example clean
+.PHONY: demo test lint pytest example clean cortex-m-tools
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -31,13 +31,34 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/run_harness.py $(EXAMPLE) $(DEMO_OUT)
 	$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 20
 	$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 20 --requant int
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then \
+		$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 5 --board cortex-m4f; \
+	else \
+		echo "(no arm-none-eabi-gcc/qemu-system-arm: skipping the Cortex-M4F run; make cortex-m-tools)"; \
+	fi
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codegen tests examples bench
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-test
+pytest: $(VENV)/.installed-test cortex-m-tools
 	$(BIN)/python -m pytest -n $(JOBS) -q
+
+# The Cortex-M cross compiler and QEMU, installed with apt when missing (CI runs as
+# root on Debian). Without apt or root the Cortex-M tests are skipped, loudly.
+CORTEX_M_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+cortex-m-tools:
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then \
+		exit 0; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		echo "installing $(CORTEX_M_PACKAGES) with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $(CORTEX_M_PACKAGES) >/dev/null; \
+	else \
+		echo "*** WARNING: arm-none-eabi-gcc or qemu-system-arm missing and apt-get (as root)"; \
+		echo "*** unavailable: the Cortex-M tests will be SKIPPED. Install:"; \
+		echo "***   $(CORTEX_M_PACKAGES)"; \
+	fi
 
 test: lint pytest
 

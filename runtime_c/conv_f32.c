@@ -21,6 +21,7 @@
 #include "q8_arith.h"
 #include "q8_float.h"
 #include "q8_runtime.h"
+#include "q8_softfloat.h"
 
 typedef struct {
     const q8_conv_f32_params *p;
@@ -100,7 +101,7 @@ static void sgemm_block(const conv_group *g, int32_t n0, int32_t count_n, int32_
                     float acc = 0.0f;
                     float *out = &g->y[(size_t)row * pixels + (size_t)n];
                     for (k = k0 + k1; k < k0 + k1 + ck; k++) {
-                        acc = fmaf(g->w[(size_t)row * (size_t)g->taps + (size_t)k],
+                        acc = q8_fmaf(g->w[(size_t)row * (size_t)g->taps + (size_t)k],
                                    column_value(g, k, n), acc);
                     }
                     *out = first ? acc : (float)(*out + acc);

@@ -1,8 +1,9 @@
 /*
  * elementwise.c - com.microsoft QLinearAdd and QLinearMul with numpy broadcasting.
  *
- * QLinearAdd follows ORT's AVX2 kernel, whose multiply-adds are fused: fmaf makes that
- * exact on any C99 target. QLinearMul rounds its product before adding the zero point.
+ * QLinearAdd follows ORT's AVX2 kernel, whose multiply-adds are fused: q8_fmaf (C99
+ * fmaf, or its integer form where the C library's would round twice) makes that exact
+ * on any target. QLinearMul rounds its product before adding the zero point.
  */
 #include <math.h>
 
@@ -26,8 +27,8 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     for (i = 0; i < total; i++) {
         const float av = (float)load8(a, a_at, is_signed);
         const float bv = (float)load8(b, b_at, is_signed);
-        const float t = p->b_first ? fmaf(bv, p->ratio_b, fmaf(av, p->ratio_a, p->fixed))
-                                   : fmaf(av, p->ratio_a, fmaf(bv, p->ratio_b, p->fixed));
+        const float t = p->b_first ? q8_fmaf(bv, p->ratio_b, q8_fmaf(av, p->ratio_a, p->fixed))
+                                   : q8_fmaf(av, p->ratio_a, q8_fmaf(bv, p->ratio_b, p->fixed));
         y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
         q8_next_index(&p->shape, index, &a_at, &b_at);
     }

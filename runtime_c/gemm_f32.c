@@ -18,6 +18,7 @@
 #include "q8_arith.h"
 #include "q8_float.h"
 #include "q8_runtime.h"
+#include "q8_softfloat.h"
 
 /* The single-row kernel of B stored [K][N]: one output. */
 Q8_INLINE float row_times_columns(const float *a, const float *b, int32_t k_count,
@@ -135,7 +136,7 @@ static void blocked_rows(const q8_gemm_f32_params *p, const float *a, const floa
                     float acc = 0.0f;
                     float *out = &y[(size_t)m * (size_t)p->n + (size_t)n];
                     for (k = k0; k < k0 + ck; k++) {
-                        acc = fmaf(a_row[k], b_at(p, b, k, n), acc);
+                        acc = q8_fmaf(a_row[k], b_at(p, b, k, n), acc);
                     }
                     *out = first ? acc : (float)(*out + acc);
                 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "q8_arith.h"
+#include "q8_softfloat.h"
 
 /*
  * MLAS's SGEMM blocking of an N x K product: N is cut into stride_n columns and K into
@@ -48,15 +49,15 @@ Q8_INLINE float q8_mlas_logistic(float x)
     v = x > -18.0f ? x : -18.0f;
     v = v < 18.0f ? v : 18.0f;
     x2 = q8_mul_unfused(v, v);
-    p = fmaf(x2, 0x1.806aa2p-35f, 0x1.f09d96p-24f);
-    p = fmaf(p, x2, 0x1.fe8276p-15f);
-    p = fmaf(p, x2, 0x1.16fabp-7f);
-    p = fmaf(p, x2, 0x1.fc7e64p-3f);
-    q = fmaf(x2, 0x1.5789eap-41f, 0x1.8be4f6p-28f);
-    q = fmaf(q, x2, 0x1.a62fbap-18f);
-    q = fmaf(q, x2, 0x1.be2a7ep-10f);
-    q = fmaf(q, x2, 0x1.de7c3p-4f);
-    q = fmaf(q, x2, 0x1.fc7e68p-1f);
+    p = q8_fmaf(x2, 0x1.806aa2p-35f, 0x1.f09d96p-24f);
+    p = q8_fmaf(p, x2, 0x1.fe8276p-15f);
+    p = q8_fmaf(p, x2, 0x1.16fabp-7f);
+    p = q8_fmaf(p, x2, 0x1.fc7e64p-3f);
+    q = q8_fmaf(x2, 0x1.5789eap-41f, 0x1.8be4f6p-28f);
+    q = q8_fmaf(q, x2, 0x1.a62fbap-18f);
+    q = q8_fmaf(q, x2, 0x1.be2a7ep-10f);
+    q = q8_fmaf(q, x2, 0x1.de7c3p-4f);
+    q = q8_fmaf(q, x2, 0x1.fc7e68p-1f);
     p = q8_mul_unfused(v, p);
     r = (float)((float)(p / q) + 0.5f);
     if (r != r) {
@@ -76,16 +77,16 @@ Q8_INLINE float q8_mlas_tanh(float x)
     float x2, p, q;
     v = (9.0f < v) ? 9.0f : v;
     x2 = q8_mul_unfused(v, v);
-    p = fmaf(x2, -0x1.3e4b8p-52f, 0x1.c266fcp-43f);
-    p = fmaf(p, x2, -0x1.7a6ffep-34f);
-    p = fmaf(p, x2, 0x1.b80082p-25f);
-    p = fmaf(p, x2, 0x1.f28694p-17f);
-    p = fmaf(p, x2, 0x1.4e1bdap-11f);
-    p = fmaf(p, x2, 0x1.40b3b8p-8f);
+    p = q8_fmaf(x2, -0x1.3e4b8p-52f, 0x1.c266fcp-43f);
+    p = q8_fmaf(p, x2, -0x1.7a6ffep-34f);
+    p = q8_fmaf(p, x2, 0x1.b80082p-25f);
+    p = q8_fmaf(p, x2, 0x1.f28694p-17f);
+    p = q8_fmaf(p, x2, 0x1.4e1bdap-11f);
+    p = q8_fmaf(p, x2, 0x1.40b3b8p-8f);
     p = q8_mul_unfused(p, v);
-    q = fmaf(x2, 0x1.41a7bp-20f, 0x1.f12bacp-14f);
-    q = fmaf(q, x2, 0x1.29540ap-9f);
-    q = fmaf(q, x2, 0x1.40b3bap-8f);
+    q = q8_fmaf(x2, 0x1.41a7bp-20f, 0x1.f12bacp-14f);
+    q = q8_fmaf(q, x2, 0x1.29540ap-9f);
+    q = q8_fmaf(q, x2, 0x1.40b3bap-8f);
     return (float)(p / q);
 }
 

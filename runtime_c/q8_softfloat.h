@@ -6,13 +6,15 @@
  * for bit: a value is a signed 32-bit significand m and an exponent e (m * 2^e), an
  * exact sum of two such values is formed in 64 bits with a sticky bit for what shifts
  * out, and rounded once to 24 significant bits, ties to even, as IEEE-754 does.
- * No soft-float library routine is involved. Values stay far from the float32 range's
- * ends here; subnormal results are rounded as IEEE-754 does, overflow is not handled.
+ * No soft-float library routine is involved. Subnormal results are rounded as
+ * IEEE-754 does; q8_sf_round_sum leaves overflow to its callers.
  */
 #ifndef Q8_SOFTFLOAT_H
 #define Q8_SOFTFLOAT_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "q8_arith.h"
 
@@ -179,5 +181,55 @@ Q8_INLINE uint32_t q8_sf_add_positive(uint32_t a, uint32_t b)
     }
     return ((uint32_t)field << 23) | ((uint32_t)s.m & 0x7fffffu);
 }
+
+/* The float32 m * 2^e (zero: +0), overflowing to infinity. */
+Q8_INLINE float q8_sf_to_float(q8_sf v, int negative_zero)
+{
+    uint32_t bits, mag = (uint32_t)(v.m < 0 ? -v.m : v.m);
+    float f;
+    if (mag == 0u) {
+        bits = negative_zero ? 0x80000000u : 0u;
+    } else if (mag < 0x800000u) {
+        bits = mag; /* subnormal: e == -149 */
+    } else if (v.e + 150 >= 0xff) {
+        bits = 0x7f800000u;
+    } else {
+        bits = ((uint32_t)(v.e + 150) << 23) | (mag & 0x7fffffu);
+    }
+    if (v.m < 0) {
+        bits |= 0x80000000u;
+    }
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/*
+ * fmaf(a, b, c) with one rounding. Hosts and cores with a hardware FMA have an exact
+ * fmaf; newlib's soft-float fmaf goes through double and can round twice, so cores
+ * without an FMA unit (or Q8_SOFT_FMA) use this integer form, exact for finite values.
+ */
+#if defined(Q8_SOFT_FMA) || (defined(__arm__) && !defined(__ARM_FEATURE_FMA))
+Q8_INLINE float q8_fmaf(float a, float b, float c)
+{
+    uint32_t ab, bb, cb;
+    q8_sf x, y, z, r;
+    memcpy(&ab, &a, sizeof ab);
+    memcpy(&bb, &b, sizeof bb);
+    memcpy(&cb, &c, sizeof cb);
+    if (((ab >> 23) & 0xffu) == 0xffu || ((bb >> 23) & 0xffu) == 0xffu ||
+        ((cb >> 23) & 0xffu) == 0xffu) {
+        return fmaf(a, b, c); /* infinities and NaNs round nothing */
+    }
+    x = q8_sf_from_bits(ab);
+    y = q8_sf_from_bits(bb);
+    z = q8_sf_from_bits(cb);
+    r = q8_sf_round_sum((int64_t)x.m * y.m, x.e + y.e, z.m, z.e);
+    /* An exact zero is -0 only when the product and c are both -0 (or negative zeros). */
+    return q8_sf_to_float(r, r.m == 0 && ((ab ^ bb) >> 31) && (cb >> 31) &&
+                                 (x.m == 0 || y.m == 0) && z.m == 0);
+}
+#else
+#define q8_fmaf fmaf
+#endif
 
 #endif /* Q8_SOFTFLOAT_H */

@@ -14,23 +14,24 @@
 
 #include "q8_arith.h"
 #include "q8_runtime.h"
+#include "q8_softfloat.h"
 
 Q8_INLINE float mlas_exp(float v)
 {
     float m, r, p;
     v = (-103.9720840454f > v) ? -103.9720840454f : v;
-    m = (float)(fmaf(v, 1.44269504088896341f, 12582912.0f) - 12582912.0f);
+    m = (float)(q8_fmaf(v, 1.44269504088896341f, 12582912.0f) - 12582912.0f);
     if (m != m) {
         return m;
     }
-    r = fmaf(m, -6.93145752e-1f, v);
-    r = fmaf(m, -1.42860677e-6f, r);
-    p = fmaf(0x1.694p-10f, r, 0x1.125edcp-7f);
-    p = fmaf(p, r, 0x1.555b5ap-5f);
-    p = fmaf(p, r, 0x1.55545p-3f);
-    p = fmaf(p, r, 0x1.fffff6p-2f);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
+    r = q8_fmaf(m, -6.93145752e-1f, v);
+    r = q8_fmaf(m, -1.42860677e-6f, r);
+    p = q8_fmaf(0x1.694p-10f, r, 0x1.125edcp-7f);
+    p = q8_fmaf(p, r, 0x1.555b5ap-5f);
+    p = q8_fmaf(p, r, 0x1.55545p-3f);
+    p = q8_fmaf(p, r, 0x1.fffff6p-2f);
+    p = q8_fmaf(p, r, 1.0f);
+    p = q8_fmaf(p, r, 1.0f);
     return ldexpf(p, (int)m);
 }
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from zoo import quantized_model
+from zoo import qdq_model, quantized_model
 
 import codegen
 from codegen.api import count_instructions
@@ -112,3 +112,12 @@ def test_the_firmware_project_builds_and_runs_with_its_makefile(tmp_path: Path) 
     host = codegen.run(model, data[0]), codegen.run(model, data[1])
     expected = np.concatenate([h[gen.program.outputs[0].name].reshape(-1) for h in host])
     assert np.array_equal(ours.view(np.uint32), expected.astype("<f4").view(np.uint32))
+
+
+@pytest.mark.parametrize("board", ["cortex-m3", "cortex-m7"])
+def test_float_islands_are_bit_exact_on_the_core(board: str) -> None:
+    """Float islands in float32 on a core without an FPU (libgcc's soft float and the
+    integer fmaf) and on one with an FPU and hardware FMA."""
+    model = qdq_model("misc_ops", "i8-pt")
+    report = codegen.verify(model, board=board, requant="float", qdq_rules="x86", samples=2)
+    assert report.ok, report.outputs

@@ -1,6 +1,7 @@
 /*
  * Checks the integer-only kernels against their float twins on the host's FPU:
- *   - q8_sf_round_sum against fmaf, q8_sf_add_positive against float addition,
+ *   - q8_sf_round_sum and the integer q8_fmaf (built with Q8_SOFT_FMA) against the C
+ *     library's fmaf, q8_sf_add_positive against float addition,
  *     q8_sf_round_saturate against q8_round_saturate, on random and boundary values;
  *   - q8_qadd_u8_ireq / _s8_ireq against q8_qadd_u8 / _s8 on all 65536 byte pairs, for
  *     random ratios and fixed parts, and q8_qmul_*_ireq likewise;
@@ -68,6 +69,22 @@ static long check_round_sum(void)
         const float want = fmaf((float)x, r, c);
         const q8_sf got = q8_sf_round_sum((int64_t)x * rs.m, rs.e, cs.m, cs.e);
         if (bits_of_sf(got) != bits_of(want) && !(want == 0.0f && got.m == 0)) {
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static long check_fmaf(void)
+{
+    long bad = 0, i;
+    for (i = 0; i < 2000000; i++) {
+        const float a = random_float(-60, 60), b = random_float(-60, 60);
+        float c = random_float(-120, 120);
+        if (i % 3 == 0) {
+            c = -a * b + random_float(-80, -20) * a; /* near cancellation */
+        }
+        if (bits_of(q8_fmaf(a, b, c)) != bits_of(fmaf(a, b, c))) {
             bad++;
         }
     }
@@ -235,15 +252,16 @@ static long check_qsoftmax(int is_signed)
 
 int main(void)
 {
-    const long results[9] = {check_round_sum(), check_add_positive(), check_round_saturate(),
-                             check_qadd(0), check_qadd(1), check_qmul(0), check_qmul(1),
-                             check_qsoftmax(0), check_qsoftmax(1)};
-    static const char *const names[9] = {"round_sum", "add_positive", "round_saturate",
-                                         "qadd_u8", "qadd_s8", "qmul_u8", "qmul_s8",
-                                         "qsoftmax_u8", "qsoftmax_s8"};
+    const long results[10] = {check_round_sum(), check_fmaf(), check_add_positive(),
+                              check_round_saturate(), check_qadd(0), check_qadd(1),
+                              check_qmul(0), check_qmul(1), check_qsoftmax(0),
+                              check_qsoftmax(1)};
+    static const char *const names[10] = {"round_sum", "fmaf", "add_positive",
+                                          "round_saturate", "qadd_u8", "qadd_s8", "qmul_u8",
+                                          "qmul_s8", "qsoftmax_u8", "qsoftmax_s8"};
     long total = 0;
     int i;
-    for (i = 0; i < 9; i++) {
+    for (i = 0; i < 10; i++) {
         printf("%s %ld\n", names[i], results[i]);
         total += results[i];
     }
