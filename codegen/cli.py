@@ -168,8 +168,13 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
+    print(f"{'board':<15} {'core':<14} {'requant':<7} {'RAM':>9} {'flash':>9}  {'QEMU':<11} "
+          "description")
     for b in list_boards():
-        print(f"{b.name:<16} {b.description}")
+        ram = f"{b.memory.ram_length // 1024} KB" if b.memory else "-"
+        flash = f"{b.memory.flash_length // 1024} KB" if b.memory else "-"
+        print(f"{b.name:<15} {b.cpu:<14} {b.requant:<7} {ram:>9} {flash:>9}  "
+              f"{b.qemu_machine or '-':<11} {b.description}")
     return 0
 
 
