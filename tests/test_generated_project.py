@@ -147,7 +147,9 @@ def test_wheel_ships_templates_runtime_and_boards(tmp_path: Path, model_path: Pa
     wheel = next((tmp_path / "dist").glob("onnx2mcu-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for required in ("codegen/_data/templates/model.c.j2", "codegen/_data/runtime_c/q8_arith.h",
-                     "codegen/_data/runtime_c/qlinear_conv.c", "codegen/_data/boards/host.toml"):
+                     "codegen/_data/runtime_c/qlinear_conv.c", "codegen/_data/boards/host.toml",
+                     "codegen/_data/boards/cortex-m4f.toml", "codegen/_data/qemu/insncount.c",
+                     "codegen/_data/templates/startup.c.j2"):
         assert required in names
     assert any(n.endswith("entry_points.txt") for n in names)
     # The installed package generates from its own data, away from the checkout.
