@@ -7,6 +7,7 @@ them these tests are skipped, loudly."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,13 @@ def test_the_firmware_project_builds_and_runs_with_its_makefile(tmp_path: Path) 
         out / "input.bin")
     subprocess.run(["make", "-s", "-C", str(out), "all", "qemu", "run"], check=True,
                    capture_output=True, timeout=600)
+    if shutil.which("cmake"):
+        subprocess.run(["cmake", "-S", str(out), "-B", str(out / "cmake-build"),
+                        "-DCMAKE_TOOLCHAIN_FILE=arm-none-eabi.cmake"], check=True,
+                       capture_output=True, timeout=600)
+        subprocess.run(["cmake", "--build", str(out / "cmake-build")], check=True,
+                       capture_output=True, timeout=600)
+        assert (out / "cmake-build" / f"{result.name}.elf").is_file()
     ours = np.fromfile(out / "output.bin", dtype="<f4")
     host = codegen.run(model, data[0]), codegen.run(model, data[1])
     expected = np.concatenate([h[gen.program.outputs[0].name].reshape(-1) for h in host])
