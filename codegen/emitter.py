@@ -18,7 +18,7 @@ import numpy as np
 
 from .boards import Board, MemoryMap
 from .ir import Tensor, c_type
-from .planner import ArenaPlan
+from .planner import ArenaPlan, scratch_name
 from .program import (
     CArray,
     CDouble,
@@ -34,8 +34,8 @@ from .resources import runtime_dir, templates_dir
 from .version import __version__
 
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
-RUNTIME_HEADERS = ("q8_arith.h", "q8_float.h", "q8_index.h", "q8_runtime.h", "q8_softfloat.h",
-                   "q8_window.h")
+RUNTIME_HEADERS = ("q8_arith.h", "q8_dsp.h", "q8_float.h", "q8_index.h", "q8_runtime.h",
+                   "q8_softfloat.h", "q8_window.h")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
 C_KEYWORDS = frozenset((
     "auto break case char const continue default do double else enum extern float for goto "
@@ -153,6 +153,9 @@ def _buffers(program: Program, plan: ArenaPlan) -> Buffers:
     for i, name in enumerate(sorted(program.constants)):
         expr[name] = f"const{i}"
     for name, placement in plan.placements.items():
+        if name not in program.tensors:  # a scratch buffer: the kernel casts it
+            expr[name] = f"(void *)(arena.bytes + {placement.offset})"
+            continue
         ctype = c_type(program.tensors[name].dtype)
         expr[name] = f"({ctype} *)(void *)(arena.bytes + {placement.offset})"
     for alias in program.aliases:
@@ -166,6 +169,8 @@ def _call_statement(index: int, call: KernelCall, buffers: Buffers) -> str:
     args = [f"&L{index}_params"] if call.params is not None else []
     args += [buffers.of(t) for t in call.inputs]
     args += [buffers.of(t) for t in call.outputs]
+    if call.scratch_bytes:
+        args.append(buffers.of(scratch_name(index)))
     return f"{call.function}({', '.join(args)});"
 
 

@@ -99,7 +99,7 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
         check_qdq_rules(options.qdq_rules)
         recipes = run_passes(graph, options.integer_only, options.qdq_rules)
         graph, rewrites, rules = recipes.graph, recipes.rewrites, recipes.qdq_rules
-    lowering = LoweringOptions(requant=requant)
+    lowering = LoweringOptions(requant=requant, kernels=options.kernels, dsp=board.dsp)
     if not problems:
         messages = lower_problems(graph, lowering)
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)

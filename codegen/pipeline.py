@@ -20,6 +20,7 @@ from .planner import ArenaPlan, plan_arena
 from .program import Program
 
 REQUANT_MODES = ("float", "int")
+KERNEL_SETS = ("fast", "reference")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Options:
     integer_only: bool = False
     # Whose int8 QDQ rules to follow: "x86", "arm" or "auto" (the one fusing more).
     qdq_rules: str = "auto"
+    # "fast" kernels where a layer allows them, or the "reference" loops everywhere.
+    kernels: str = "fast"
 
 
 @dataclass
@@ -78,7 +81,11 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     graph = recipes.graph
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
-    program = lower_graph(graph, name, LoweringOptions(requant=requant))
+    if options.kernels not in KERNEL_SETS:
+        raise UnsupportedError(f"--kernels '{options.kernels}': choose one of "
+                               f"{', '.join(KERNEL_SETS)}")
+    program = lower_graph(graph, name, LoweringOptions(requant=requant, kernels=options.kernels,
+                                                       dsp=board.dsp))
     plan = plan_arena(program)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)

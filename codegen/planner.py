@@ -37,12 +37,20 @@ def _align(n: int, alignment: int) -> int:
     return (n + alignment - 1) // alignment * alignment
 
 
+def scratch_name(step: int) -> str:
+    """The arena entry of call `step`'s scratch buffer."""
+    return f"#scratch{step}"
+
+
 def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
-    """[first write, last read] call indices of every tensor that lives in the arena."""
+    """[first write, last read] call indices of every tensor that lives in the arena,
+    and of every call's scratch buffer (live during that call only)."""
     external = {t.name for t in program.inputs} | {t.name for t in program.outputs}
     external |= set(program.constants)
     lifetimes: dict[str, tuple[int, int]] = {}
     for step, call in enumerate(program.calls):
+        if call.scratch_bytes:
+            lifetimes[scratch_name(step)] = (step, step)
         for name in call.outputs:
             if name not in external and name not in lifetimes:
                 lifetimes[name] = (step, step)
@@ -55,7 +63,9 @@ def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
 
 def plan_arena(program: Program, alignment: int = ALIGNMENT) -> ArenaPlan:
     lifetimes = tensor_lifetimes(program)
-    sizes = {name: _align(program.tensors[name].nbytes, alignment) for name in lifetimes}
+    scratch = {scratch_name(i): call.scratch_bytes for i, call in enumerate(program.calls)}
+    sizes = {name: _align(scratch[name] if name in scratch else program.tensors[name].nbytes,
+                          alignment) for name in lifetimes}
     order = sorted(lifetimes, key=lambda n: (-sizes[n], lifetimes[n][0], n))
     placed: list[Placement] = []
     for name in order:

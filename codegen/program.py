@@ -73,6 +73,9 @@ class KernelCall:
     arrays: tuple[CArray, ...] = ()
     sources: tuple[str, ...] = ()  # runtime_c files that define `function`
     macs: int = 0
+    # Working memory the kernel needs during the call (an im2col buffer), planned in the
+    # arena like a tensor that lives for this call only; passed as the last argument.
+    scratch_bytes: int = 0
 
 
 @dataclass(frozen=True)

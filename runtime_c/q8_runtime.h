@@ -109,6 +109,36 @@ void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT inp
                      void *Q8_RESTRICT output);
 
 /*
+ * QLinearConv, fast path (conv_im2col.c): group 1, weight zero point 0. Weights are
+ * int8 [M][k_padded], each row the k = C*KH*KW taps in (c, kh, kw) order, zero-padded to
+ * a multiple of 4; bias[m] = B[m] - x_zp * sum(W[m]) (modulo 2^32); padding taps read
+ * pad_value (x_zp). scratch holds two columns: 2 * k_padded int16.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_value;
+    int32_t k_padded;
+    const int8_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_conv_im2col_params;
+
+void q8_conv_u8_im2col_freq(const q8_conv_im2col_params *params,
+                            const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_freq(const q8_conv_im2col_params *params,
+                            const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_ireq(const q8_conv_im2col_params *params,
+                            const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
+                            const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            int16_t *Q8_RESTRICT scratch);
+
+/*
  * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:
  *   acc[b][i][j] = sum_p (A[i][p] - a_zp) * (B[p][j] - b_zp[j]) + bias[i][j]
  * with A[i][p] = a[a_offset[b] + i*a_stride_m + p*a_stride_k] (transposes are strides)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from modelgen import conv_batch_model, random_conv_config
 from zoo import qdq_model, quantized_model
 
 import codegen
@@ -129,3 +130,15 @@ def test_float_islands_are_bit_exact_on_the_core(board: str) -> None:
     model = qdq_model("misc_ops", "i8-pt")
     report = codegen.verify(model, board=board, requant="float", qdq_rules="x86", samples=2)
     assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("board,requant", [("cortex-m4f", "float"), ("cortex-m3", "int")])
+def test_random_convolutions_on_the_core(board: str, requant: str) -> None:
+    """The randomized QLinearConv configurations on the core: the DSP instructions on
+    M4F, their portable C on M3, against ORT."""
+    rng = np.random.default_rng(77)
+    configs = [random_conv_config(rng, 7700 + i) for i in range(24)]
+    report = codegen.verify(conv_batch_model(configs), board=board, requant=requant,
+                            samples=2)
+    assert report.ok, [(configs[int(o.name[1:])].describe(), o.mismatches)
+                       for o in report.outputs if o.mismatches]

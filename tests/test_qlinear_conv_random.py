@@ -9,6 +9,9 @@ from conftest import SANITIZE
 from modelgen import ConvConfig, conv_batch_model, random_conv_config
 
 import codegen
+from codegen.api import run_generated
+from codegen.pipeline import Options, generate_sources
+from codegen.verify import random_inputs
 
 CONFIGS = 320
 PER_MODEL = 16
@@ -60,3 +63,20 @@ def test_random_qlinear_conv_bit_exact(chunk: int, requant: str) -> None:
            for o in report.outputs if o.mismatches]
     assert not bad, bad
     assert len(report.outputs) == len(configs)
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_fast_kernels_are_bit_identical_to_the_reference(requant: str) -> None:
+    """The optimized convolutions against the plain loops, on the same inputs (no ORT)."""
+    configs = all_configs()[:64]
+    model = conv_batch_model(configs)
+    fast = generate_sources(model, Options(requant=requant))
+    reference = generate_sources(model, Options(requant=requant, kernels="reference"))
+    kernels = {c.function for c in fast.program.calls}
+    assert any("im2col" in k for k in kernels), kernels
+    assert not any("im2col" in c.function for c in reference.program.calls)
+    data = random_inputs(fast.program.inputs, 2, seed=11)
+    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
+                            run_generated(reference, data, SANITIZE), strict=True):
+        for name, value in ours.items():
+            assert np.array_equal(value, theirs[name]), name

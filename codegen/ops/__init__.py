@@ -20,6 +20,10 @@ from ..program import Lowered
 @dataclass(frozen=True)
 class LoweringOptions:
     requant: str = "float"  # "float" or "int"
+    # "fast": the optimized kernels where a layer allows them; "reference": the plain
+    # loops everywhere (the two are bit-identical; this is for checking that).
+    kernels: str = "fast"
+    dsp: bool = False  # the core has the DSP extension (for kernel choices by cost)
 
 
 @dataclass

@@ -139,11 +139,40 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     if node.input(8) is not None:
         arrays.append(CArray("bias", "int32_t", constant_input(node, graph, 8, "B")))
 
+    mode = "ireq" if options.requant == "int" else "freq"
+    bias = constant_input(node, graph, 8, "B") if node.input(8) is not None else None
+    if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
+        return [im2col_call(node, x, y, window, q.x_zp, weights, bias, requant,
+                            requant_arrays, mode)]
     params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
                          requant)
-    mode = "ireq" if options.requant == "int" else "freq"
     return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_{mode}", node.name, (x.name,),
                        (y.name,), params, tuple(arrays), SOURCES, conv_macs(y, w))]
+
+
+def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The im2col + 16-bit SIMD path (conv_im2col.c): weight rows of k taps padded to a
+    multiple of 4, and the input zero point folded into the bias (modulo 2^32)."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded = (k + 3) // 4 * 4
+    padded = np.zeros((m, k_padded), dtype=np.int8)
+    padded[:, :k] = rows
+    folded = (bias.astype(np.int64) if bias is not None else np.zeros(m, np.int64))
+    folded = folded - x_zp * rows.sum(axis=1)
+    wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    params = CStruct("q8_conv_im2col_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
+        ("weights", CRef("weights")), ("bias", CRef("bias")), ("requant", requant)))
+    arrays = (CArray("weights", "int8_t", padded.reshape(-1)),
+              CArray("bias", "int32_t", wrapped), *requant_arrays)
+    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}", node.name, (x.name,),
+                      (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
+                      scratch_bytes=2 * k_padded * 2)
 
 
 def conv_params(x: Tensor, y: Tensor, window: Window, groups: int, x_zp: int,

@@ -1,0 +1,86 @@
+/*
+ * q8_dsp.h - the SIMD-within-a-register operations the fast kernels are written with.
+ *
+ * On cores with the DSP extension (Cortex-M4, M7, M33) they are the ACLE intrinsics of
+ * <arm_acle.h>, one instruction each. Elsewhere (M0+, M3, the host) they are plain C
+ * computing the same 32-bit results, so the same kernels run, and are tested, everywhere.
+ *
+ *   q8_sxtb16(x)       bytes 0 and 2 of x, sign-extended to the two halfwords
+ *   q8_uxtb16(x)       the same, zero-extended
+ *   q8_ror8(x)         x rotated right by 8 bits (with q8_sxtb16: bytes 1 and 3)
+ *   q8_smlad(a, b, c)  c + a.lo * b.lo + a.hi * b.hi (signed halfwords), modulo 2^32
+ */
+#ifndef Q8_DSP_H
+#define Q8_DSP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "q8_arith.h"
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#include <arm_acle.h>
+
+#define Q8_HAS_DSP 1
+
+Q8_INLINE uint32_t q8_sxtb16(uint32_t x)
+{
+    return (uint32_t)__sxtb16((int32_t)x);
+}
+
+Q8_INLINE uint32_t q8_uxtb16(uint32_t x)
+{
+    return (uint32_t)__uxtb16(x);
+}
+
+Q8_INLINE int32_t q8_smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+    return __smlad((int32_t)a, (int32_t)b, acc);
+}
+
+#else
+
+#define Q8_HAS_DSP 0
+
+Q8_INLINE uint32_t q8_sxtb16(uint32_t x)
+{
+    const uint32_t lo = (uint32_t)(int32_t)(int8_t)(uint8_t)x & 0xffffu;
+    const uint32_t hi = (uint32_t)(int32_t)(int8_t)(uint8_t)(x >> 16) & 0xffffu;
+    return lo | (hi << 16);
+}
+
+Q8_INLINE uint32_t q8_uxtb16(uint32_t x)
+{
+    return x & 0x00ff00ffu;
+}
+
+Q8_INLINE int32_t q8_smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+    const int32_t a_lo = (int16_t)(uint16_t)a, a_hi = (int16_t)(uint16_t)(a >> 16);
+    const int32_t b_lo = (int16_t)(uint16_t)b, b_hi = (int16_t)(uint16_t)(b >> 16);
+    /* Each product fits int32; the sum wraps modulo 2^32, as the instruction does. */
+    return (int32_t)((uint32_t)acc + (uint32_t)(a_lo * b_lo) + (uint32_t)(a_hi * b_hi));
+}
+
+#endif
+
+/* Rotate right by 8 bits: compilers emit one ror (and fold it into sxtb16 on Arm). */
+Q8_INLINE uint32_t q8_ror8(uint32_t x)
+{
+    return (x >> 8) | (x << 24);
+}
+
+/* Unaligned-safe 32-bit loads and stores (compiled to single ldr/str where allowed). */
+Q8_INLINE uint32_t q8_load32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+Q8_INLINE void q8_store32(void *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+#endif /* Q8_DSP_H */
