@@ -139,6 +139,33 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
                             int16_t *Q8_RESTRICT scratch);
 
 /*
+ * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per
+ * channel, dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
+ * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp).
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t pad_value;
+    const int16_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_dwconv_params;
+
+void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
+                           void *Q8_RESTRICT output);
+void q8_dwconv_s8_3x3_freq(const q8_dwconv_params *params, const int8_t *Q8_RESTRICT input,
+                           void *Q8_RESTRICT output);
+void q8_dwconv_u8_3x3_ireq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
+                           void *Q8_RESTRICT output);
+void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *Q8_RESTRICT input,
+                           void *Q8_RESTRICT output);
+
+/*
  * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:
  *   acc[b][i][j] = sum_p (A[i][p] - a_zp) * (B[p][j] - b_zp[j]) + bias[i][j]
  * with A[i][p] = a[a_offset[b] + i*a_stride_m + p*a_stride_k] (transposes are strides)

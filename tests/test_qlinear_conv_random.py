@@ -80,3 +80,40 @@ def test_fast_kernels_are_bit_identical_to_the_reference(requant: str) -> None:
                             run_generated(reference, data, SANITIZE), strict=True):
         for name, value in ours.items():
             assert np.array_equal(value, theirs[name]), name
+
+
+def depthwise_3x3_configs(count: int, seed: int) -> list[ConvConfig]:
+    """Depthwise 3x3 layers of every stride, padding, type and size that the
+    specialized kernel (dwconv_3x3.c) takes, down to planes smaller than the window."""
+    rng = np.random.default_rng(seed)
+    configs = []
+    for i in range(count):
+        c = int(rng.integers(2, 6))
+        stride = int(rng.integers(1, 3))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        size = (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
+        if (size[0] + pads[0] + pads[2] < 3) or (size[1] + pads[1] + pads[3] < 3):
+            size = (size[0] + 3, size[1] + 3)
+        x_dtype = str(rng.choice(["uint8", "int8"]))
+        configs.append(ConvConfig(
+            # ORT has no QLinearConv of int8 inputs with uint8 weights
+            x_dtype=x_dtype, w_dtype="int8" if x_dtype == "int8" else str(
+                rng.choice(["uint8", "int8"])),
+            batch=int(rng.integers(1, 3)), channels=c, out_channels=c, spatial=size,
+            kernel=(3, 3), group=c, strides=(stride, int(rng.integers(1, 3))),
+            dilations=(1, 1), pads=pads, auto_pad=None, per_channel=bool(rng.random() < 0.5),
+            bias=bool(rng.random() < 0.8), big_bias=bool(rng.random() < 0.2),
+            kernel_shape_attr=True, seed=seed + i))
+    return configs
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_depthwise_3x3_kernel_against_ort(requant: str) -> None:
+    configs = depthwise_3x3_configs(48, 3100)
+    model = conv_batch_model(configs)
+    kernels = [c.function for c in generate_sources(model, Options(requant=requant)).program.calls]
+    assert all("dwconv" in k and "3x3" in k for k in kernels), kernels
+    report = codegen.verify(model, samples=3, seed=4, requant=requant, cflags=SANITIZE)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad

@@ -144,10 +144,43 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
         return [im2col_call(node, x, y, window, q.x_zp, weights, bias, requant,
                             requant_arrays, mode)]
+    if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
+        return [dwconv_3x3_call(node, x, y, window, q.x_zp, weights, w_zp, bias, requant,
+                                requant_arrays, mode)]
     params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
                          requant)
     return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_{mode}", node.name, (x.name,),
                        (y.name,), params, tuple(arrays), SOURCES, conv_macs(y, w))]
+
+
+def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
+    """One 3x3 filter per channel, dilation 1, no negative padding: dwconv_3x3.c."""
+    return (len(x.shape) == 4 and groups == x.shape[1] == y.shape[1] and
+            tuple(window.kernel) == (3, 3) and set(window.dilations) == {1} and
+            min(window.pads_begin) >= 0)
+
+
+def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                    weights: NDArray[Any], w_zp: NDArray[Any], bias: NDArray[Any] | None,
+                    requant: CStruct, requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
+    point folded into the bias (modulo 2^32)."""
+    c = weights.shape[0]
+    centered = weights.reshape(c, 9).astype(np.int64) - np.broadcast_to(
+        w_zp.astype(np.int64).reshape(-1, 1), (c, 1))
+    folded = (bias.astype(np.int64) if bias is not None else np.zeros(c, np.int64))
+    folded = folded - x_zp * centered.sum(axis=1)
+    wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    params = CStruct("q8_dwconv_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("stride_h", window.strides[0]), ("stride_w", window.strides[1]),
+        ("pad_top", window.pads_begin[0]), ("pad_left", window.pads_begin[1]),
+        ("pad_value", x_zp), ("weights", CRef("weights")), ("bias", CRef("bias")),
+        ("requant", requant)))
+    arrays = (CArray("weights", "int16_t", centered.astype(np.int16).reshape(-1)),
+              CArray("bias", "int32_t", wrapped), *requant_arrays)
+    return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_3x3_{mode}", node.name, (x.name,),
+                      (y.name,), params, arrays, ("dwconv_3x3.c",), y.numel * 9)
 
 
 def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
