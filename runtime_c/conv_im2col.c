@@ -5,9 +5,10 @@
  * Two output pixels at a time, the window's taps are gathered into a scratch buffer of
  * int16 (im2col), padding taps holding the input zero point. Each pair of output
  * channels then multiplies its weight rows with both columns: four weights are loaded
- * in one word and widened with two q8_sxtb16 (bytes 0,2 and 1,3), the columns are
- * stored in the matching order (taps k, k+2, k+1, k+3), so every q8_smlad does two
- * multiply-accumulates. A 2x2 block does 16 per four weight words, loaded once.
+ * in one word and widened with two q8_sxtb16 (bytes 0,2 and 1,3); the generator stores
+ * each group of four weights as w0, w2, w1, w3, so those are the pairs (w0, w1) and
+ * (w2, w3), matching the column's word loads, and every q8_smlad does two
+ * multiply-accumulates. A 2x2 block does 16 per two weight words.
  *
  * acc = sum_k x_k * w_k + bias', with bias' = bias - x_zp * sum_k w_k precomputed: the
  * same sum modulo 2^32 as sum (x_k - x_zp) * w_k + bias, where padded x_k = x_zp adds
@@ -20,41 +21,60 @@
 
 enum { IM2COL_FREQ, IM2COL_IREQ };
 
-/* Where tap k goes in a column: within each group of four, order 0, 2, 1, 3. */
-Q8_INLINE int32_t column_slot(int32_t k)
+Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
 {
-    static const int32_t order[4] = {0, 2, 1, 3};
-    return (k & ~3) + order[k & 3];
+    return is_signed ? (int16_t)(int8_t)*p : (int16_t)*p;
 }
 
-/* Gather the taps of output pixel (oh, ow) of image x into column (k_padded int16). */
-static void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int32_t oh,
-                        int32_t ow, int16_t *column, int is_signed)
+/*
+ * Gather the taps of output pixel (oh, ow) of image x into column (k_padded int16), in
+ * (c, kh, kw) order. A window inside the input is copied without bounds checks.
+ */
+Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int32_t oh,
+                           int32_t ow, int16_t *column, int is_signed)
 {
     const q8_window *win = &p->window;
-    const int32_t H = p->input.h, W = p->input.w;
+    const int32_t H = p->input.h, W = p->input.w, KH = win->kernel_h, KW = win->kernel_w;
+    const int32_t dh = win->dilation_h, dw = win->dilation_w;
     const int32_t ih0 = oh * win->stride_h - win->pad_top;
     const int32_t iw0 = ow * win->stride_w - win->pad_left;
-    const int16_t pad = (int16_t)p->pad_value;
-    int32_t c, kh, kw, k = 0;
-    for (c = 0; c < p->input.c; c++) {
-        const uint8_t *x_c = x + (size_t)c * (size_t)(H * W);
-        for (kh = 0; kh < win->kernel_h; kh++) {
-            const int32_t ih = ih0 + kh * win->dilation_h;
-            const uint8_t *row = x_c + (size_t)(ih < 0 ? 0 : ih) * (size_t)W;
-            const int row_inside = ih >= 0 && ih < H;
-            for (kw = 0; kw < win->kernel_w; kw++, k++) {
-                const int32_t iw = iw0 + kw * win->dilation_w;
-                int16_t v = pad;
-                if (row_inside && iw >= 0 && iw < W) {
-                    v = is_signed ? (int16_t)(int8_t)row[iw] : (int16_t)row[iw];
+    const size_t plane = (size_t)(H * W);
+    int16_t *out = column;
+    int32_t c, kh, kw;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
+        const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
+        for (c = 0; c < p->input.c; c++) {
+            const uint8_t *row = base + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                for (kw = 0; kw < KW; kw++) {
+                    *out++ = widen(row + kw * dw, is_signed);
                 }
-                column[column_slot(k)] = v;
+                row += (size_t)dh * (size_t)W;
+            }
+        }
+    } else {
+        const int16_t pad = (int16_t)p->pad_value;
+        for (c = 0; c < p->input.c; c++) {
+            const uint8_t *x_c = x + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                const int32_t ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H) {
+                    for (kw = 0; kw < KW; kw++) {
+                        *out++ = pad;
+                    }
+                    continue;
+                }
+                for (kw = 0; kw < KW; kw++) {
+                    const int32_t iw = iw0 + kw * dw;
+                    *out++ = (iw >= 0 && iw < W)
+                                 ? widen(x_c + (size_t)ih * (size_t)W + (size_t)iw, is_signed)
+                                 : pad;
+                }
             }
         }
     }
-    for (; k < p->k_padded; k++) {
-        column[column_slot(k)] = 0; /* against zero weights */
+    while (out < column + p->k_padded) {
+        *out++ = 0; /* against zero weights */
     }
 }
 
@@ -67,18 +87,18 @@ static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const
     /* A down-counter and one base pointer per operand keep the loop in registers. */
     for (i = groups; i > 0; i--) {
         const uint32_t wa = q8_load32(w0), wb = q8_load32(w1);
-        const uint32_t wa_even = q8_sxtb16(wa), wa_odd = q8_sxtb16(q8_ror8(wa));
-        const uint32_t wb_even = q8_sxtb16(wb), wb_odd = q8_sxtb16(q8_ror8(wb));
-        const uint32_t x0_even = q8_load32(c0), x0_odd = q8_load32(c0 + 2);
-        const uint32_t x1_even = q8_load32(c1), x1_odd = q8_load32(c1 + 2);
-        a00 = q8_smlad(wa_even, x0_even, a00);
-        a00 = q8_smlad(wa_odd, x0_odd, a00);
-        a01 = q8_smlad(wa_even, x1_even, a01);
-        a01 = q8_smlad(wa_odd, x1_odd, a01);
-        a10 = q8_smlad(wb_even, x0_even, a10);
-        a10 = q8_smlad(wb_odd, x0_odd, a10);
-        a11 = q8_smlad(wb_even, x1_even, a11);
-        a11 = q8_smlad(wb_odd, x1_odd, a11);
+        const uint32_t wa_01 = q8_sxtb16(wa), wa_23 = q8_sxtb16(q8_ror8(wa));
+        const uint32_t wb_01 = q8_sxtb16(wb), wb_23 = q8_sxtb16(q8_ror8(wb));
+        const uint32_t x0_01 = q8_load32(c0), x0_23 = q8_load32(c0 + 2);
+        const uint32_t x1_01 = q8_load32(c1), x1_23 = q8_load32(c1 + 2);
+        a00 = q8_smlad(wa_01, x0_01, a00);
+        a00 = q8_smlad(wa_23, x0_23, a00);
+        a01 = q8_smlad(wa_01, x1_01, a01);
+        a01 = q8_smlad(wa_23, x1_23, a01);
+        a10 = q8_smlad(wb_01, x0_01, a10);
+        a10 = q8_smlad(wb_23, x0_23, a10);
+        a11 = q8_smlad(wb_01, x1_01, a11);
+        a11 = q8_smlad(wb_23, x1_23, a11);
         w0 += 4;
         w1 += 4;
         c0 += 4;
@@ -103,14 +123,32 @@ static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_
     return acc;
 }
 
-Q8_INLINE uint8_t requantize(const q8_requant_params *rq, int32_t m, int32_t acc, int mode)
+/* An output channel's requantization constants, read once per row. */
+typedef struct {
+    float scale, lo_f, hi_f;
+    int32_t mult, exp, lo, hi, zero_point;
+} row_requant;
+
+Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
 {
+    row_requant r;
     const int32_t ch = rq->per_channel ? m : 0;
-    const int32_t lo = rq->act_min - rq->zero_point, hi = rq->act_max - rq->zero_point;
-    const int32_t v = mode == IM2COL_IREQ ? q8_requant_int(acc, rq->mult[ch], rq->exp[ch], lo, hi)
-                                          : q8_requant_f32(acc, rq->scale[ch], (float)lo,
-                                                           (float)hi);
-    return (uint8_t)(v + rq->zero_point);
+    r.lo = rq->act_min - rq->zero_point;
+    r.hi = rq->act_max - rq->zero_point;
+    r.lo_f = (float)r.lo;
+    r.hi_f = (float)r.hi;
+    r.zero_point = rq->zero_point;
+    r.scale = mode == IM2COL_FREQ ? rq->scale[ch] : 0.0f;
+    r.mult = mode == IM2COL_IREQ ? rq->mult[ch] : 0;
+    r.exp = mode == IM2COL_IREQ ? rq->exp[ch] : 0;
+    return r;
+}
+
+Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
+{
+    const int32_t v = mode == IM2COL_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+                                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
+    return (uint8_t)(v + r->zero_point);
 }
 
 Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
@@ -133,33 +171,31 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
             }
             for (m = 0; m < M; m += 2) {
                 const int8_t *w0 = p->weights + (size_t)m * (size_t)p->k_padded;
+                const row_requant r0 = row_constants(&p->requant, m, mode);
+                uint8_t *y0 = y_n + (size_t)m * (size_t)pixels + (size_t)px;
                 int32_t acc[4];
                 acc[0] = acc[1] = p->bias[m];
                 if (m + 1 < M) {
+                    const row_requant r1 = row_constants(&p->requant, m + 1, mode);
+                    uint8_t *y1 = y0 + pixels;
                     acc[2] = acc[3] = p->bias[m + 1];
                     if (two) {
                         dot_2x2(w0, w0 + p->k_padded, col0, col1, groups, acc);
+                        y1[1] = requantize(&r1, acc[3], mode);
                     } else {
                         acc[0] = dot_1x1(w0, col0, groups, acc[0]);
                         acc[2] = dot_1x1(w0 + p->k_padded, col0, groups, acc[2]);
                     }
-                    y_n[(size_t)(m + 1) * (size_t)pixels + (size_t)px] =
-                        requantize(&p->requant, m + 1, acc[2], mode);
-                    if (two) {
-                        y_n[(size_t)(m + 1) * (size_t)pixels + (size_t)px + 1] =
-                            requantize(&p->requant, m + 1, acc[3], mode);
-                    }
+                    y1[0] = requantize(&r1, acc[2], mode);
                 } else {
                     acc[0] = dot_1x1(w0, col0, groups, acc[0]);
                     if (two) {
                         acc[1] = dot_1x1(w0, col1, groups, acc[1]);
                     }
                 }
-                y_n[(size_t)m * (size_t)pixels + (size_t)px] =
-                    requantize(&p->requant, m, acc[0], mode);
+                y0[0] = requantize(&r0, acc[0], mode);
                 if (two) {
-                    y_n[(size_t)m * (size_t)pixels + (size_t)px + 1] =
-                        requantize(&p->requant, m, acc[1], mode);
+                    y0[1] = requantize(&r0, acc[1], mode);
                 }
             }
         }

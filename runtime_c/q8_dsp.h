@@ -9,6 +9,7 @@
  *   q8_uxtb16(x)       the same, zero-extended
  *   q8_ror8(x)         x rotated right by 8 bits (with q8_sxtb16: bytes 1 and 3)
  *   q8_smlad(a, b, c)  c + a.lo * b.lo + a.hi * b.hi (signed halfwords), modulo 2^32
+ *   q8_smlabb(a, b, c) c + a.lo * b.lo;  q8_smlabt(a, b, c)  c + a.lo * b.hi
  */
 #ifndef Q8_DSP_H
 #define Q8_DSP_H
@@ -38,6 +39,16 @@ Q8_INLINE int32_t q8_smlad(uint32_t a, uint32_t b, int32_t acc)
     return __smlad((int32_t)a, (int32_t)b, acc);
 }
 
+Q8_INLINE int32_t q8_smlabb(int32_t a, int32_t b, int32_t acc)
+{
+    return __smlabb(a, b, acc);
+}
+
+Q8_INLINE int32_t q8_smlabt(int32_t a, int32_t b, int32_t acc)
+{
+    return __smlabt(a, b, acc);
+}
+
 #else
 
 #define Q8_HAS_DSP 0
@@ -60,6 +71,19 @@ Q8_INLINE int32_t q8_smlad(uint32_t a, uint32_t b, int32_t acc)
     const int32_t b_lo = (int16_t)(uint16_t)b, b_hi = (int16_t)(uint16_t)(b >> 16);
     /* Each product fits int32; the sum wraps modulo 2^32, as the instruction does. */
     return (int32_t)((uint32_t)acc + (uint32_t)(a_lo * b_lo) + (uint32_t)(a_hi * b_hi));
+}
+
+Q8_INLINE int32_t q8_smlabb(int32_t a, int32_t b, int32_t acc)
+{
+    const int32_t a_lo = (int16_t)(uint16_t)(uint32_t)a, b_lo = (int16_t)(uint16_t)(uint32_t)b;
+    return (int32_t)((uint32_t)acc + (uint32_t)(a_lo * b_lo));
+}
+
+Q8_INLINE int32_t q8_smlabt(int32_t a, int32_t b, int32_t acc)
+{
+    const int32_t a_lo = (int16_t)(uint16_t)(uint32_t)a;
+    const int32_t b_hi = (int16_t)(uint16_t)((uint32_t)b >> 16);
+    return (int32_t)((uint32_t)acc + (uint32_t)(a_lo * b_hi));
 }
 
 #endif

@@ -194,6 +194,9 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     k_padded = (k + 3) // 4 * 4
     padded = np.zeros((m, k_padded), dtype=np.int8)
     padded[:, :k] = rows
+    # Each group of four as w0, w2, w1, w3: the kernel's two byte-pair widenings of a word
+    # (bytes 0,2 and 1,3) then give (w0, w1) and (w2, w3), in the columns' order.
+    padded = padded.reshape(m, -1, 4)[:, :, [0, 2, 1, 3]]
     folded = (bias.astype(np.int64) if bias is not None else np.zeros(m, np.int64))
     folded = folded - x_zp * rows.sum(axis=1)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
