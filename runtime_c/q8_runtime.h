@@ -214,6 +214,33 @@ Q8_DECLARE_GEMM(s8, u8, int8_t, uint8_t)
 Q8_DECLARE_GEMM(s8, s8, int8_t, int8_t)
 
 /*
+ * Matrix products with constant weights, fast path (fully_connected.c): y[m][n] for A
+ * [m][k] (dense rows) and weights [n][k_padded] int8, each group of four stored as w0, w2,
+ * w1, w3, zero-padded; bias[n] = C - a_zp * sum(W[n]) (modulo 2^32); requantization per
+ * column (or float output, scale only). scratch: k_padded int16.
+ */
+typedef struct {
+    int32_t m;
+    int32_t k;
+    int32_t k_padded;
+    int32_t n;
+    const int8_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_fc_params;
+
+#define Q8_DECLARE_FC(A, TA)                                                                \
+    void q8_fc_##A##_freq(const q8_fc_params *params, const TA *Q8_RESTRICT input,         \
+                          void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);         \
+    void q8_fc_##A##_ireq(const q8_fc_params *params, const TA *Q8_RESTRICT input,         \
+                          void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);         \
+    void q8_fc_##A##_f32(const q8_fc_params *params, const TA *Q8_RESTRICT input,          \
+                         float *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);
+
+Q8_DECLARE_FC(u8, uint8_t)
+Q8_DECLARE_FC(s8, int8_t)
+
+/*
  * QuantizeLinear and DequantizeLinear, per tensor or per axis.
  * The tensor is viewed as [outer][axis_len][inner]; scale and zero_point hold axis_len
  * values when per_axis is 1, else one value.

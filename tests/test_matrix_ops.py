@@ -15,6 +15,9 @@ from numpy.typing import NDArray
 from onnx import helper
 
 import codegen
+from codegen.api import run_generated
+from codegen.pipeline import Options, generate_sources
+from codegen.verify import random_inputs
 
 F32 = np.float32
 
@@ -213,3 +216,19 @@ def test_exact_reference_rewrite_for_qgemm(monkeypatch: pytest.MonkeyPatch) -> N
     rng = np.random.default_rng(9)
     model = combine([qgemm_case(rng, i) for i in range(10)])
     assert codegen.verify(model, samples=2, cflags=SANITIZE).ok
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_fast_matrix_products_are_bit_identical_to_the_reference(requant: str) -> None:
+    rng = np.random.default_rng(4242)
+    model = combine([qgemm_case(rng, i) for i in range(24)] +
+                    [matmul_case(rng, 100 + i, "QLinearMatMul") for i in range(24)])
+    fast = generate_sources(model, Options(requant=requant))
+    reference = generate_sources(model, Options(requant=requant, kernels="reference"))
+    assert any(c.function.startswith("q8_fc_") for c in fast.program.calls)
+    assert not any(c.function.startswith("q8_fc_") for c in reference.program.calls)
+    data = random_inputs(fast.program.inputs, 2, seed=5)
+    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
+                            run_generated(reference, data, SANITIZE), strict=True):
+        for name, value in ours.items():
+            assert np.array_equal(value.view(np.uint8), theirs[name].view(np.uint8)), name

@@ -137,6 +137,42 @@ def _gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, out: str, params: CS
                       SOURCES, macs)
 
 
+def fc_weights(b: NDArray[Any], b_zp: NDArray[Any], trans_b: bool) -> NDArray[Any] | None:
+    """Constant weights as int8 [N][K] for the fast path (fully_connected.c), or None when
+    a zero point is not 0 (uint8 weights move to int8 with their zero point, as the
+    reference does)."""
+    zp = np.asarray(b_zp).astype(np.int64).reshape(-1)
+    w = np.asarray(b)
+    if w.dtype == np.uint8:
+        w, zp = (w.astype(np.int16) - 128).astype(np.int8), zp - 128
+    if np.any(zp):
+        return None
+    return np.ascontiguousarray(w if trans_b else w.T).astype(np.int8)
+
+
+def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
+            bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray], mode: str,
+            rows: int) -> KernelCall:
+    """The fast matrix product: weights [N][K] padded to a multiple of 4 and stored in the
+    kernel's byte order, the input zero point folded into the bias (modulo 2^32)."""
+    n, k = weights.shape
+    k_padded = (k + 3) // 4 * 4
+    padded = np.zeros((n, k_padded), dtype=np.int8)
+    padded[:, :k] = weights
+    padded = padded.reshape(n, -1, 4)[:, :, [0, 2, 1, 3]]
+    folded = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,)) if bias is not None
+              else np.zeros(n, np.int64)) - a_zp * weights.astype(np.int64).sum(axis=1)
+    wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    params = CStruct("q8_fc_params", (
+        ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
+        ("weights", CRef("weights")), ("bias", CRef("bias")), ("requant", requant)))
+    all_arrays = (CArray("weights", "int8_t", padded.reshape(-1)),
+                  CArray("bias", "int32_t", wrapped), *arrays)
+    return KernelCall(f"q8_fc_{kernel_suffix(a.dtype)}_{mode}", node.name, (a.name,),
+                      (y.name,), params, all_arrays, ("fully_connected.c",), rows * n * k,
+                      scratch_bytes=2 * k_padded)
+
+
 def _scalar(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
     return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
 
@@ -196,6 +232,14 @@ def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> 
     qmin, qmax = output_range(node, graph, y.dtype)
     requant, arrays = requant_params(scales, int(_scalar(node, graph, 7, "y_zp")[0]), qmin,
                                      qmax, options.requant, collapse=not b_zp.per_column)
+    mode = "ireq" if options.requant == "int" else "freq"
+    if options.kernels == "fast" and b.name in graph.constants and len(b.shape) == 2 and \
+            not b_zp.batched:
+        weights = fc_weights(graph.constants[b.name], b_zp.values, trans_b=False)
+        if weights is not None:
+            rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
+            return [fc_call(node, a, y, weights, int(_scalar(node, graph, 2, "a_zp")[0]), None,
+                            requant, arrays, mode, rows)]
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
                           int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           b_zp.batched, None, requant)
@@ -362,11 +406,20 @@ def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         requant, arrays = requant_params(scale, int(_scalar(node, graph, 8, "y_zp")[0]), qmin,
                                          qmax, options.requant, collapse=not b_zp.per_column)
         mode = "ireq" if options.requant == "int" else "freq"
+    c_value = constant_input(node, graph, 6, "C") if node.input(6) is not None else None
+    n = layout.shape.n
+    column_bias = c_value is None or c_value.shape in ((), (1,), (n,), (1, n))
+    if options.kernels == "fast" and not attr_int(node, "transA", 0) and \
+            b.name in graph.constants and column_bias:
+        weights = fc_weights(graph.constants[b.name], b_zp.values,
+                             trans_b=bool(attr_int(node, "transB", 0)))
+        if weights is not None:
+            return [fc_call(node, a, y, weights, int(_scalar(node, graph, 2, "a_zp")[0]),
+                            c_value, requant, arrays, mode, layout.shape.m)]
     bias = None
-    if node.input(6) is not None:
-        c = constant_input(node, graph, 6, "C")
-        bias = bias_strides(node, c, layout.shape.m, layout.shape.n)
-        arrays.append(CArray("bias", "int32_t", c.reshape(-1)))
+    if c_value is not None:
+        bias = bias_strides(node, c_value, layout.shape.m, layout.shape.n)
+        arrays.append(CArray("bias", "int32_t", c_value.reshape(-1)))
     params = _gemm_struct(layout.shape, layout.a_strides, layout.b_strides,
                           int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           False, bias, requant)
