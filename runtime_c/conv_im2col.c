@@ -78,6 +78,7 @@ Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int
     }
 }
 
+#if Q8_HAS_DSP
 /* acc[r][j] += weights row r . column j, for rows w0 (and w1) and columns c0 (and c1). */
 static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
                     int32_t groups, int32_t acc[4])
@@ -122,6 +123,51 @@ static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_
     }
     return acc;
 }
+#else
+/*
+ * Cores without the DSP extension: one 32-bit multiply-accumulate per tap, four taps per
+ * step with the weights in their stored order (w0, w2, w1, w3), modulo 2^32.
+ */
+Q8_INLINE uint32_t dot_group(const int8_t *w, const int16_t *c)
+{
+    return (uint32_t)(c[0] * w[0]) + (uint32_t)(c[1] * w[2]) + (uint32_t)(c[2] * w[1]) +
+           (uint32_t)(c[3] * w[3]);
+}
+
+static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
+                    int32_t groups, int32_t acc[4])
+{
+    uint32_t a00 = (uint32_t)acc[0], a01 = (uint32_t)acc[1];
+    uint32_t a10 = (uint32_t)acc[2], a11 = (uint32_t)acc[3];
+    int32_t i;
+    for (i = groups; i > 0; i--) {
+        a00 += dot_group(w0, c0);
+        a01 += dot_group(w0, c1);
+        a10 += dot_group(w1, c0);
+        a11 += dot_group(w1, c1);
+        w0 += 4;
+        w1 += 4;
+        c0 += 4;
+        c1 += 4;
+    }
+    acc[0] = (int32_t)a00;
+    acc[1] = (int32_t)a01;
+    acc[2] = (int32_t)a10;
+    acc[3] = (int32_t)a11;
+}
+
+static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_t acc)
+{
+    uint32_t sum = (uint32_t)acc;
+    int32_t i;
+    for (i = groups; i > 0; i--) {
+        sum += dot_group(w, c);
+        w += 4;
+        c += 4;
+    }
+    return (int32_t)sum;
+}
+#endif
 
 /* An output channel's requantization constants, read once per row. */
 typedef struct {

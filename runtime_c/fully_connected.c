@@ -28,6 +28,7 @@ Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_pa
     }
 }
 
+#if Q8_HAS_DSP
 /* acc[r] += weight row r . x, for four rows k_padded apart. */
 static void dot_4x1(const int8_t *w, int32_t k_padded, const int16_t *x, int32_t groups,
                     int32_t acc[4])
@@ -73,6 +74,50 @@ static int32_t dot_1x1(const int8_t *w, const int16_t *x, int32_t groups, int32_
     }
     return acc;
 }
+#else
+/* Cores without the DSP extension: 32-bit multiply-accumulates, weights in stored order. */
+Q8_INLINE uint32_t dot_group(const int8_t *w, const int16_t *x)
+{
+    return (uint32_t)(x[0] * w[0]) + (uint32_t)(x[1] * w[2]) + (uint32_t)(x[2] * w[1]) +
+           (uint32_t)(x[3] * w[3]);
+}
+
+static void dot_4x1(const int8_t *w, int32_t k_padded, const int16_t *x, int32_t groups,
+                    int32_t acc[4])
+{
+    const int8_t *w1 = w + k_padded, *w2 = w1 + k_padded, *w3 = w2 + k_padded;
+    uint32_t a0 = (uint32_t)acc[0], a1 = (uint32_t)acc[1];
+    uint32_t a2 = (uint32_t)acc[2], a3 = (uint32_t)acc[3];
+    int32_t i;
+    for (i = groups; i > 0; i--) {
+        a0 += dot_group(w, x);
+        a1 += dot_group(w1, x);
+        a2 += dot_group(w2, x);
+        a3 += dot_group(w3, x);
+        x += 4;
+        w += 4;
+        w1 += 4;
+        w2 += 4;
+        w3 += 4;
+    }
+    acc[0] = (int32_t)a0;
+    acc[1] = (int32_t)a1;
+    acc[2] = (int32_t)a2;
+    acc[3] = (int32_t)a3;
+}
+
+static int32_t dot_1x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc)
+{
+    uint32_t sum = (uint32_t)acc;
+    int32_t i;
+    for (i = groups; i > 0; i--) {
+        sum += dot_group(w, x);
+        x += 4;
+        w += 4;
+    }
+    return (int32_t)sum;
+}
+#endif
 
 Q8_INLINE void store(const q8_requant_params *rq, int32_t n, int32_t acc, void *y, size_t at,
                      int mode)
