@@ -43,13 +43,31 @@ Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int
     int32_t c, kh, kw;
     if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
         const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
-        for (c = 0; c < p->input.c; c++) {
-            const uint8_t *row = base + (size_t)c * plane;
-            for (kh = 0; kh < KH; kh++) {
-                for (kw = 0; kw < KW; kw++) {
-                    *out++ = widen(row + kw * dw, is_signed);
+        const size_t row_step = (size_t)dh * (size_t)W;
+        if (KH * KW == 1) { /* pointwise: one tap per channel */
+            for (c = 0; c < p->input.c; c++) {
+                *out++ = widen(base + (size_t)c * plane, is_signed);
+            }
+        } else if (KW == 3 && dw == 1) {
+            for (c = 0; c < p->input.c; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    out[0] = widen(row, is_signed);
+                    out[1] = widen(row + 1, is_signed);
+                    out[2] = widen(row + 2, is_signed);
+                    out += 3;
+                    row += row_step;
                 }
-                row += (size_t)dh * (size_t)W;
+            }
+        } else {
+            for (c = 0; c < p->input.c; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    for (kw = 0; kw < KW; kw++) {
+                        *out++ = widen(row + kw * dw, is_signed);
+                    }
+                    row += row_step;
+                }
             }
         }
     } else {

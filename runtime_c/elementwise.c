@@ -17,6 +17,22 @@ Q8_INLINE int32_t load8(const uint8_t *p, size_t i, int is_signed)
     return is_signed ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
 }
 
+/* Both operands dense and of the output's shape: no broadcasting to track. */
+Q8_INLINE int same_shape(const q8_broadcast *s)
+{
+    int32_t d;
+    size_t dense = 1;
+    for (d = s->rank - 1; d >= 0; d--) {
+        if ((size_t)s->a_stride[d] != dense || (size_t)s->b_stride[d] != dense) {
+            if (s->out_shape[d] != 1) {
+                return 0;
+            }
+        }
+        dense *= (size_t)s->out_shape[d];
+    }
+    return 1;
+}
+
 Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
                     int is_signed)
 {
@@ -24,6 +40,16 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     int32_t index[Q8_MAX_RANK];
     size_t a_at = 0, b_at = 0, i;
     const size_t total = q8_start_index(&p->shape, index);
+    if (same_shape(&p->shape)) {
+        const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
+        for (i = 0; i < total; i++) {
+            const float av = (float)load8(a, i, is_signed), bv = (float)load8(b, i, is_signed);
+            const float t = p->b_first ? q8_fmaf(bv, rb, q8_fmaf(av, ra, fixed))
+                                       : q8_fmaf(av, ra, q8_fmaf(bv, rb, fixed));
+            y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
+        }
+        return;
+    }
     for (i = 0; i < total; i++) {
         const float av = (float)load8(a, a_at, is_signed);
         const float bv = (float)load8(b, b_at, is_signed);
