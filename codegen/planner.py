@@ -1,12 +1,15 @@
 """Static memory planning: every intermediate activation gets an offset in one arena.
 
-Lifetimes come from the call order. Tensors are placed largest first, each at the lowest
-offset that does not overlap a tensor live at the same time (greedy by size, first fit).
+Lifetimes come from the call order. Tensors are placed one by one at the lowest offset
+that does not overlap a tensor live at the same time (first fit), in several orders
+(largest first, longest-lived first, ...); the smallest arena is kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .program import Program
 
@@ -61,12 +64,9 @@ def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
     return lifetimes
 
 
-def plan_arena(program: Program, alignment: int = ALIGNMENT) -> ArenaPlan:
-    lifetimes = tensor_lifetimes(program)
-    scratch = {scratch_name(i): call.scratch_bytes for i, call in enumerate(program.calls)}
-    sizes = {name: _align(scratch[name] if name in scratch else program.tensors[name].nbytes,
-                          alignment) for name in lifetimes}
-    order = sorted(lifetimes, key=lambda n: (-sizes[n], lifetimes[n][0], n))
+def place_first_fit(order: list[str], lifetimes: dict[str, tuple[int, int]],
+                    sizes: dict[str, int]) -> list[Placement]:
+    """Each tensor, in `order`, at the lowest offset free during its whole lifetime."""
     placed: list[Placement] = []
     for name in order:
         first, last = lifetimes[name]
@@ -79,8 +79,36 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT) -> ArenaPlan:
                 break
             offset = max(offset, end)
         placed.append(Placement(name, offset, size, first, last))
-    total = max((p.offset + p.size for p in placed), default=0)
+    return placed
+
+
+# Placement orders tried (the smallest arena wins; ties keep the earlier one): first fit
+# is sensitive to the order, and no single order is best on every graph.
+OrderKey = Callable[[str, dict[str, tuple[int, int]], dict[str, int]], tuple[Any, ...]]
+ORDERS: tuple[tuple[str, OrderKey], ...] = (
+    ("size", lambda n, life, size: (-size[n], life[n][0], n)),
+    ("size, then longest", lambda n, life, size: (-size[n], -(life[n][1] - life[n][0]), n)),
+    ("area", lambda n, life, size: (-size[n] * (life[n][1] - life[n][0] + 1), n)),
+    ("longest", lambda n, life, size: (-(life[n][1] - life[n][0]), -size[n], n)),
+    ("start", lambda n, life, size: (life[n][0], -size[n], n)),
+)
+
+
+def plan_arena(program: Program, alignment: int = ALIGNMENT) -> ArenaPlan:
+    lifetimes = tensor_lifetimes(program)
+    scratch = {scratch_name(i): call.scratch_bytes for i, call in enumerate(program.calls)}
+    sizes = {name: _align(scratch[name] if name in scratch else program.tensors[name].nbytes,
+                          alignment) for name in lifetimes}
+    best: list[Placement] | None = None
+    best_total = 0
+    for _, key in ORDERS:
+        order = sorted(lifetimes, key=lambda n: key(n, lifetimes, sizes))
+        placed = place_first_fit(order, lifetimes, sizes)
+        total = max((p.offset + p.size for p in placed), default=0)
+        if best is None or total < best_total:
+            best, best_total = placed, total
+    assert best is not None
     steps = len(program.calls)
     live_bytes = [sum(sizes[n] for n, (a, b) in lifetimes.items() if a <= s <= b)
                   for s in range(steps)]
-    return ArenaPlan({p.tensor: p for p in placed}, total, max(live_bytes, default=0))
+    return ArenaPlan({p.tensor: p for p in best}, best_total, max(live_bytes, default=0))
