@@ -109,11 +109,11 @@ def test_inspect_shows_kernels_and_totals() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     conv = next(line for line in lines if "'conv2_quant'" in line)
-    assert "QLinearConv -> q8_conv_u8_freq" in conv
+    assert "QLinearConv -> q8_conv_u8_im2col_freq" in conv
     assert "in uint8[1,8,32,32]" in conv and "out uint8[1,16,16,16]" in conv
     assert "MACs 294912" in conv and "per-axis(0) x16" in conv
     assert lines[-1].startswith("total: 6 nodes, 593920 MACs")
-    assert "arena 12288 bytes" in lines[-1]
+    assert "arena 12576 bytes" in lines[-1]
 
 
 def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
@@ -131,4 +131,4 @@ def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
     assert "node 'erf' (Erf, domain ai.onnx): operator not supported" in result.stdout
     assert "node 'gelu' (Gelu, domain com.microsoft): operator not supported" in result.stdout
     assert "node 'sin' (Sin, domain ai.onnx): operator not supported" in result.stdout
-    assert "'conv' QLinearConv -> q8_conv_u8_freq" in result.stdout
+    assert "'conv' QLinearConv -> q8_conv_u8_im2col_freq" in result.stdout
