@@ -54,6 +54,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qdq-rules", choices=["auto", "x86", "arm"], default="auto",
                    help="whose int8 QDQ fusion rules to follow, ONNX Runtime's on x86 or on "
                         "ARM (default auto: the one computing more in integers)")
+    p.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto",
+                   help="weight storage of the fast kernels: int16 runs faster and takes "
+                        "twice the bytes (default auto: int16 when it takes at most half the "
+                        "board's flash)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,7 +168,8 @@ def print_report(report: VerifyReport) -> None:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"board": args.board, "requant": args.requant,
             "input_shapes": _input_shapes(args.input_shape),
-            "integer_only": args.integer_only, "qdq_rules": args.qdq_rules}
+            "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
+            "weights": args.weights}
 
 
 def cmd_boards(args: argparse.Namespace) -> int:

@@ -103,6 +103,9 @@ def format_array(symbol: str, array: CArray, per_line: int = 16) -> str:
         per_line = 4
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
     body = ",\n    ".join(lines)
+    if array.aligned8:
+        return (f"static const union {{\n    uint64_t align;\n    {array.ctype} v[{len(items)}];\n"
+                f"}} {symbol} = {{.v = {{\n    {body}\n}}}};")
     return f"static const {array.ctype} {symbol}[{len(items)}] = {{\n    {body}\n}};"
 
 
@@ -118,7 +121,7 @@ def format_value(value: CValue, prefix: str, indent: int = 1) -> str:
     if isinstance(value, CDouble):
         return float(value.value).hex()
     if isinstance(value, CRef):
-        return f"{prefix}_{value.name}"
+        return f"{prefix}_{value.name}" + (f".{value.member}" if value.member else "")
     if isinstance(value, CInts):
         return "{" + ", ".join(str(v) for v in value.values) + "}"
     pad = "    " * (indent + 1)

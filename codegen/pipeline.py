@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from .boards import Board, load_board
@@ -21,6 +22,10 @@ from .program import Program
 
 REQUANT_MODES = ("float", "int")
 KERNEL_SETS = ("fast", "reference")
+WEIGHT_WIDTHS = ("auto", "int8", "int16")
+# With --weights auto, wide (int16) weights are used when they take at most this share of
+# the board's flash, leaving the rest for code, tables and the application.
+WIDE_WEIGHTS_FLASH_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,9 @@ class Options:
     qdq_rules: str = "auto"
     # "fast" kernels where a layer allows them, or the "reference" loops everywhere.
     kernels: str = "fast"
+    # How the fast kernels store weights: "int8" (compact), "int16" (no widening in the
+    # inner loops, twice the bytes) or "auto" (int16 where the board's flash has room).
+    weights: str = "auto"
 
 
 @dataclass
@@ -67,6 +75,20 @@ def model_name(source: ModelSource, requested: str | None) -> str:
     return "model"
 
 
+def choose_weight_width(choice: str, graph: Graph, board: Board) -> bool:
+    """True for wide (int16) weights. auto: wide unless the 8-bit constants, doubled,
+    would take more than WIDE_WEIGHTS_FLASH_SHARE of the board's flash."""
+    if choice not in WEIGHT_WIDTHS:
+        raise UnsupportedError(f"--weights '{choice}': choose one of {', '.join(WEIGHT_WIDTHS)}")
+    if choice != "auto":
+        return choice == "int16"
+    if board.flash_bytes is None:
+        return True
+    eight_bit = sum(int(v.nbytes) for v in graph.constants.values()
+                    if v.dtype in (np.int8, np.uint8))
+    return 2 * eight_bit <= WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes
+
+
 def generate_sources(source: ModelSource, options: Options) -> Generated:
     """Run every stage in memory; nothing is written to disk."""
     board = load_board(options.board)
@@ -84,8 +106,9 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     if options.kernels not in KERNEL_SETS:
         raise UnsupportedError(f"--kernels '{options.kernels}': choose one of "
                                f"{', '.join(KERNEL_SETS)}")
+    wide = choose_weight_width(options.weights, graph, board)
     program = lower_graph(graph, name, LoweringOptions(requant=requant, kernels=options.kernels,
-                                                       dsp=board.dsp))
+                                                       dsp=board.dsp, wide_weights=wide))
     plan = plan_arena(program)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)

@@ -22,6 +22,9 @@ class CArray:
     name: str  # a suffix; the emitter prefixes the call's symbol
     ctype: str
     values: NDArray[Any]
+    # 8-byte alignment, for kernels that read it with 64-bit loads (LDRD): emitted as a
+    # union with a uint64_t, whose element array a CRef names with member "v".
+    aligned8: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class CRef:
     """The address of a CArray of the same call."""
 
     name: str
+    member: str = ""  # "v" for an aligned8 array
 
 
 @dataclass(frozen=True)

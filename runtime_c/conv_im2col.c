@@ -30,11 +30,12 @@ Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
  * Gather the taps of output pixel (oh, ow) of image x into column (k_padded int16), in
  * (c, kh, kw) order. A window inside the input is copied without bounds checks.
  */
-Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int32_t oh,
-                           int32_t ow, int16_t *column, int is_signed)
+Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
+                           int16_t *column, int is_signed)
 {
-    const q8_window *win = &p->window;
-    const int32_t H = p->input.h, W = p->input.w, KH = win->kernel_h, KW = win->kernel_w;
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, KW = win->kernel_w;
     const int32_t dh = win->dilation_h, dw = win->dilation_w;
     const int32_t ih0 = oh * win->stride_h - win->pad_top;
     const int32_t iw0 = ow * win->stride_w - win->pad_left;
@@ -45,11 +46,11 @@ Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int
         const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
         const size_t row_step = (size_t)dh * (size_t)W;
         if (KH * KW == 1) { /* pointwise: one tap per channel */
-            for (c = 0; c < p->input.c; c++) {
+            for (c = 0; c < C; c++) {
                 *out++ = widen(base + (size_t)c * plane, is_signed);
             }
         } else if (KW == 3 && dw == 1) {
-            for (c = 0; c < p->input.c; c++) {
+            for (c = 0; c < C; c++) {
                 const uint8_t *row = base + (size_t)c * plane;
                 for (kh = 0; kh < KH; kh++) {
                     out[0] = widen(row, is_signed);
@@ -60,7 +61,7 @@ Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int
                 }
             }
         } else {
-            for (c = 0; c < p->input.c; c++) {
+            for (c = 0; c < C; c++) {
                 const uint8_t *row = base + (size_t)c * plane;
                 for (kh = 0; kh < KH; kh++) {
                     for (kw = 0; kw < KW; kw++) {
@@ -71,8 +72,8 @@ Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int
             }
         }
     } else {
-        const int16_t pad = (int16_t)p->pad_value;
-        for (c = 0; c < p->input.c; c++) {
+        const int16_t pad = (int16_t)pad_value;
+        for (c = 0; c < C; c++) {
             const uint8_t *x_c = x + (size_t)c * plane;
             for (kh = 0; kh < KH; kh++) {
                 const int32_t ih = ih0 + kh * dh;
@@ -91,7 +92,7 @@ Q8_INLINE void fill_column(const q8_conv_im2col_params *p, const uint8_t *x, int
             }
         }
     }
-    while (out < column + p->k_padded) {
+    while (out < column + k_padded) {
         *out++ = 0; /* against zero weights */
     }
 }
@@ -187,11 +188,112 @@ static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_
 }
 #endif
 
+/*
+ * The wide-weight variant (q8_conv_*_im2col_w16_*): weights stored as int16, two rows
+ * interleaved per pair of taps ([row m: k, k+1][row m+1: k, k+1] ...), so one 64-bit load
+ * gives both rows' operands for two taps and no widening is left in the inner loop:
+ * 8 taps x 2 rows x 2 columns = 32 multiply-accumulates in 16 q8_smlad and 6 loads.
+ * It costs twice the weight bytes of the int8 layout; the generator picks it when the
+ * board's flash has room (--weights).
+ */
+#if Q8_HAS_DSP
+#define Q8_W16_STEP(W, X, Y)                                                                   \
+    do {                                                                                       \
+        a00 = q8_smlad((uint32_t)(W), (X), a00);                                               \
+        a01 = q8_smlad((uint32_t)(W), (Y), a01);                                               \
+        a10 = q8_smlad((uint32_t)((W) >> 32), (X), a10);                                       \
+        a11 = q8_smlad((uint32_t)((W) >> 32), (Y), a11);                                       \
+    } while (0)
+
+/* acc[2r + j] += row r . column j over blocks * 8 taps; all pointers 8-byte aligned. */
+static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                        int32_t blocks, int32_t acc[4])
+{
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    const uint64_t *wp = (const uint64_t *)(const void *)w;
+    const uint64_t *p0 = (const uint64_t *)(const void *)c0;
+    const uint64_t *p1 = (const uint64_t *)(const void *)c1;
+    do {
+        uint64_t x = p0[0], y = p1[0], wv;
+        wv = wp[0];
+        Q8_W16_STEP(wv, (uint32_t)x, (uint32_t)y);
+        wv = wp[1];
+        Q8_W16_STEP(wv, (uint32_t)(x >> 32), (uint32_t)(y >> 32));
+        x = p0[1];
+        y = p1[1];
+        wv = wp[2];
+        Q8_W16_STEP(wv, (uint32_t)x, (uint32_t)y);
+        wv = wp[3];
+        Q8_W16_STEP(wv, (uint32_t)(x >> 32), (uint32_t)(y >> 32));
+        wp += 4;
+        p0 += 2;
+        p1 += 2;
+    } while (--blocks);
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+#else
+/* Plain 32-bit multiply-accumulates over the same layout, modulo 2^32. */
+static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                        int32_t blocks, int32_t acc[4])
+{
+    uint32_t a00 = (uint32_t)acc[0], a01 = (uint32_t)acc[1];
+    uint32_t a10 = (uint32_t)acc[2], a11 = (uint32_t)acc[3];
+    int32_t i;
+    for (i = blocks * 4; i > 0; i--) {
+        const int32_t x0 = c0[0], x1 = c0[1], y0 = c1[0], y1 = c1[1];
+        a00 += (uint32_t)(w[0] * x0 + w[1] * x1);
+        a01 += (uint32_t)(w[0] * y0 + w[1] * y1);
+        a10 += (uint32_t)(w[2] * x0 + w[3] * x1);
+        a11 += (uint32_t)(w[2] * y0 + w[3] * y1);
+        w += 4;
+        c0 += 2;
+        c1 += 2;
+    }
+    acc[0] = (int32_t)a00;
+    acc[1] = (int32_t)a01;
+    acc[2] = (int32_t)a10;
+    acc[3] = (int32_t)a11;
+}
+#endif
+
 /* An output channel's requantization constants, read once per row. */
 typedef struct {
     float scale, lo_f, hi_f;
     int32_t mult, exp, lo, hi, zero_point;
 } row_requant;
+
+/*
+ * Loop invariants are copied into locals first: the kernels store bytes, and a byte store
+ * may alias anything, so fields read through the params pointer would be reloaded after
+ * every output.
+ */
+Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
+{
+    row_requant r;
+    r.lo = rq->act_min - rq->zero_point;
+    r.hi = rq->act_max - rq->zero_point;
+    r.lo_f = (float)r.lo;
+    r.hi_f = (float)r.hi;
+    r.zero_point = rq->zero_point;
+    r.scale = 0.0f;
+    r.mult = r.exp = 0;
+    return r;
+}
+
+Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const int32_t *mult,
+                                        const int32_t *exp, int32_t ch, int mode)
+{
+    if (mode == IM2COL_FREQ) {
+        r.scale = scale[ch];
+    } else {
+        r.mult = mult[ch];
+        r.exp = exp[ch];
+    }
+    return r;
+}
 
 Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
 {
@@ -229,9 +331,11 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px < pixels; px += 2) {
             const int two = px + 1 < pixels;
-            fill_column(p, x_n, px / OW, px % OW, col0, is_signed);
+            fill_column(&p->input, &p->window, p->pad_value, p->k_padded, x_n, px / OW,
+                        px % OW, col0, is_signed);
             if (two) {
-                fill_column(p, x_n, (px + 1) / OW, (px + 1) % OW, col1, is_signed);
+                fill_column(&p->input, &p->window, p->pad_value, p->k_padded, x_n,
+                            (px + 1) / OW, (px + 1) % OW, col1, is_signed);
             }
             for (m = 0; m < M; m += 2) {
                 const int8_t *w0 = p->weights + (size_t)m * (size_t)p->k_padded;
@@ -277,3 +381,75 @@ Q8_DEFINE_IM2COL(q8_conv_u8_im2col_freq, uint8_t, 0, IM2COL_FREQ)
 Q8_DEFINE_IM2COL(q8_conv_s8_im2col_freq, int8_t, 1, IM2COL_FREQ)
 Q8_DEFINE_IM2COL(q8_conv_u8_im2col_ireq, uint8_t, 0, IM2COL_IREQ)
 Q8_DEFINE_IM2COL(q8_conv_s8_im2col_ireq, int8_t, 1, IM2COL_IREQ)
+
+/*
+ * Wide weights: rows in pairs (an odd last row is paired with a zero row whose outputs
+ * are not stored) and pixels in pairs (an odd last pixel is multiplied twice), so every
+ * block is one 2x2 call.
+ */
+Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,
+                               uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+                               int is_signed, int mode)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW, blocks = k_padded / 8;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const int16_t *const weights = p->weights;
+    const int32_t *const bias = p->bias;
+    const float *const scale = p->requant.scale;
+    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
+    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    const row_requant layer = layer_constants(&p->requant);
+    int16_t *col0 = scratch, *col1 = scratch + k_padded;
+    int32_t n, px, m;
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (px = 0; px < pixels; px += 2) {
+            const int two = px + 1 < pixels;
+            const int16_t *c1 = two ? col1 : col0;
+            uint8_t *y0 = y_n + (size_t)px;
+            fill_column(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW,
+                        col0, is_signed);
+            if (two) {
+                fill_column(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                            (px + 1) % OW, col1, is_signed);
+            }
+            for (m = 0; m < M; m += 2) {
+                const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
+                                                         mode);
+                int32_t acc[4];
+                acc[0] = acc[1] = bias[m];
+                acc[2] = acc[3] = bias[m + 1];
+                dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+                y0[0] = requantize(&r0, acc[0], mode);
+                if (two) {
+                    y0[1] = requantize(&r0, acc[1], mode);
+                }
+                y0 += pixels;
+                if (m + 1 < M) {
+                    const row_requant r1 = channel_constants(layer, scale, mult, exp,
+                                                             (m + 1) * ch_step, mode);
+                    y0[0] = requantize(&r1, acc[2], mode);
+                    if (two) {
+                        y0[1] = requantize(&r1, acc[3], mode);
+                    }
+                    y0 += pixels;
+                }
+            }
+        }
+    }
+}
+
+#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE)                                         \
+    void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
+              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    {                                                                                        \
+        conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
+                        MODE);                                                               \
+    }
+
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_freq, uint8_t, 0, IM2COL_FREQ)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_freq, int8_t, 1, IM2COL_FREQ)
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_ireq, uint8_t, 0, IM2COL_IREQ)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_ireq, int8_t, 1, IM2COL_IREQ)

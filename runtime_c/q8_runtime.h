@@ -139,6 +139,36 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
                             int16_t *Q8_RESTRICT scratch);
 
 /*
+ * The same with wide weights (conv_im2col.c): int16, output channels in pairs (an odd
+ * count padded with a zero row; bias has one entry per padded row), each pair's rows
+ * interleaved per two taps: [m][k, k+1], [m+1][k, k+1], [m][k+2, k+3], ...; k_padded a
+ * multiple of 8; weights and scratch 8-byte aligned.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_value;
+    int32_t k_padded;
+    const int16_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_conv_im2col_w16_params;
+
+void q8_conv_u8_im2col_w16_freq(const q8_conv_im2col_w16_params *params,
+                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16_freq(const q8_conv_im2col_w16_params *params,
+                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
+                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
+                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+
+/*
  * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per
  * channel, dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
  * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp).

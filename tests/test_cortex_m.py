@@ -132,13 +132,15 @@ def test_float_islands_are_bit_exact_on_the_core(board: str) -> None:
     assert report.ok, report.outputs
 
 
-@pytest.mark.parametrize("board,requant", [("cortex-m4f", "float"), ("cortex-m3", "int")])
-def test_random_convolutions_on_the_core(board: str, requant: str) -> None:
+@pytest.mark.parametrize("board,requant,weights", [
+    ("cortex-m4f", "float", "int16"), ("cortex-m4f", "float", "int8"),
+    ("cortex-m3", "int", "int16"), ("cortex-m3", "int", "int8")])
+def test_random_convolutions_on_the_core(board: str, requant: str, weights: str) -> None:
     """The randomized QLinearConv configurations on the core: the DSP instructions on
-    M4F, their portable C on M3, against ORT."""
+    M4F, their portable C on M3, with compact and wide weights, against ORT."""
     rng = np.random.default_rng(77)
     configs = [random_conv_config(rng, 7700 + i) for i in range(24)]
     report = codegen.verify(conv_batch_model(configs), board=board, requant=requant,
-                            samples=2)
+                            samples=2, weights=weights)
     assert report.ok, [(configs[int(o.name[1:])].describe(), o.mismatches)
                        for o in report.outputs if o.mismatches]

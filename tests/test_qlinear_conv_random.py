@@ -65,15 +65,18 @@ def test_random_qlinear_conv_bit_exact(chunk: int, requant: str) -> None:
     assert len(report.outputs) == len(configs)
 
 
+@pytest.mark.parametrize("weights", ["int8", "int16"])
 @pytest.mark.parametrize("requant", ["float", "int"])
-def test_fast_kernels_are_bit_identical_to_the_reference(requant: str) -> None:
-    """The optimized convolutions against the plain loops, on the same inputs (no ORT)."""
+def test_fast_kernels_are_bit_identical_to_the_reference(requant: str, weights: str) -> None:
+    """The optimized convolutions (compact and wide weights) against the plain loops, on
+    the same inputs (no ORT)."""
     configs = all_configs()[:64]
     model = conv_batch_model(configs)
-    fast = generate_sources(model, Options(requant=requant))
+    fast = generate_sources(model, Options(requant=requant, weights=weights))
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
     kernels = {c.function for c in fast.program.calls}
-    assert any("im2col" in k for k in kernels), kernels
+    im2col = {k for k in kernels if "im2col" in k}
+    assert im2col and all(("_w16_" in k) == (weights == "int16") for k in im2col), kernels
     assert not any("im2col" in c.function for c in reference.program.calls)
     data = random_inputs(fast.program.inputs, 2, seed=11)
     for ours, theirs in zip(run_generated(fast, data, SANITIZE),

@@ -24,6 +24,9 @@ class LoweringOptions:
     # loops everywhere (the two are bit-identical; this is for checking that).
     kernels: str = "fast"
     dsp: bool = False  # the core has the DSP extension (for kernel choices by cost)
+    # Fast paths store weights as int16 (twice the bytes, no widening in the inner
+    # loops) rather than int8: pipeline.choose_weight_width decides from the board.
+    wide_weights: bool = False
 
 
 @dataclass

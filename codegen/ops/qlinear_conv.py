@@ -142,6 +142,9 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     mode = "ireq" if options.requant == "int" else "freq"
     bias = constant_input(node, graph, 8, "B") if node.input(8) is not None else None
     if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
+        if options.wide_weights:
+            return [im2col_w16_call(node, x, y, window, q.x_zp, weights, bias, requant,
+                                    requant_arrays, mode)]
         return [im2col_call(node, x, y, window, q.x_zp, weights, bias, requant,
                             requant_arrays, mode)]
     if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
@@ -208,6 +211,42 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}", node.name, (x.name,),
                       (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
+                      scratch_bytes=2 * k_padded * 2)
+
+
+def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDArray[Any]:
+    """bias - x_zp * sum(row) per output channel, modulo 2^32: the input zero point taken
+    out of the inner loop (padding taps then hold x_zp and add nothing)."""
+    folded = (bias.astype(np.int64) if bias is not None else np.zeros(len(rows), np.int64))
+    folded = folded - x_zp * rows.astype(np.int64).sum(axis=1)
+    return ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                    weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                    requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The im2col path with wide weights (conv_im2col.c, *_w16_*): int16 rows of k taps
+    padded to a multiple of 8, output channels padded to an even count with zero rows,
+    each pair of rows interleaved per two taps, 8-byte aligned."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded = (k + 7) // 8 * 8
+    m_even = m + m % 2
+    padded = np.zeros((m_even, k_padded), dtype=np.int16)
+    padded[:m, :k] = rows
+    # [pair][row in pair][tap pair][2] -> [pair][tap pair][row in pair][2]
+    interleaved = padded.reshape(m_even // 2, 2, k_padded // 2, 2).transpose(0, 2, 1, 3)
+    bias_even = np.zeros(m_even, np.int32)
+    bias_even[:m] = folded_bias(bias, rows, x_zp)
+    params = CStruct("q8_conv_im2col_w16_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+    arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
+              CArray("bias", "int32_t", bias_even), *requant_arrays)
+    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_w16_{mode}", node.name,
+                      (x.name,), (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
                       scratch_bytes=2 * k_padded * 2)
 
 

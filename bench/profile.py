@@ -1,0 +1,111 @@
+"""Where a model's instructions go on an emulated Cortex-M core: instructions per function
+and, with --disasm FUNC, the function's disassembly with each instruction's execution
+count. A developer's tool for kernel work (QEMU TCG plugin qemu/pcprofile.c); the counts
+include the harness around one inference (input and output copies).
+
+    .venv/bin/python bench/profile.py resnet8 [--board cortex-m4f] [--variant i8-pc]
+        [--top 20] [--disasm dot_2x2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import zoo  # noqa: E402
+
+from codegen.build import (  # noqa: E402
+    cache_key,
+    cached_build,
+    compile_in,
+    compiler_identity,
+    host_compiler,
+)
+from codegen.firmware import build_firmware, cross_tool  # noqa: E402
+from codegen.pipeline import Options, generate_sources  # noqa: E402
+from codegen.qemu import run_firmware  # noqa: E402
+from codegen.verify import random_inputs  # noqa: E402
+
+
+def profiler_plugin() -> Path:
+    cc = host_compiler()
+    files = {"pcprofile.c": (ROOT / "qemu" / "pcprofile.c").read_bytes()}
+    flags = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
+    entry, _ = cached_build(
+        cache_key(compiler_identity(cc) + "pc profile", flags, files), files,
+        "build/libpcprofile.so",
+        lambda folder: compile_in(folder, [cc, *flags, "-o", "build/libpcprofile.so",
+                                           "pcprofile.c"], "building the profiling plugin"))
+    return entry / "build" / "libpcprofile.so"
+
+
+def function_table(elf: Path) -> list[tuple[int, int, str]]:
+    out = subprocess.run([cross_tool("nm"), "-S", "--defined-only", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    table = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            table.append((int(parts[0], 16) & ~1, int(parts[1], 16), parts[3]))
+    return sorted(table)
+
+
+def pc_counts(log: str) -> Counter[int]:
+    counts: Counter[int] = Counter()
+    for line in log.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "PC":
+            counts[int(parts[1], 16)] += int(parts[2])
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--board", default="cortex-m4f")
+    parser.add_argument("--variant", default="i8-pc")
+    parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--disasm", help="annotate this function's disassembly")
+    args = parser.parse_args()
+    gen = generate_sources(zoo.quantized_model(args.model, args.variant),
+                           Options(board=args.board))
+    build = build_firmware(gen.files, gen.name, gen.board, size=False)
+    data = random_inputs(gen.program.inputs, 1, seed=0)
+    _, log = run_firmware(build.elf, gen.board, gen.program.inputs, gen.program.outputs,
+                          data, ["-plugin", str(profiler_plugin())])
+    counts = pc_counts(log)
+    table = function_table(build.elf)
+    starts = [start for start, _, _ in table]
+    per_function: Counter[str] = Counter()
+    for pc, n in counts.items():
+        i = bisect.bisect_right(starts, pc) - 1
+        name = table[i][2] if i >= 0 and pc < table[i][0] + max(table[i][1], 2) else "?"
+        per_function[name] += n
+    total = sum(counts.values())
+    print(f"{total:,d} instructions executed (whole run, one inference)")
+    for name, n in per_function.most_common(args.top):
+        print(f"{n:>12,d} {100 * n / total:6.2f}%  {name}")
+    if args.disasm:
+        dis = subprocess.run([cross_tool("objdump"), "-d", f"--disassemble={args.disasm}",
+                              str(build.elf)], capture_output=True, text=True,
+                             check=True).stdout
+        for line in dis.splitlines():
+            head = line.split(":", 1)[0].strip()
+            try:
+                pc = int(head, 16)
+            except ValueError:
+                print(line)
+                continue
+            print(f"{counts.get(pc, 0):>10,d} {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
