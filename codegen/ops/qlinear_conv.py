@@ -219,7 +219,8 @@ def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDA
     out of the inner loop (padding taps then hold x_zp and add nothing)."""
     folded = (bias.astype(np.int64) if bias is not None else np.zeros(len(rows), np.int64))
     folded = folded - x_zp * rows.astype(np.int64).sum(axis=1)
-    return ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    wrapped: NDArray[Any] = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    return wrapped
 
 
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
