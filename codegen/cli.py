@@ -271,7 +271,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         write_output_file(Path(args.output), text.encode(), args.force)
         print(f"wrote {args.output}" + (f" and {args.svg}" if args.svg else ""))
     else:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `onnx2mcu report ... | head`: the reader has enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141  # as a process killed by SIGPIPE
         if args.svg:
             print(f"wrote {args.svg}", file=sys.stderr)
     return 0

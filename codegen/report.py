@@ -248,7 +248,7 @@ def percent(part: int, whole: int | None) -> str:
 
 NODE_WIDTH = 32
 COLUMNS = ("step", "node", "op", "kernel", "inputs", "outputs", "MACs", "weights",
-           "out@", "out B", "scratch")
+           "out offset", "out bytes", "scratch bytes@offset")
 
 
 def _row(layer: Layer, with_instructions: bool) -> list[str]:
@@ -315,9 +315,7 @@ def format_report_text(report: Report) -> str:
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
-    data = asdict(report)
-    data["format"] = "onnx2mcu-report/1"
-    return data
+    return {"format": "onnx2mcu-report/1", **asdict(report)}
 
 
 def report_to_json(report: Report) -> str:
@@ -458,8 +456,7 @@ def render_arena_svg(report: Report, standalone: bool = True) -> str:
 _STYLE = """body{font-family:sans-serif;margin:1.5em}
 table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-code{font-size:12px}"""
+td.n{text-align:right;font-variant-numeric:tabular-nums}"""
 
 
 def render_report_html(report: Report) -> str:
