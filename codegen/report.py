@@ -140,7 +140,7 @@ def build_layers(gen: Generated, instructions: Sequence[int] | None) -> tuple[La
         layers.append(Layer(
             step=step, node=name, op=op, kernel=call.function,
             inputs=tuple(_tensor_info(program.tensors[t], gen) for t in call.inputs
-                         if t not in constants and t in program.tensors),
+                         if program.root(t) not in constants and t in program.tensors),
             outputs=tuple(_tensor_info(program.tensors[t], gen) for t in call.outputs),
             macs=call.macs, weight_bytes=call_weight_bytes(call, gen.graph),
             scratch_offset=scratch.offset if scratch else None,
