@@ -11,6 +11,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from onnx import TensorProto, helper
 from zoo import ZOO_CASES, case_id, quantized_model
 
 from codegen import api
@@ -195,3 +196,22 @@ def test_cortex_m_report_with_instruction_counts(tmp_path: Path,
     page = (tmp_path / "r.html").read_text()
     assert "flash: weights" in page and "of 4194304" in page
     assert page.count("<tr>") == len(report.layers) + 1
+
+
+def test_model_without_arena() -> None:
+    """One QuantizeLinear: its input and output are the model's own buffers, so the arena
+    is empty and the picture says so."""
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")], "q",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 4])],
+        [helper.make_tensor("s", TensorProto.FLOAT, [], [0.5]),
+         helper.make_tensor("z", TensorProto.INT8, [], [0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    report = build_report(generate_sources(model, Options()))
+    assert report.totals.arena_bytes == 0 and not report.buffers
+    svg = render_arena_svg(report)
+    check_svg(svg, 0, 0)
+    assert "the arena is empty" in svg
+    assert len(table_rows(format_report_text(report))) == 1
+    json.loads(report_to_json(report))
