@@ -26,6 +26,7 @@ from .pipeline import Generated, Options, generate_sources
 from .project import check_output_dir, write_project
 from .qemu import InstructionCounts, run_firmware
 from .qemu import count_instructions as qemu_count
+from .report import Report, build_report
 from .verify import (
     VerifyReport,
     compare_outputs,
@@ -195,6 +196,31 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                            data, len(calls) if per_layer else None)
     return CountReport(counts, sum(c.macs for c in calls),
                        tuple((c.node, c.function, c.macs) for c in calls), gen.board.name)
+
+
+def report(model: ModelSource, *, board: str = "host", requant: str | None = None,
+           input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+           integer_only: bool = False, qdq_rules: str = "auto",
+           count: bool = False, inputs: Mapping[str, Any] | None = None,
+           seed: int = 0) -> Report:
+    """Per-layer costs, totals against the board's budget and the arena plan. On a
+    Cortex-M board the model is built alone to measure flash, stack and static RAM; with
+    count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
+    count the instructions of each layer."""
+    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
+                                           qdq_rules))
+    if count and not gen.board.is_cortex_m:
+        raise UnsupportedError(f"board '{gen.board.name}': instruction counts need a "
+                               "Cortex-M board (see `onnx2mcu boards`)")
+    budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
+    counts = None
+    if count:
+        data = inputs if inputs is not None else random_inputs(gen.program.inputs, 1, seed)[0]
+        counts = count_instructions(model, data, board=board, requant=requant,
+                                    input_shapes=input_shapes, per_layer=True,
+                                    integer_only=integer_only, qdq_rules=qdq_rules).counts
+    source = str(model) if isinstance(model, str | Path) else ""
+    return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 
 
 def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",

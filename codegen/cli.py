@@ -1,4 +1,5 @@
-"""Command-line interface: onnx2mcu generate | run | verify | boards.
+"""Command-line interface: onnx2mcu generate | run | verify | inspect | report | convert |
+boards.
 
 Every error a user can cause prints one line and exits with status 2.
 """
@@ -111,6 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--qdq-rules", choices=["auto", "x86", "arm"], default="auto",
                    help="whose int8 QDQ fusion rules to follow, ONNX Runtime's on x86 or on "
                         "ARM (default auto: the one computing more in integers)")
+
+    rp = sub.add_parser("report", help="per-layer costs, flash and RAM against the board's "
+                                       "budget, and a picture of the arena over time")
+    _common(rp)
+    rp.add_argument("--format", choices=["text", "json", "html"], default="text",
+                    help="text (default), json (every number) or html (table and picture)")
+    rp.add_argument("--output", help="file to write (default: standard output)")
+    rp.add_argument("--svg", help="also write the arena over time as an SVG picture")
+    rp.add_argument("--force", action="store_true", help="replace existing output files")
+    rp.add_argument("--count-instructions", action="store_true",
+                    help="Cortex-M boards: count each layer's instructions in QEMU")
+    rp.add_argument("--inputs", help="with --count-instructions: .npz with one array per "
+                                     "model input (default: random, seed 0)")
 
     sub.add_parser("boards", help="list the known boards")
     return parser
@@ -241,6 +255,38 @@ def print_counts(report: api.CountReport) -> None:
     print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}")
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .project import check_output_file, write_output_file
+    from .report import FORMATS, render_arena_svg
+
+    if args.inputs and not args.count_instructions:
+        raise InputDataError("--inputs goes with --count-instructions")
+    targets = [Path(p) for p in (args.output, args.svg) if p]
+    if len(targets) == 2 and targets[0].resolve() == targets[1].resolve():
+        raise InputDataError("--output and --svg name the same file")
+    for target in targets:  # refuse before any work: a report can take a while
+        check_output_file(target, args.force)
+    inputs = _load_npz(args.inputs) if args.inputs else None
+    report = api.report(args.model, count=args.count_instructions, inputs=inputs,
+                        **_options(args))
+    text = FORMATS[args.format](report)
+    if args.svg:
+        write_output_file(Path(args.svg), render_arena_svg(report).encode(), args.force)
+    if args.output:
+        write_output_file(Path(args.output), text.encode(), args.force)
+        print(f"wrote {args.output}" + (f" and {args.svg}" if args.svg else ""))
+    else:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `onnx2mcu report ... | head`: the reader has enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141  # as a process killed by SIGPIPE
+        if args.svg:
+            print(f"wrote {args.svg}", file=sys.stderr)
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     inputs = _load_npz(args.inputs) if args.inputs else None
     report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
@@ -267,7 +313,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "convert": cmd_convert,
     "boards": cmd_boards, "inspect": cmd_inspect, "generate": cmd_generate, "run": cmd_run,
-    "verify": cmd_verify,
+    "verify": cmd_verify, "report": cmd_report,
 }
 
 

@@ -68,10 +68,15 @@ def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSu
                         and n in graph.tensors and graph.tensors[n].quant is not None),
         outputs=tuple(graph.tensors[o] for o in node.outputs if o in graph.tensors),
         macs=sum(c.macs for c in calls),
-        weight_bytes=sum(int(np.asarray(a.values).nbytes) for c in calls for a in c.arrays)
-        + sum(int(graph.constants[t].nbytes) for c in calls for t in c.inputs
-              if t in graph.constants),
+        weight_bytes=sum(call_weight_bytes(c, graph) for c in calls),
     )
+
+
+def call_weight_bytes(call: KernelCall, graph: Graph) -> int:
+    """The const bytes one kernel call reads: its own arrays (packed weights, per-channel
+    constants) and the graph constants it takes as inputs."""
+    return (sum(int(np.asarray(a.values).nbytes) for a in call.arrays)
+            + sum(int(graph.constants[t].nbytes) for t in call.inputs if t in graph.constants))
 
 
 def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:

@@ -56,3 +56,28 @@ def write_project(out: Path, files: Mapping[str, bytes], force: bool = False) ->
     finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def check_output_file(out: Path, force: bool) -> None:
+    """Refuse to replace a user's file unless forced, and never replace a folder."""
+    if out.is_dir():
+        raise OutputError(f"{out} is a folder")
+    if out.exists() and not force:
+        raise OutputError(f"{out} exists; pass --force to replace it")
+
+
+def write_output_file(out: Path, data: bytes, force: bool = False) -> None:
+    """Write one file atomically: a temporary sibling renamed into place, so a failure
+    never leaves half a file (nor an old file half-replaced)."""
+    check_output_file(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Not mkstemp: its 0600 mode would stick to the file; "xb" keeps the user's umask.
+    staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    staging.unlink(missing_ok=True)  # left by a killed run of this process id
+    try:
+        with staging.open("xb") as f:
+            f.write(data)
+        os.replace(staging, out)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
