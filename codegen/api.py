@@ -200,7 +200,7 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
 
 def report(model: ModelSource, *, board: str = "host", requant: str | None = None,
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-           integer_only: bool = False, qdq_rules: str = "auto",
+           integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
            count: bool = False, inputs: Mapping[str, Any] | None = None,
            seed: int = 0) -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
@@ -208,7 +208,7 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules))
+                                           qdq_rules, weights))
     if count and not gen.board.is_cortex_m:
         raise UnsupportedError(f"board '{gen.board.name}': instruction counts need a "
                                "Cortex-M board (see `onnx2mcu boards`)")
@@ -218,7 +218,8 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         data = inputs if inputs is not None else random_inputs(gen.program.inputs, 1, seed)[0]
         counts = count_instructions(model, data, board=board, requant=requant,
                                     input_shapes=input_shapes, per_layer=True,
-                                    integer_only=integer_only, qdq_rules=qdq_rules).counts
+                                    integer_only=integer_only, qdq_rules=qdq_rules,
+                                    weights=weights).counts
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 
