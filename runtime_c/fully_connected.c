@@ -119,6 +119,66 @@ static int32_t dot_1x1(const int8_t *w, const int16_t *x, int32_t groups, int32_
 }
 #endif
 
+/*
+ * Wide weights (q8_fc_*_w16_*): int16, output columns in blocks of four (the last block
+ * padded with zero rows), the four rows interleaved per four taps:
+ * [n][k..k+3] [n+1][k..k+3] [n+2][k..k+3] [n+3][k..k+3] ...; k_padded a multiple of 8.
+ * One 64-bit load per row and one for the input give 16 multiply-accumulates in 8
+ * q8_smlad, nothing to widen.
+ */
+#if Q8_HAS_DSP
+#define Q8_FC_W16_ROW(ACC, W, XLO, XHI)                                                    \
+    do {                                                                                   \
+        const uint64_t v_ = (W);                                                           \
+        ACC = q8_smlad((uint32_t)v_, (XLO), ACC);                                          \
+        ACC = q8_smlad((uint32_t)(v_ >> 32), (XHI), ACC);                                  \
+    } while (0)
+
+static void dot_w16_4x1(const int16_t *w, const int16_t *x, int32_t blocks, int32_t acc[4])
+{
+    const uint64_t *wp = (const uint64_t *)(const void *)w;
+    const uint64_t *xp = (const uint64_t *)(const void *)x;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    do {
+        uint64_t xv = xp[0];
+        Q8_FC_W16_ROW(a0, wp[0], (uint32_t)xv, (uint32_t)(xv >> 32));
+        Q8_FC_W16_ROW(a1, wp[1], (uint32_t)xv, (uint32_t)(xv >> 32));
+        Q8_FC_W16_ROW(a2, wp[2], (uint32_t)xv, (uint32_t)(xv >> 32));
+        Q8_FC_W16_ROW(a3, wp[3], (uint32_t)xv, (uint32_t)(xv >> 32));
+        xv = xp[1];
+        Q8_FC_W16_ROW(a0, wp[4], (uint32_t)xv, (uint32_t)(xv >> 32));
+        Q8_FC_W16_ROW(a1, wp[5], (uint32_t)xv, (uint32_t)(xv >> 32));
+        Q8_FC_W16_ROW(a2, wp[6], (uint32_t)xv, (uint32_t)(xv >> 32));
+        Q8_FC_W16_ROW(a3, wp[7], (uint32_t)xv, (uint32_t)(xv >> 32));
+        wp += 8;
+        xp += 2;
+    } while (--blocks);
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#else
+static void dot_w16_4x1(const int16_t *w, const int16_t *x, int32_t blocks, int32_t acc[4])
+{
+    uint32_t a[4];
+    int32_t i, r;
+    for (r = 0; r < 4; r++) {
+        a[r] = (uint32_t)acc[r];
+    }
+    for (i = blocks * 2; i > 0; i--) {
+        for (r = 0; r < 4; r++) {
+            a[r] += (uint32_t)(w[0] * x[0] + w[1] * x[1]) + (uint32_t)(w[2] * x[2] + w[3] * x[3]);
+            w += 4;
+        }
+        x += 4;
+    }
+    for (r = 0; r < 4; r++) {
+        acc[r] = (int32_t)a[r];
+    }
+}
+#endif
+
 Q8_INLINE void store(const q8_requant_params *rq, int32_t n, int32_t acc, void *y, size_t at,
                      int mode)
 {
@@ -177,3 +237,46 @@ Q8_DEFINE_FC(q8_fc_u8_ireq, uint8_t, void, 0, FC_IREQ)
 Q8_DEFINE_FC(q8_fc_s8_ireq, int8_t, void, 1, FC_IREQ)
 Q8_DEFINE_FC(q8_fc_u8_f32, uint8_t, float, 0, FC_F32)
 Q8_DEFINE_FC(q8_fc_s8_f32, int8_t, float, 1, FC_F32)
+
+/* Wide weights; requantization constants are copied into locals first (a byte store may
+ * alias anything, so fields read through the params pointer would be reloaded). */
+Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_RESTRICT a,
+                                   void *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+                                   int is_signed, int mode)
+{
+    const int32_t N = p->n, K = p->k, k_padded = p->k_padded, blocks = k_padded / 8;
+    const int16_t *const weights = p->weights;
+    const int32_t *const bias = p->bias;
+    const q8_requant_params rq = p->requant;
+    int32_t row, n, j;
+    for (row = 0; row < p->m; row++) {
+        const size_t out = (size_t)row * (size_t)N;
+        widen_row(a + (size_t)row * (size_t)K, scratch, K, k_padded, is_signed);
+        for (n = 0; n < N; n += 4) {
+            const int32_t count = N - n < 4 ? N - n : 4;
+            int32_t acc[4];
+            acc[0] = bias[n];
+            acc[1] = bias[n + 1];
+            acc[2] = bias[n + 2];
+            acc[3] = bias[n + 3];
+            dot_w16_4x1(weights + (size_t)n * (size_t)k_padded, scratch, blocks, acc);
+            for (j = 0; j < count; j++) {
+                store(&rq, n + j, acc[j], y, out + (size_t)(n + j), mode);
+            }
+        }
+    }
+}
+
+#define Q8_DEFINE_FC_W16(NAME, TX, TY, SIGNED, MODE)                                       \
+    void NAME(const q8_fc_w16_params *params, const TX *Q8_RESTRICT input,                \
+              TY *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                       \
+    {                                                                                      \
+        fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED, MODE); \
+    }
+
+Q8_DEFINE_FC_W16(q8_fc_u8_w16_freq, uint8_t, void, 0, FC_FREQ)
+Q8_DEFINE_FC_W16(q8_fc_s8_w16_freq, int8_t, void, 1, FC_FREQ)
+Q8_DEFINE_FC_W16(q8_fc_u8_w16_ireq, uint8_t, void, 0, FC_IREQ)
+Q8_DEFINE_FC_W16(q8_fc_s8_w16_ireq, int8_t, void, 1, FC_IREQ)
+Q8_DEFINE_FC_W16(q8_fc_u8_w16_f32, uint8_t, float, 0, FC_F32)
+Q8_DEFINE_FC_W16(q8_fc_s8_w16_f32, int8_t, float, 1, FC_F32)

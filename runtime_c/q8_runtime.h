@@ -271,6 +271,32 @@ Q8_DECLARE_FC(u8, uint8_t)
 Q8_DECLARE_FC(s8, int8_t)
 
 /*
+ * The same with wide weights (fully_connected.c): int16 [n_padded / 4][k_padded / 4][4
+ * rows][4 taps], n_padded the next multiple of 4 (zero rows; bias has n_padded entries),
+ * k_padded a multiple of 8; weights and scratch 8-byte aligned.
+ */
+typedef struct {
+    int32_t m;
+    int32_t k;
+    int32_t k_padded;
+    int32_t n;
+    const int16_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_fc_w16_params;
+
+#define Q8_DECLARE_FC_W16(A, TA)                                                            \
+    void q8_fc_##A##_w16_freq(const q8_fc_w16_params *params, const TA *Q8_RESTRICT input,  \
+                              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);      \
+    void q8_fc_##A##_w16_ireq(const q8_fc_w16_params *params, const TA *Q8_RESTRICT input,  \
+                              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);      \
+    void q8_fc_##A##_w16_f32(const q8_fc_w16_params *params, const TA *Q8_RESTRICT input,   \
+                             float *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);
+
+Q8_DECLARE_FC_W16(u8, uint8_t)
+Q8_DECLARE_FC_W16(s8, int8_t)
+
+/*
  * QuantizeLinear and DequantizeLinear, per tensor or per axis.
  * The tensor is viewed as [outer][axis_len][inner]; scale and zero_point hold axis_len
  * values when per_axis is 1, else one value.

@@ -218,14 +218,17 @@ def test_exact_reference_rewrite_for_qgemm(monkeypatch: pytest.MonkeyPatch) -> N
     assert codegen.verify(model, samples=2, cflags=SANITIZE).ok
 
 
+@pytest.mark.parametrize("weights", ["int8", "int16"])
 @pytest.mark.parametrize("requant", ["float", "int"])
-def test_fast_matrix_products_are_bit_identical_to_the_reference(requant: str) -> None:
+def test_fast_matrix_products_are_bit_identical_to_the_reference(requant: str,
+                                                                  weights: str) -> None:
     rng = np.random.default_rng(4242)
     model = combine([qgemm_case(rng, i) for i in range(24)] +
                     [matmul_case(rng, 100 + i, "QLinearMatMul") for i in range(24)])
-    fast = generate_sources(model, Options(requant=requant))
+    fast = generate_sources(model, Options(requant=requant, weights=weights))
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
-    assert any(c.function.startswith("q8_fc_") for c in fast.program.calls)
+    fc = [c.function for c in fast.program.calls if c.function.startswith("q8_fc_")]
+    assert fc and all(("_w16_" in f) == (weights == "int16") for f in fc), fc
     assert not any(c.function.startswith("q8_fc_") for c in reference.program.calls)
     data = random_inputs(fast.program.inputs, 2, seed=5)
     for ours, theirs in zip(run_generated(fast, data, SANITIZE),

@@ -152,9 +152,11 @@ def fc_weights(b: NDArray[Any], b_zp: NDArray[Any], trans_b: bool) -> NDArray[An
 
 def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
             bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray], mode: str,
-            rows: int) -> KernelCall:
+            rows: int, wide: bool) -> KernelCall:
     """The fast matrix product: weights [N][K] padded to a multiple of 4 and stored in the
     kernel's byte order, the input zero point folded into the bias (modulo 2^32)."""
+    if wide:
+        return fc_w16_call(node, a, y, weights, a_zp, bias, requant, arrays, mode, rows)
     n, k = weights.shape
     k_padded = (k + 3) // 4 * 4
     padded = np.zeros((n, k_padded), dtype=np.int8)
@@ -169,6 +171,33 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     all_arrays = (CArray("weights", "int8_t", padded.reshape(-1)),
                   CArray("bias", "int32_t", wrapped), *arrays)
     return KernelCall(f"q8_fc_{kernel_suffix(a.dtype)}_{mode}", node.name, (a.name,),
+                      (y.name,), params, all_arrays, ("fully_connected.c",), rows * n * k,
+                      scratch_bytes=2 * k_padded)
+
+
+def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
+                bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray],
+                mode: str, rows: int) -> KernelCall:
+    """The fast matrix product with wide weights (fully_connected.c, *_w16_*): int16,
+    columns in blocks of four rows interleaved per four taps, K padded to a multiple of
+    8, N to a multiple of 4 with zero rows, 8-byte aligned."""
+    n, k = weights.shape
+    k_padded = (k + 7) // 8 * 8
+    n_padded = (n + 3) // 4 * 4
+    padded = np.zeros((n_padded, k_padded), dtype=np.int16)
+    padded[:n, :k] = weights
+    # [block][row in block][tap group][4] -> [block][tap group][row in block][4]
+    interleaved = padded.reshape(n_padded // 4, 4, k_padded // 4, 4).transpose(0, 2, 1, 3)
+    folded = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,)) if bias is not None
+              else np.zeros(n, np.int64)) - a_zp * weights.astype(np.int64).sum(axis=1)
+    wrapped = np.zeros(n_padded, np.int32)
+    wrapped[:n] = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    params = CStruct("q8_fc_w16_params", (
+        ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+    all_arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
+                  CArray("bias", "int32_t", wrapped), *arrays)
+    return KernelCall(f"q8_fc_{kernel_suffix(a.dtype)}_w16_{mode}", node.name, (a.name,),
                       (y.name,), params, all_arrays, ("fully_connected.c",), rows * n * k,
                       scratch_bytes=2 * k_padded)
 
@@ -239,7 +268,7 @@ def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> 
         if weights is not None:
             rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
             return [fc_call(node, a, y, weights, int(_scalar(node, graph, 2, "a_zp")[0]), None,
-                            requant, arrays, mode, rows)]
+                            requant, arrays, mode, rows, options.wide_weights)]
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
                           int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           b_zp.batched, None, requant)
@@ -415,7 +444,8 @@ def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
                              trans_b=bool(attr_int(node, "transB", 0)))
         if weights is not None:
             return [fc_call(node, a, y, weights, int(_scalar(node, graph, 2, "a_zp")[0]),
-                            c_value, requant, arrays, mode, layout.shape.m)]
+                            c_value, requant, arrays, mode, layout.shape.m,
+                            options.wide_weights)]
     bias = None
     if c_value is not None:
         bias = bias_strides(node, c_value, layout.shape.m, layout.shape.n)
