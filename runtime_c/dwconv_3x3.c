@@ -5,8 +5,9 @@
  * Each channel's nine weights (minus their zero point, int16) stay in registers. Every output
  * is acc = bias' + sum of nine x * w over raw inputs, with bias' = bias - x_zp * sum(w)
  * precomputed and padding taps reading x_zp, which is the same sum modulo 2^32 as
- * sum (x - x_zp) * w + bias. Windows wholly inside the input take a loop without bounds
- * checks; the border ones check each tap.
+ * sum (x - x_zp) * w + bias. A layer with padding copies each channel into a scratch
+ * plane with its border of x_zp first, so that one loop without bounds checks does every
+ * output.
  */
 #include "q8_arith.h"
 #include "q8_dsp.h"
@@ -47,27 +48,6 @@ Q8_INLINE uint8_t requantize(const channel_requant *r, int32_t acc, int mode)
     return (uint8_t)(v + r->zero_point);
 }
 
-/*
- * One output whose window leaves the input: the taps inside, as (x - pad) * w, on top of
- * the unfolded bias (bias' + pad * sum(w)), so padding taps cost nothing.
- */
-Q8_INLINE int32_t border_output(const uint8_t *x, int32_t H, int32_t W, int32_t ih0,
-                                int32_t iw0, const int32_t *w, int32_t pad, int32_t bias,
-                                int is_signed)
-{
-    const int32_t kh0 = ih0 < 0 ? -ih0 : 0, kw0 = iw0 < 0 ? -iw0 : 0;
-    const int32_t kh1 = H - ih0 < 3 ? H - ih0 : 3, kw1 = W - iw0 < 3 ? W - iw0 : 3;
-    uint32_t acc = (uint32_t)bias;
-    int32_t kh, kw;
-    for (kh = kh0; kh < kh1; kh++) {
-        const uint8_t *row = x + (size_t)(ih0 + kh) * (size_t)W + (size_t)iw0;
-        for (kw = kw0; kw < kw1; kw++) {
-            acc += (uint32_t)((load_x(row + kw, is_signed) - pad) * w[kh * 3 + kw]);
-        }
-    }
-    return (int32_t)acc;
-}
-
 /* Two int16 weights in one word: lo, hi. */
 Q8_INLINE int32_t weight_pair(const int16_t *w)
 {
@@ -75,26 +55,26 @@ Q8_INLINE int32_t weight_pair(const int16_t *w)
 }
 
 /*
- * The outputs of one channel whose windows lie inside the input: row by row, three row
- * pointers walk along, the nine weights sit in five registers as halfword pairs, each
- * tap is one 16 x 16 multiply-accumulate (SMLABB/SMLABT on DSP cores).
+ * All outputs of one channel, from a plane (width W) in which every window lies inside:
+ * row by row, three row pointers walk along, the nine weights sit in five registers as
+ * halfword pairs, each tap is one 16 x 16 multiply-accumulate (SMLABB/SMLABT on DSP
+ * cores). Loop invariants are read into locals first: the byte stores may alias anything.
  */
-Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *x_c, uint8_t *y_c,
-                             int32_t c, const int16_t *w, const int32_t rows[2],
-                             const int32_t cols[2], int is_signed, int mode)
+Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
+                             int32_t pad_top, int32_t pad_left, uint8_t *y_c, int32_t c,
+                             const int16_t *w, int is_signed, int mode)
 {
     const channel_requant rq = channel_constants(&p->requant, c, mode);
-    const int32_t W = p->input.w, OW = p->output.w, sw = p->stride_w;
+    const int32_t OH = p->output.h, OW = p->output.w, sh = p->stride_h, sw = p->stride_w;
     const int32_t w01 = weight_pair(w), w23 = weight_pair(w + 2), w45 = weight_pair(w + 4);
     const int32_t w67 = weight_pair(w + 6), w8 = (int32_t)w[8];
     const int32_t bias = p->bias[c];
+    uint8_t *out = y_c;
     int32_t oh, ow;
-    for (oh = rows[0]; oh < rows[1]; oh++) {
-        const uint8_t *r0 = x_c + (size_t)(oh * p->stride_h - p->pad_top) * (size_t)W +
-                            (size_t)(cols[0] * sw - p->pad_left);
+    for (oh = 0; oh < OH; oh++) {
+        const uint8_t *r0 = plane + (size_t)(oh * sh - pad_top) * (size_t)W - pad_left;
         const uint8_t *r1 = r0 + W, *r2 = r1 + W;
-        uint8_t *out = y_c + (size_t)oh * (size_t)OW + (size_t)cols[0];
-        for (ow = cols[0]; ow < cols[1]; ow++) {
+        for (ow = OW; ow > 0; ow--) {
             int32_t acc = bias;
             acc = q8_smlabb(load_x(r0, is_signed), w01, acc);
             acc = q8_smlabt(load_x(r0 + 1, is_signed), w01, acc);
@@ -113,64 +93,96 @@ Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *x_c, uint
     }
 }
 
+/*
+ * The padded plane (PH x PW) around an H x W channel at (pt, pl): its border, the same for
+ * every channel, is written once per call; each channel then only copies its rows in,
+ * a word at a time where it can (short rows make library calls too costly).
+ */
+Q8_INLINE void pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t PH,
+                          int32_t PW, uint8_t pad, uint8_t *padded)
+{
+    int32_t r, i;
+    for (r = 0; r < PH; r++) {
+        uint8_t *row = padded + (size_t)r * (size_t)PW;
+        const int inside = r >= pt && r - pt < H;
+        for (i = 0; i < PW; i++) {
+            if (!inside || i < pl || i - pl >= W) {
+                row[i] = pad;
+            }
+        }
+    }
+}
+
+/* GCC would turn these short copy loops back into memcpy calls, which cost more than the
+ * copy itself on rows of a few bytes. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static void copy_channel(const uint8_t *x_c, int32_t H, int32_t W, int32_t pt, int32_t pl,
+                         int32_t PH, int32_t PW, uint8_t *padded)
+{
+    const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
+    int32_t r, i;
+    for (r = 0; r < rows; r++) {
+        const uint8_t *src = x_c + (size_t)r * (size_t)W;
+        uint8_t *dst = padded + (size_t)(r + pt) * (size_t)PW + pl;
+        for (i = 0; i + 4 <= cols; i += 4) {
+            q8_store32(dst + i, q8_load32(src + i));
+        }
+        for (; i < cols; i++) {
+            dst[i] = src[i];
+        }
+    }
+}
+
+/*
+ * Channels one at a time. Without padding, or when the window never leaves the input,
+ * the outputs read the input directly; otherwise the channel is first copied into the
+ * scratch plane with its padding, so no output needs bounds checks.
+ */
 Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT x,
-                          uint8_t *Q8_RESTRICT y, int is_signed, int mode)
+                          uint8_t *Q8_RESTRICT y, uint8_t *Q8_RESTRICT scratch, int is_signed,
+                          int mode)
 {
     const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
     const int32_t OH = p->output.h, OW = p->output.w;
-    const int32_t sh = p->stride_h, sw = p->stride_w;
-    const int32_t pt = p->pad_top, pl = p->pad_left;
-    /* Outputs [oh_lo, oh_hi) x [ow_lo, ow_hi) have their whole window inside. */
-    int32_t rows[2], cols[2];
-    int32_t n, c, oh, ow, i;
-    rows[0] = (pt + sh - 1) / sh;
-    cols[0] = (pl + sw - 1) / sw;
-    rows[1] = (H - 3 + pt) >= 0 ? (H - 3 + pt) / sh + 1 : 0;
-    cols[1] = (W - 3 + pl) >= 0 ? (W - 3 + pl) / sw + 1 : 0;
-    rows[1] = rows[1] > OH ? OH : rows[1];
-    cols[1] = cols[1] > OW ? OW : cols[1];
-    if (rows[1] < rows[0] || cols[1] <= cols[0]) {
-        rows[1] = rows[0]; /* no interior */
+    const int32_t PH = (OH - 1) * p->stride_h + 3, PW = (OW - 1) * p->stride_w + 3;
+    const int padded = scratch != NULL;
+    int32_t n, c;
+    if (padded) {
+        pad_border(H, W, p->pad_top, p->pad_left, PH, PW, (uint8_t)p->pad_value, scratch);
     }
     for (n = 0; n < p->input.n; n++) {
         for (c = 0; c < C; c++) {
             const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const int16_t *wc = p->weights + (size_t)c * 9u;
-            int32_t w[9];
-            uint32_t unfolded = (uint32_t)p->bias[c];
-            for (i = 0; i < 9; i++) {
-                w[i] = (int32_t)wc[i];
-                unfolded += (uint32_t)(p->pad_value * w[i]);
-            }
-            const channel_requant rq = channel_constants(&p->requant, c, mode);
-            interior_rows(p, x_c, y_c, c, wc, rows, cols, is_signed, mode);
-            for (oh = 0; oh < OH; oh++) {
-                const int inside_row = oh >= rows[0] && oh < rows[1];
-                for (ow = 0; ow < OW; ow++) {
-                    if (inside_row && ow >= cols[0] && ow < cols[1]) {
-                        ow = cols[1] - 1; /* done by interior_rows */
-                        continue;
-                    }
-                    y_c[oh * OW + ow] = requantize(
-                        &rq,
-                        border_output(x_c, H, W, oh * sh - pt, ow * sw - pl, w, p->pad_value,
-                                      (int32_t)unfolded, is_signed),
-                        mode);
-                }
+            if (padded) {
+                copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, scratch);
+                interior_rows(p, scratch, PW, 0, 0, y_c, c, wc, is_signed, mode);
+            } else {
+                interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, c, wc, is_signed, mode);
             }
         }
     }
 }
 
-#define Q8_DEFINE_DWCONV(NAME, TX, SIGNED, MODE)                                         \
+/* Layers without padding read the input directly; padded ones need the scratch plane
+ * ((OH - 1) * stride_h + 3) x ((OW - 1) * stride_w + 3) bytes. */
+#define Q8_DEFINE_DWCONV(NAME, PADDED_NAME, TX, SIGNED, MODE)                             \
     void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
               void *Q8_RESTRICT output)                                                  \
     {                                                                                    \
-        dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, SIGNED, MODE);     \
+        dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, SIGNED, MODE); \
+    }                                                                                    \
+    void PADDED_NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,        \
+                     void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                \
+    {                                                                                    \
+        dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, (uint8_t *)scratch, \
+                   SIGNED, MODE);                                                        \
     }
 
-Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_freq, uint8_t, 0, DW_FREQ)
-Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_freq, int8_t, 1, DW_FREQ)
-Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_ireq, uint8_t, 0, DW_IREQ)
-Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_ireq, int8_t, 1, DW_IREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_freq, q8_dwconv_u8_3x3_padded_freq, uint8_t, 0, DW_FREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_freq, q8_dwconv_s8_3x3_padded_freq, int8_t, 1, DW_FREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_ireq, q8_dwconv_u8_3x3_padded_ireq, uint8_t, 0, DW_IREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_ireq, q8_dwconv_s8_3x3_padded_ireq, int8_t, 1, DW_IREQ)

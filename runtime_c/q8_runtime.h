@@ -171,7 +171,9 @@ void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
 /*
  * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per
  * channel, dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
- * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp).
+ * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp). The _padded
+ * variants are for layers with padding: scratch holds one padded channel plane,
+ * ((OH - 1) * stride_h + 3) * ((OW - 1) * stride_w + 3) bytes.
  */
 typedef struct {
     q8_dims input;
@@ -188,12 +190,24 @@ typedef struct {
 
 void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
                            void *Q8_RESTRICT output);
+void q8_dwconv_u8_3x3_padded_freq(const q8_dwconv_params *params,
+                                  const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  void *Q8_RESTRICT scratch);
 void q8_dwconv_s8_3x3_freq(const q8_dwconv_params *params, const int8_t *Q8_RESTRICT input,
                            void *Q8_RESTRICT output);
+void q8_dwconv_s8_3x3_padded_freq(const q8_dwconv_params *params,
+                                  const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  void *Q8_RESTRICT scratch);
 void q8_dwconv_u8_3x3_ireq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
                            void *Q8_RESTRICT output);
+void q8_dwconv_u8_3x3_padded_ireq(const q8_dwconv_params *params,
+                                  const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  void *Q8_RESTRICT scratch);
 void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *Q8_RESTRICT input,
                            void *Q8_RESTRICT output);
+void q8_dwconv_s8_3x3_padded_ireq(const q8_dwconv_params *params,
+                                  const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  void *Q8_RESTRICT scratch);
 
 /*
  * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:

@@ -182,8 +182,13 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("requant", requant)))
     arrays = (CArray("weights", "int16_t", centered.astype(np.int16).reshape(-1)),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
-    return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_3x3_{mode}", node.name, (x.name,),
-                      (y.name,), params, arrays, ("dwconv_3x3.c",), y.numel * 9)
+    # With padding, each channel is first copied into a scratch plane with its border.
+    padded = any(window.pads_begin) or any(window.pads_end)
+    plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
+    variant = "3x3_padded" if padded else "3x3"
+    return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
+                      (x.name,), (y.name,), params, arrays, ("dwconv_3x3.c",), y.numel * 9,
+                      scratch_bytes=plane if padded else 0)
 
 
 def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
