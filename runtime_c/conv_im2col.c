@@ -19,7 +19,7 @@
 #include "q8_runtime.h"
 #include "q8_window.h"
 
-enum { IM2COL_FREQ, IM2COL_IREQ };
+enum { IM2COL_FREQ, IM2COL_IREQ, IM2COL_FREQ_BOUNDED };
 
 Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
 {
@@ -46,8 +46,33 @@ Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t p
         const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
         const size_t row_step = (size_t)dh * (size_t)W;
         if (KH * KW == 1) { /* pointwise: one tap per channel */
+            const uint8_t *tap = base;
+            for (c = C; c >= 4; c -= 4) {
+                out[0] = widen(tap, is_signed);
+                out[1] = widen(tap + plane, is_signed);
+                out[2] = widen(tap + 2 * plane, is_signed);
+                out[3] = widen(tap + 3 * plane, is_signed);
+                out += 4;
+                tap += 4 * plane;
+            }
+            for (; c > 0; c--) {
+                *out++ = widen(tap, is_signed);
+                tap += plane;
+            }
+        } else if (KH == 3 && KW == 3 && dh == 1 && dw == 1) {
+            const size_t W2 = 2 * (size_t)W;
             for (c = 0; c < C; c++) {
-                *out++ = widen(base + (size_t)c * plane, is_signed);
+                const uint8_t *row = base + (size_t)c * plane;
+                out[0] = widen(row, is_signed);
+                out[1] = widen(row + 1, is_signed);
+                out[2] = widen(row + 2, is_signed);
+                out[3] = widen(row + W, is_signed);
+                out[4] = widen(row + W + 1, is_signed);
+                out[5] = widen(row + W + 2, is_signed);
+                out[6] = widen(row + W2, is_signed);
+                out[7] = widen(row + W2 + 1, is_signed);
+                out[8] = widen(row + W2 + 2, is_signed);
+                out += 9;
             }
         } else if (KW == 3 && dw == 1) {
             for (c = 0; c < C; c++) {
@@ -92,8 +117,47 @@ Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t p
             }
         }
     }
-    while (out < column + k_padded) {
-        *out++ = 0; /* against zero weights */
+    (void)k_padded; /* the taps past k were zeroed once, by zero_column_tails */
+    (void)out;
+}
+
+/* The padding taps of both columns (k .. k_padded) meet zero weights; they must hold
+ * finite values, and the fills never write them, so they are zeroed once per call. */
+Q8_INLINE void zero_column_tails(int16_t *scratch, int32_t k, int32_t k_padded)
+{
+    int32_t i;
+    for (i = k; i < k_padded; i++) {
+        scratch[i] = 0;
+        scratch[k_padded + i] = 0;
+    }
+}
+
+/*
+ * Out of line, one per input type: inlined into the kernels, the fill loops run short of
+ * registers and spill their pointers.
+ */
+static void fill_column_s8(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
+                           int16_t *column)
+{
+    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 1);
+}
+
+static void fill_column_u8(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
+                           int16_t *column)
+{
+    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 0);
+}
+
+Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                    int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
+                    int is_signed)
+{
+    if (is_signed) {
+        fill_column_s8(input, win, pad_value, k_padded, x, oh, ow, column);
+    } else {
+        fill_column_u8(input, win, pad_value, k_padded, x, oh, ow, column);
     }
 }
 
@@ -286,11 +350,11 @@ Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
 Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const int32_t *mult,
                                         const int32_t *exp, int32_t ch, int mode)
 {
-    if (mode == IM2COL_FREQ) {
-        r.scale = scale[ch];
-    } else {
+    if (mode == IM2COL_IREQ) {
         r.mult = mult[ch];
         r.exp = exp[ch];
+    } else {
+        r.scale = scale[ch];
     }
     return r;
 }
@@ -304,7 +368,7 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
     r.lo_f = (float)r.lo;
     r.hi_f = (float)r.hi;
     r.zero_point = rq->zero_point;
-    r.scale = mode == IM2COL_FREQ ? rq->scale[ch] : 0.0f;
+    r.scale = mode != IM2COL_IREQ ? rq->scale[ch] : 0.0f;
     r.mult = mode == IM2COL_IREQ ? rq->mult[ch] : 0;
     r.exp = mode == IM2COL_IREQ ? rq->exp[ch] : 0;
     return r;
@@ -312,8 +376,10 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
 
 Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
 {
-    const int32_t v = mode == IM2COL_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
-                                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
+    const int32_t v =
+        mode == IM2COL_IREQ           ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+        : mode == IM2COL_FREQ_BOUNDED ? q8_requant_f32_bounded(acc, r->scale, r->lo, r->hi)
+                                      : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
     return (uint8_t)(v + r->zero_point);
 }
 
@@ -326,16 +392,18 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
     const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
     int16_t *col0 = scratch, *col1 = scratch + p->k_padded;
     int32_t n, px, m;
+    zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w,
+                      p->k_padded);
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px < pixels; px += 2) {
             const int two = px + 1 < pixels;
-            fill_column(&p->input, &p->window, p->pad_value, p->k_padded, x_n, px / OW,
-                        px % OW, col0, is_signed);
+            fill(&p->input, &p->window, p->pad_value, p->k_padded, x_n, px / OW,
+                 px % OW, col0, is_signed);
             if (two) {
-                fill_column(&p->input, &p->window, p->pad_value, p->k_padded, x_n,
-                            (px + 1) / OW, (px + 1) % OW, col1, is_signed);
+                fill(&p->input, &p->window, p->pad_value, p->k_padded, x_n, (px + 1) / OW,
+                     (px + 1) % OW, col1, is_signed);
             }
             for (m = 0; m < M; m += 2) {
                 const int8_t *w0 = p->weights + (size_t)m * (size_t)p->k_padded;
@@ -374,7 +442,13 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
     void NAME(const q8_conv_im2col_params *params, const TX *Q8_RESTRICT input,              \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
-        conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED, MODE); \
+        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
+            conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
+                        IM2COL_FREQ_BOUNDED);                                                \
+        } else {                                                                             \
+            conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
+                        MODE);                                                               \
+        }                                                                                    \
     }
 
 Q8_DEFINE_IM2COL(q8_conv_u8_im2col_freq, uint8_t, 0, IM2COL_FREQ)
@@ -402,6 +476,7 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
     const row_requant layer = layer_constants(&p->requant);
     int16_t *col0 = scratch, *col1 = scratch + k_padded;
     int32_t n, px, m;
+    zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w, k_padded);
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
@@ -409,11 +484,11 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
             const int two = px + 1 < pixels;
             const int16_t *c1 = two ? col1 : col0;
             uint8_t *y0 = y_n + (size_t)px;
-            fill_column(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW,
-                        col0, is_signed);
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+                 is_signed);
             if (two) {
-                fill_column(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
-                            (px + 1) % OW, col1, is_signed);
+                fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                     (px + 1) % OW, col1, is_signed);
             }
             for (m = 0; m < M; m += 2) {
                 const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
@@ -445,8 +520,13 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
     void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
-        conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
-                        MODE);                                                               \
+        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
+            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
+                            SIGNED, IM2COL_FREQ_BOUNDED);                                    \
+        } else {                                                                             \
+            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
+                            SIGNED, MODE);                                                   \
+        }                                                                                    \
     }
 
 Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_freq, uint8_t, 0, IM2COL_FREQ)

@@ -13,7 +13,7 @@
 #include "q8_dsp.h"
 #include "q8_runtime.h"
 
-enum { DW_FREQ, DW_IREQ };
+enum { DW_FREQ, DW_IREQ, DW_FREQ_BOUNDED };
 
 Q8_INLINE int32_t load_x(const uint8_t *p, int is_signed)
 {
@@ -35,7 +35,7 @@ Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t
     r.lo_f = (float)r.lo;
     r.hi_f = (float)r.hi;
     r.zero_point = rq->zero_point;
-    r.scale = mode == DW_FREQ ? rq->scale[ch] : 0.0f;
+    r.scale = mode != DW_IREQ ? rq->scale[ch] : 0.0f;
     r.mult = mode == DW_IREQ ? rq->mult[ch] : 0;
     r.exp = mode == DW_IREQ ? rq->exp[ch] : 0;
     return r;
@@ -44,7 +44,9 @@ Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t
 Q8_INLINE uint8_t requantize(const channel_requant *r, int32_t acc, int mode)
 {
     const int32_t v = mode == DW_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
-                                      : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
+                      : mode == DW_FREQ_BOUNDED
+                          ? q8_requant_f32_bounded(acc, r->scale, r->lo, r->hi)
+                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
     return (uint8_t)(v + r->zero_point);
 }
 
@@ -74,7 +76,47 @@ Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, in
     for (oh = 0; oh < OH; oh++) {
         const uint8_t *r0 = plane + (size_t)(oh * sh - pad_top) * (size_t)W - pad_left;
         const uint8_t *r1 = r0 + W, *r2 = r1 + W;
-        for (ow = OW; ow > 0; ow--) {
+        ow = OW;
+        if (sw == 1) {
+            /* Two neighbouring outputs share two of their three columns: 12 loads for 18
+             * multiply-accumulates. */
+            for (; ow >= 2; ow -= 2) {
+                int32_t x0 = load_x(r0, is_signed), x1 = load_x(r0 + 1, is_signed);
+                int32_t x2 = load_x(r0 + 2, is_signed), x3 = load_x(r0 + 3, is_signed);
+                int32_t a0 = q8_smlabb(x0, w01, bias), a1 = q8_smlabb(x1, w01, bias);
+                a0 = q8_smlabt(x1, w01, a0);
+                a1 = q8_smlabt(x2, w01, a1);
+                a0 = q8_smlabb(x2, w23, a0);
+                a1 = q8_smlabb(x3, w23, a1);
+                x0 = load_x(r1, is_signed);
+                x1 = load_x(r1 + 1, is_signed);
+                x2 = load_x(r1 + 2, is_signed);
+                x3 = load_x(r1 + 3, is_signed);
+                a0 = q8_smlabt(x0, w23, a0);
+                a1 = q8_smlabt(x1, w23, a1);
+                a0 = q8_smlabb(x1, w45, a0);
+                a1 = q8_smlabb(x2, w45, a1);
+                a0 = q8_smlabt(x2, w45, a0);
+                a1 = q8_smlabt(x3, w45, a1);
+                x0 = load_x(r2, is_signed);
+                x1 = load_x(r2 + 1, is_signed);
+                x2 = load_x(r2 + 2, is_signed);
+                x3 = load_x(r2 + 3, is_signed);
+                a0 = q8_smlabb(x0, w67, a0);
+                a1 = q8_smlabb(x1, w67, a1);
+                a0 = q8_smlabt(x1, w67, a0);
+                a1 = q8_smlabt(x2, w67, a1);
+                a0 = q8_smlabb(x2, w8, a0);
+                a1 = q8_smlabb(x3, w8, a1);
+                out[0] = requantize(&rq, a0, mode);
+                out[1] = requantize(&rq, a1, mode);
+                out += 2;
+                r0 += 2;
+                r1 += 2;
+                r2 += 2;
+            }
+        }
+        for (; ow > 0; ow--) {
             int32_t acc = bias;
             acc = q8_smlabb(load_x(r0, is_signed), w01, acc);
             acc = q8_smlabt(load_x(r0 + 1, is_signed), w01, acc);
@@ -173,13 +215,24 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT 
     void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
               void *Q8_RESTRICT output)                                                  \
     {                                                                                    \
-        dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, SIGNED, MODE); \
+        if (MODE == DW_FREQ && params->requant.bounded) {                                \
+            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, SIGNED,  \
+                       DW_FREQ_BOUNDED);                                                 \
+        } else {                                                                         \
+            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, SIGNED,  \
+                       MODE);                                                            \
+        }                                                                                \
     }                                                                                    \
     void PADDED_NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,        \
                      void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                \
     {                                                                                    \
-        dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, (uint8_t *)scratch, \
-                   SIGNED, MODE);                                                        \
+        if (MODE == DW_FREQ && params->requant.bounded) {                                \
+            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \
+                       (uint8_t *)scratch, SIGNED, DW_FREQ_BOUNDED);                     \
+        } else {                                                                         \
+            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \
+                       (uint8_t *)scratch, SIGNED, MODE);                                \
+        }                                                                                \
     }
 
 Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_freq, q8_dwconv_u8_3x3_padded_freq, uint8_t, 0, DW_FREQ)

@@ -14,7 +14,7 @@
 #include "q8_dsp.h"
 #include "q8_runtime.h"
 
-enum { FC_FREQ, FC_IREQ, FC_F32 };
+enum { FC_FREQ, FC_IREQ, FC_F32, FC_FREQ_BOUNDED };
 
 Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_padded,
                          int is_signed)
@@ -188,8 +188,9 @@ Q8_INLINE void store(const q8_requant_params *rq, int32_t n, int32_t acc, void *
     } else {
         const int32_t lo = rq->act_min - rq->zero_point, hi = rq->act_max - rq->zero_point;
         const int32_t v = mode == FC_IREQ ? q8_requant_int(acc, rq->mult[ch], rq->exp[ch], lo, hi)
-                                          : q8_requant_f32(acc, rq->scale[ch], (float)lo,
-                                                           (float)hi);
+                          : mode == FC_FREQ_BOUNDED
+                              ? q8_requant_f32_bounded(acc, rq->scale[ch], lo, hi)
+                              : q8_requant_f32(acc, rq->scale[ch], (float)lo, (float)hi);
         ((uint8_t *)y)[at] = (uint8_t)(v + rq->zero_point);
     }
 }
@@ -271,7 +272,13 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
     void NAME(const q8_fc_w16_params *params, const TX *Q8_RESTRICT input,                \
               TY *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                       \
     {                                                                                      \
-        fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED, MODE); \
+        if (MODE == FC_FREQ && params->requant.bounded) {                                  \
+            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
+                                FC_FREQ_BOUNDED);                                          \
+        } else {                                                                           \
+            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
+                                MODE);                                                     \
+        }                                                                                  \
     }
 
 Q8_DEFINE_FC_W16(q8_fc_u8_w16_freq, uint8_t, void, 0, FC_FREQ)

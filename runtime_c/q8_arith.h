@@ -15,9 +15,21 @@
 
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__FAST_MATH__)
 #error "onnx2mcu kernels need IEEE float semantics: do not compile them with -ffast-math"
+#endif
+
+/*
+ * No fused multiply-add where ORT rounds the product and the sum separately. ISO modes
+ * (-std=c99) already turn contraction off; GNU modes and other compilers' defaults may
+ * not, whatever flags the user's build passes.
+ */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -47,6 +59,26 @@ Q8_INLINE float q8_fclamp(float v, float lo, float hi)
     v = (v > lo) ? v : lo;
     v = (v < hi) ? v : hi;
     return v;
+}
+
+/*
+ * q8_requant_f32 where the generator has proved |acc * scale| < 2^21 for every possible
+ * input ("bounded" layers): v + 1.5 * 2^23 is then the rounded value in the low bits of
+ * its representation (rounded to nearest even by the FPU), and clamping the integer
+ * gives what clamping the float first gives, for integer bounds. Fewer instructions than
+ * a float clamp on cores without VMINNM/VMAXNM.
+ */
+Q8_INLINE int32_t q8_requant_f32_bounded(int32_t acc, float scale, int32_t lo, int32_t hi)
+{
+    const float magic = 12582912.0f;
+    const float v = (float)((float)acc * scale);
+    const float shifted = (float)(v + magic);
+    uint32_t bits;
+    int32_t q;
+    memcpy(&bits, &shifted, sizeof bits);
+    q = (int32_t)(bits - 0x4B400000u);
+    q = q < lo ? lo : q;
+    return q > hi ? hi : q;
 }
 
 /* Float requantization of an accumulator; returns the value before the zero point. */

@@ -73,6 +73,8 @@ typedef struct {
     int32_t zero_point;
     int32_t act_min;
     int32_t act_max;
+    /* 1: the generator proved |acc * scale| < 2^21 for all inputs (q8_requant_f32_bounded) */
+    int32_t bounded;
 } q8_requant_params;
 
 /*

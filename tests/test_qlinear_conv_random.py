@@ -77,6 +77,9 @@ def test_fast_kernels_are_bit_identical_to_the_reference(requant: str, weights: 
     kernels = {c.function for c in fast.program.calls}
     im2col = {k for k in kernels if "im2col" in k}
     assert im2col and all(("_w16_" in k) == (weights == "int16") for k in im2col), kernels
+    if requant == "float":  # both the bounded and the general float requantization
+        source = fast.files[f"{fast.name}.c"].decode()
+        assert 0 < source.count(".bounded = 1") < source.count(".act_max"), "bounded"
     assert not any("im2col" in c.function for c in reference.program.calls)
     data = random_inputs(fast.program.inputs, 2, seed=11)
     for ours, theirs in zip(run_generated(fast, data, SANITIZE),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,35 @@ def requant_params(scale: NDArray[Any], zero_point: int, act_min: int, act_max: 
         *fields, ("per_channel", int(per_channel)), ("zero_point", zero_point),
         ("act_min", act_min), ("act_max", act_max)))
     return struct, arrays
+
+
+# q8_requant_f32_bounded is exact while |acc * scale| < 2^22; the proof keeps a factor 2.
+BOUNDED_PRODUCT = 2.0**21
+
+
+def bounded_requant(requant: CStruct, arrays: Sequence[CArray],
+                    acc_bound: NDArray[Any]) -> CStruct:
+    """Mark a float requantization as bounded when |acc| <= acc_bound (one per output
+    channel, over every possible input) keeps |acc * scale| below BOUNDED_PRODUCT and acc
+    within int32: the kernels then round through the float's bits and clamp in integers."""
+    scale = next((a.values for a in arrays if a.name == "scale"), None)
+    if scale is None:
+        return requant
+    bound = np.asarray(acc_bound, dtype=np.float64).reshape(-1)
+    product = bound * np.abs(np.asarray(scale, dtype=np.float64).reshape(-1))
+    if np.all(bound < 2.0**31) and np.all(product < BOUNDED_PRODUCT):
+        return CStruct(requant.ctype, (*requant.fields, ("bounded", 1)))
+    return requant
+
+
+def conv_acc_bound(rows: NDArray[Any], bias: NDArray[Any] | None) -> NDArray[Any]:
+    """The largest |acc| of each output row: |bias| + 255 * sum |w| (an input minus its
+    zero point lies in [-255, 255]); rows are the weights minus their zero point."""
+    total: NDArray[Any] = 255 * np.abs(rows.astype(np.int64)).sum(axis=1)
+    if bias is not None:
+        total = total + np.abs(np.broadcast_to(np.asarray(bias, np.int64).reshape(-1),
+                                               total.shape))
+    return total
 
 
 def no_requant() -> CStruct:

@@ -18,9 +18,11 @@ from ..requant import output_scale
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
+    bounded_requant,
     check_dtype,
     check_scales,
     constant_input,
+    conv_acc_bound,
     input_tensor,
     kernel_suffix,
     no_requant,
@@ -192,6 +194,8 @@ def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: i
               else np.zeros(n, np.int64)) - a_zp * weights.astype(np.int64).sum(axis=1)
     wrapped = np.zeros(n_padded, np.int32)
     wrapped[:n] = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    if mode != "f32":
+        requant = bounded_requant(requant, arrays, conv_acc_bound(weights, bias))
     params = CStruct("q8_fc_w16_params", (
         ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))

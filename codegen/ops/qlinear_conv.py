@@ -17,9 +17,11 @@ from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
     attr_ints,
+    bounded_requant,
     check_dtype,
     check_scales,
     constant_input,
+    conv_acc_bound,
     input_tensor,
     kernel_suffix,
     no_requant,
@@ -174,6 +176,7 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     folded = (bias.astype(np.int64) if bias is not None else np.zeros(c, np.int64))
     folded = folded - x_zp * centered.sum(axis=1)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(centered, bias))
     params = CStruct("q8_dwconv_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("stride_h", window.strides[0]), ("stride_w", window.strides[1]),
@@ -208,6 +211,7 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     folded = (bias.astype(np.int64) if bias is not None else np.zeros(m, np.int64))
     folded = folded - x_zp * rows.sum(axis=1)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
     params = CStruct("q8_conv_im2col_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
@@ -245,6 +249,7 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     interleaved = padded.reshape(m_even // 2, 2, k_padded // 2, 2).transpose(0, 2, 1, 3)
     bias_even = np.zeros(m_even, np.int32)
     bias_even[:m] = folded_bias(bias, rows, x_zp)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
     params = CStruct("q8_conv_im2col_w16_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
