@@ -125,7 +125,7 @@ def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()
 def _coerce(tensor: Tensor, value: Any) -> NDArray[Any]:
     array = np.asarray(value)
     target = numpy_dtype(tensor.dtype)
-    label = tensor.name.split("#")[0]
+    label = tensor.onnx_name
     if tuple(array.shape) != tensor.shape:
         raise InputDataError(f"input '{label}' has shape {list(array.shape)}, the model "
                              f"expects {list(tensor.shape)}")
@@ -169,7 +169,7 @@ def decode_samples(outputs: Sequence[Tensor], data: bytes,
             dtype = numpy_dtype(tensor.dtype).newbyteorder("<")
             chunk = np.frombuffer(data, dtype=dtype, count=tensor.numel, offset=offset)
             # A repeated graph output has an aliased buffer but the same ONNX name.
-            sample[tensor.name.split("#")[0]] = chunk.astype(
+            sample[tensor.onnx_name] = chunk.astype(
                 dtype.newbyteorder("=")).reshape(tensor.shape)
             offset += tensor.nbytes
         results.append(sample)

@@ -187,8 +187,8 @@ def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any
         quant_note = f"quantized per axis {quant.axis} ({len(quant.scale)} scales)"
     return {
         "macro": f"{prefix}_{kind.upper()}{index}",
-        "name": c_string(t.name.split("#")[0]),
-        "comment": c_comment(t.name.split("#")[0], 60),
+        "name": c_string(t.onnx_name),
+        "comment": c_comment(t.onnx_name, 60),
         "ctype": c_type(t.dtype),
         "dtype": t.dtype,
         "size": t.numel,
@@ -322,7 +322,7 @@ HARNESS_STACK_BYTES = 8192
 
 def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int) -> str:
     def tensor(t: Tensor) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": t.name.split("#")[0], "dtype": t.dtype,
+        entry: dict[str, Any] = {"name": t.onnx_name, "dtype": t.dtype,
                                  "shape": list(t.shape)}
         if t.quant is not None:
             entry["scale"] = list(t.quant.scale)
