@@ -9,7 +9,6 @@ options always give byte-identical files.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +35,6 @@ from .version import __version__
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 RUNTIME_HEADERS = ("q8_arith.h", "q8_dsp.h", "q8_float.h", "q8_index.h", "q8_runtime.h",
                    "q8_softfloat.h", "q8_window.h")
-IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
-C_KEYWORDS = frozenset((
-    "auto break case char const continue default do double else enum extern float for goto "
-    "if inline int long register restrict return short signed sizeof static struct switch "
-    "typedef union unsigned void volatile while main"
-).split())
 
 
 # ------------------------------------------------------------------ C text helpers
@@ -66,19 +59,6 @@ def c_string(text: str) -> str:
         else:
             out.append(f"\\{byte:03o}")
     return '"' + "".join(out) + '"'
-
-
-def default_name(stem: str) -> str:
-    """A C identifier derived from a file name, e.g. 'tiny-cnn.qop' -> 'tiny_cnn_qop'."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_")
-    if not name or not name[0].isalpha():
-        name = "model_" + name
-    name = name[:63].rstrip("_") or "model"
-    return name + "_model" if name in C_KEYWORDS else name
-
-
-def is_valid_name(name: str) -> bool:
-    return bool(IDENTIFIER.fullmatch(name)) and name not in C_KEYWORDS
 
 
 def c_float(value: float) -> str:

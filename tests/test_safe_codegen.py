@@ -5,6 +5,8 @@ tools leave no partial output behind when interrupted or missing."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from zoo import INPUT_NAME, quantized_model, sample_inputs
 
 import codegen
 from codegen.api import run_generated
+from codegen.names import default_name, name_problem
 from codegen.pipeline import Options, generate_sources
 
 REPO = Path(__file__).resolve().parent.parent
@@ -168,3 +171,44 @@ def test_output_names_that_look_internal() -> None:
     samples = model_inputs("tiny_cnn_qop", model)
     report = codegen.verify(model, inputs=samples, cflags=SANITIZE)
     assert report.ok and [o.name for o in report.outputs] == [new, new]
+
+
+# ------------------------------------------------------------------ --name and paths
+
+BAD_NAMES = ("../../x", "/tmp/x", "a/b", "x;rm -rf ~", "$(shell touch pwned)", "a b",
+             "int", "main", "_Foo", "9lives", "", "ünï", "x" * 41, "startup", "Clean",
+             "q8_runtime", "Q8_COPY", "x\ny", "${CMAKE_COMMAND}", "a\\")
+
+
+def cli(*args: str, env: dict[str, str] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codegen.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_bad_name_is_refused_and_nothing_written(name: str, tmp_path: Path) -> None:
+    out = tmp_path / "work" / "out"
+    result = cli("generate", str(EXAMPLE), "-o", str(out), "--name", name)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("onnx2mcu: error: --name ")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "work").exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("stem, expected", [
+    ("tiny-cnn.qop", "tiny_cnn_qop"), ("int", "int_model"), ("main", "main_model"),
+    ("_Foo", "Foo"), ("9lives", "model_9lives"), ("---", "model"),
+    ("startup", "startup_model"), ("q8_runtime", "model_q8_runtime_model"),
+    ("ünï", "n"), ("x" * 300, "x" * 40)])
+def test_default_names_are_valid(stem: str, expected: str) -> None:
+    assert default_name(stem) == expected
+    assert name_problem(default_name(stem)) is None
+
+
+def test_good_name_is_used_everywhere(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = cli("generate", str(EXAMPLE), "-o", str(out), "--name", "Net_2")
+    assert result.returncode == 0, result.stderr
+    assert {"Net_2.c", "Net_2.h", "Net_2_main.c", "Makefile"} <= {p.name for p in out.iterdir()}
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging folder left
