@@ -1,16 +1,24 @@
 """Command-line interface: onnx2mcu generate | run | verify | boards.
 
 Every error a user can cause prints one line and exits with status 2.
+
+SIGINT and SIGTERM behave alike: the work in progress is abandoned, its temporary files
+are removed (outputs and cache entries only ever appear by rename, so nothing half
+written is left), one line is printed, and the exit status is 128 + the signal number,
+as a shell reports a process killed by it: 130 for SIGINT, 143 for SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -18,7 +26,7 @@ from numpy.typing import NDArray
 
 from . import api
 from .boards import list_boards
-from .errors import InputDataError, Onnx2McuError
+from .errors import InputDataError, Onnx2McuError, OutputError
 from .importer import parse_input_shape
 from .verify import ORT_LEVELS, VerifyReport
 from .version import __version__
@@ -213,10 +221,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.output:
         raise InputDataError("run needs --output (or --count-instructions)")
     outputs = api.run(args.model, _load_npz(args.inputs), **_options(args))
-    out = Path(args.output)
-    np.savez(out, **outputs)  # type: ignore[arg-type]
+    out = save_npz(Path(args.output), outputs)
     print(f"wrote {out} ({', '.join(outputs)})")
     return 0
+
+
+def save_npz(path: Path, arrays: dict[str, NDArray[Any]]) -> Path:
+    """Write `arrays` to `path` (with '.npz' added, as numpy does) atomically: into a
+    temporary sibling, renamed into place, so an interruption leaves no partial file."""
+    out = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+    staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        with staging.open("wb") as f:
+            np.savez(f, **arrays)  # type: ignore[arg-type]
+        staging.replace(out)
+    except BaseException as exc:
+        staging.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {out}: {exc.strerror}") from None
+        raise
+    return out
 
 
 def print_counts(report: api.CountReport) -> None:
@@ -266,18 +290,57 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived. A KeyboardInterrupt, so that every cleanup written for
+    Ctrl-C (subprocess.run killing its child, the staging folders' removal) runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # A second signal must not cut the cleanup of the first short.
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def interrupt_handling() -> Iterator[None]:
+    """SIGTERM handled like SIGINT while the command runs; the handlers restored after."""
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+    print(f"onnx2mcu: interrupted by {signal.Signals(signum).name} (temporary files removed)",
+          file=sys.stderr)
+    return 128 + signum
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        with interrupt_handling():
+            return COMMANDS[args.command](args)
     except Onnx2McuError as exc:
         message = str(exc).replace("\n", "\n  ")
         print(f"onnx2mcu: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("onnx2mcu: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return interrupted_status(exc)
     except Exception as exc:  # a bug in onnx2mcu, not in the user's input
         if os.environ.get("ONNX2MCU_DEBUG"):
             traceback.print_exc()
