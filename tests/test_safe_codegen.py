@@ -4,9 +4,15 @@ tools leave no partial output behind when interrupted or missing."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import random
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -212,3 +218,247 @@ def test_good_name_is_used_everywhere(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert {"Net_2.c", "Net_2.h", "Net_2_main.c", "Makefile"} <= {p.name for p in out.iterdir()}
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging folder left
+
+
+# ------------------------------------------------------------------ determinism
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+ENVIRONMENTS = (
+    {"LANG": "C", "LC_ALL": "C", "TZ": "UTC", "PYTHONHASHSEED": "0"},
+    {"LANG": "de_DE.UTF-8", "LC_ALL": "tr_TR.UTF-8", "TZ": "Asia/Kathmandu",
+     "PYTHONHASHSEED": "4242", "SOURCE_DATE_EPOCH": "0"},
+    {"LANG": "ja_JP.UTF-8", "TZ": "America/St_Johns", "PYTHONHASHSEED": "random",
+     "SOURCE_DATE_EPOCH": "2000000000"},
+)
+
+
+@pytest.mark.parametrize("board", ["host", "cortex-m0plus"])
+def test_generation_is_byte_identical_everywhere(board: str, tmp_path: Path) -> None:
+    """Different folders, working directories, locales, time zones, hash seeds and
+    SOURCE_DATE_EPOCH: the same bytes (a hostile-named model, so escaping is covered)."""
+    model = tmp_path / "hostile.onnx"
+    model.write_bytes(rename_hostile(onnx.load(str(EXAMPLE)))[0].SerializeToString())
+    trees = []
+    for i, extra in enumerate(ENVIRONMENTS):
+        cwd = tmp_path / f"cwd{i}"
+        cwd.mkdir()
+        env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "SOURCE_DATE_EPOCH")}
+        out = tmp_path / f"place{i}" / ("deep/" * i) / "out"
+        result = cli("generate", str(model), "-o", str(out), "--board", board,
+                     "--no-budget-check", env={**env, **extra}, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        trees.append(tree(out))
+    assert trees[0] == trees[1] == trees[2]
+
+
+# ------------------------------------------------------------------ fault tolerance
+
+FAKE_CC = """#!/bin/sh
+# A C compiler that can be slow (FAKE_CC_SLEEP) or fail after writing half its output
+# (FAKE_CC_FAIL); otherwise the real one.
+if [ "$1" != "--version" ]; then
+    if [ -n "$FAKE_CC_SLEEP" ]; then
+        touch "$FAKE_CC_MARK"
+        sleep "$FAKE_CC_SLEEP"
+    fi
+    if [ -n "$FAKE_CC_FAIL" ]; then
+        while [ $# -gt 0 ]; do
+            if [ "$1" = "-o" ]; then echo half > "$2"; fi
+            shift
+        done
+        echo "fake-cc: internal compiler error" >&2
+        exit 1
+    fi
+fi
+exec {real} "$@"
+"""
+
+
+def fake_tool(folder: Path, name: str, real: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(FAKE_CC.replace("{real}", real))
+    path.chmod(0o755)
+    return path
+
+
+def example_inputs(path: Path) -> Path:
+    model = onnx.load(str(EXAMPLE))
+    np.savez(path, **model_inputs("tiny_cnn_qop", model, count=1)[0])
+    return path
+
+
+def assert_cache_clean(cache: Path) -> None:
+    """No staging folder left, and every entry holds a finished build."""
+    if not cache.exists():
+        return
+    for entry in cache.iterdir():
+        assert not entry.name.startswith("."), f"staging folder left: {entry.name}"
+        built = [p for p in (entry / "build").iterdir() if p.is_file()]
+        assert built, f"cache entry without a build: {entry.name}"
+
+
+def interrupt_when(args: list[str], env: dict[str, str], ready: Callable[[], bool],
+                   signum: int, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the CLI, send `signum` once `ready()` holds, and collect its result. The whole
+    process group (the fake compiler's sleep included) is ended afterwards."""
+    proc = subprocess.Popen([sys.executable, "-m", "codegen.cli", *args], env=env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not ready() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def reference_outputs(inputs: Path) -> dict[str, Any]:
+    with np.load(inputs) as data:
+        return codegen.run(EXAMPLE, {k: data[k] for k in data.files})
+
+
+@pytest.mark.parametrize("command, signum", [("run", signal.SIGTERM), ("run", signal.SIGINT),
+                                             ("verify", signal.SIGTERM),
+                                             ("verify", signal.SIGINT)])
+def test_interrupt_during_compile(command: str, signum: int, tmp_path: Path) -> None:
+    cc = fake_tool(tmp_path / "bin", "cc", shutil.which("cc") or "cc")
+    mark, cache, out = tmp_path / "compiling", tmp_path / "cache", tmp_path / "out.npz"
+    inputs = example_inputs(tmp_path / "in.npz")
+    env = {**os.environ, "CC": str(cc), "ONNX2MCU_CACHE_DIR": str(cache),
+           "FAKE_CC_MARK": str(mark)}
+    args = [command, str(EXAMPLE), "--inputs", str(inputs)]
+    args += ["--output", str(out)] if command == "run" else []
+    result = interrupt_when(args, {**env, "FAKE_CC_SLEEP": "30"}, mark.exists, signum,
+                            tmp_path)
+    assert result.returncode == 128 + signum, result.stderr
+    assert result.stderr == (f"onnx2mcu: interrupted by {signal.Signals(signum).name} "
+                             "(temporary files removed)\n")
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+    assert_cache_clean(cache)
+    again = cli(*args, env=env, cwd=tmp_path)  # the same compiler, so the same cache key
+    assert again.returncode == 0, again.stderr
+    assert_cache_clean(cache)
+    if command == "run":
+        with np.load(out) as data:
+            for name, value in reference_outputs(inputs).items():
+                assert data[name].tobytes() == value.tobytes()
+    else:
+        assert "BIT-EXACT" in again.stdout
+
+
+def test_compiler_failure_leaves_no_cache_entry(tmp_path: Path) -> None:
+    cc = fake_tool(tmp_path / "bin", "cc", shutil.which("cc") or "cc")
+    cache, out = tmp_path / "cache", tmp_path / "out.npz"
+    env = {**os.environ, "CC": str(cc), "ONNX2MCU_CACHE_DIR": str(cache)}
+    args = ["run", str(EXAMPLE), "--inputs", str(example_inputs(tmp_path / "in.npz")),
+            "--output", str(out)]
+    failed = cli(*args, env={**env, "FAKE_CC_FAIL": "1"})
+    assert failed.returncode == 2 and "internal compiler error" in failed.stderr
+    assert "Traceback" not in failed.stderr and not out.exists()
+    assert_cache_clean(cache)
+    assert not list(cache.iterdir())
+    again = cli(*args, env=env)
+    assert again.returncode == 0, again.stderr and out.exists()
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_interrupt_generate_during_firmware_build(signum: int, tmp_path: Path) -> None:
+    """generate for a Cortex-M board measures the firmware before writing anything: killed
+    while the cross compiler runs, it leaves no output folder, nor its new parents."""
+    real = shutil.which("arm-none-eabi-gcc")
+    assert real is not None
+    fake_tool(tmp_path / "bin", "arm-none-eabi-gcc", real)
+    mark, cache = tmp_path / "compiling", tmp_path / "cache"
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "ONNX2MCU_CACHE_DIR": str(cache), "FAKE_CC_MARK": str(mark)}
+    work = tmp_path / "work"
+    work.mkdir()
+    args = ["generate", str(EXAMPLE), "--board", "cortex-m4f", "-o", str(work / "a/b/out")]
+    result = interrupt_when(args, {**env, "FAKE_CC_SLEEP": "30"}, mark.exists, signum, work)
+    assert result.returncode == 128 + signum, result.stderr
+    assert list(work.iterdir()) == []
+    assert_cache_clean(cache)
+    again = cli(*args, env=env, cwd=work)
+    assert again.returncode == 0, again.stderr
+    assert (work / "a/b/out/tiny_cnn_qop.c").is_file()
+
+
+def test_interrupt_generate_at_random_points(tmp_path: Path) -> None:
+    """Killed at random moments, generate either finished (a complete folder) or left
+    nothing at all. ResNet-8 takes about 0.4 s, Python's start included."""
+    model = tmp_path / "resnet8.onnx"
+    model.write_bytes(quantized_model("resnet8", "u8-pc").SerializeToString())
+    reference = tmp_path / "reference"
+    assert cli("generate", str(model), "-o", str(reference)).returncode == 0
+    expected = tree(reference)
+    rng = random.Random(7)
+    for attempt in range(10):
+        work = tmp_path / f"work{attempt}"
+        work.mkdir()
+        start = time.monotonic()
+        delay = rng.uniform(0.05, 0.6)
+        result = interrupt_when(["generate", str(model), "-o", str(work / "x/out")],
+                                dict(os.environ),
+                                lambda: time.monotonic() - start > delay,  # noqa: B023
+                                rng.choice([signal.SIGINT, signal.SIGTERM]), work)
+        assert "internal error" not in result.stderr
+        if result.returncode == 0:
+            assert tree(work / "x/out") == expected
+        elif list(work.iterdir()):
+            # The signal came after the final rename: the folder is complete.
+            assert result.returncode in (130, 143) and tree(work / "x/out") == expected
+        # Otherwise nothing is left, also when killed while Python starts, before the
+        # handlers are installed (the process then dies of the signal).
+
+
+# ------------------------------------------------------------------ missing tools
+
+
+def tool_folder(folder: Path, keep: Callable[[str], bool]) -> Path:
+    """A PATH folder with links to the cross tools and QEMU that `keep` accepts."""
+    folder.mkdir()
+    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
+        real = shutil.which(tool)
+        if real is None:
+            continue
+        for path in Path(real).parent.glob(tool.split("-")[0] + "*"):
+            if keep(path.name):
+                (folder / path.name).symlink_to(path)
+    return folder
+
+
+def test_missing_host_compiler(tmp_path: Path) -> None:
+    inputs = example_inputs(tmp_path / "in.npz")
+    for command in (["run", "--output", str(tmp_path / "o.npz")], ["verify"]):
+        result = cli(command[0], str(EXAMPLE), "--inputs", str(inputs), *command[1:],
+                     env={**os.environ, "CC": "/nonexistent"})
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1 and "install" in result.stderr, result.stderr
+        assert "'/nonexistent'" in result.stderr
+
+
+@pytest.mark.parametrize("missing, hint", [("arm-none-eabi-", "gcc-arm-none-eabi"),
+                                           ("qemu-system-arm", "qemu-system-arm")])
+def test_missing_cross_compiler_or_qemu(missing: str, hint: str, tmp_path: Path) -> None:
+    if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None:
+        pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm to hide one of them")
+    tools = tool_folder(tmp_path / "bin", lambda name: not name.startswith(missing))
+    inputs = example_inputs(tmp_path / "in.npz")
+    env = {**os.environ, "PATH": str(tools), "ONNX2MCU_CACHE_DIR": str(tmp_path / "cache")}
+    for command in (["run", "--output", str(tmp_path / "o.npz")], ["verify"]):
+        result = cli(command[0], str(EXAMPLE), "--board", "cortex-m4f", "--inputs",
+                     str(inputs), *command[1:], env=env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and hint in result.stderr, result.stderr
+        assert "install" in result.stderr
