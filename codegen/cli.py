@@ -26,8 +26,9 @@ from numpy.typing import NDArray
 
 from . import api
 from .boards import list_boards
-from .errors import InputDataError, Onnx2McuError, OutputError
+from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
+from .names import visible
 from .verify import ORT_LEVELS, VerifyReport
 from .version import __version__
 
@@ -147,11 +148,11 @@ def print_report(report: VerifyReport) -> None:
         "given inputs"
     print(f"generated C: board {report.board}, requant {report.requant}; "
           f"{report.samples} sample(s), {source}")
-    width = max([len(o.name) for o in report.outputs] + [6])
+    width = max([len(visible(o.name)) for o in report.outputs] + [6])
     print(f"{'output':<{width}}  {'dtype':<7}  {'elements':>10}  {'mismatches':>10}  "
           f"{'max_abs_diff':>12}")
     for o in report.outputs:
-        print(f"{o.name:<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
+        print(f"{visible(o.name):<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
               f"{o.max_abs_diff:>12.6g}")
     total = sum(o.elements for o in report.outputs)
     if report.layers is not None:
@@ -159,9 +160,9 @@ def print_report(report: VerifyReport) -> None:
         if first is None:
             print(f"per-layer: all {len(report.layers)} intermediate tensors are bit-exact")
         else:
-            print(f"per-layer: first difference at node '{first.node}' ({first.op_type}), "
-                  f"tensor '{first.tensor}': {first.mismatches} of {first.elements} elements "
-                  f"differ, max abs diff {first.max_abs_diff:g}")
+            print(f"per-layer: first difference at node '{visible(first.node)}' "
+                  f"({first.op_type}), tensor '{visible(first.tensor)}': {first.mismatches} of "
+                  f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
     if report.ok:
         print(f"result: BIT-EXACT ({total} output elements identical to ONNX Runtime)")
     else:
@@ -222,7 +223,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputDataError("run needs --output (or --count-instructions)")
     outputs = api.run(args.model, _load_npz(args.inputs), **_options(args))
     out = save_npz(Path(args.output), outputs)
-    print(f"wrote {out} ({', '.join(outputs)})")
+    print(f"wrote {out} ({visible(', '.join(outputs))})")
     return 0
 
 
@@ -256,7 +257,7 @@ def print_counts(report: api.CountReport) -> None:
     print(f"{'layer':<40} {'kernel':<26} {'instructions':>12} {'MACs':>10} {'per MAC':>8}")
     for (node, kernel, macs), count in zip(report.layers, counts.per_layer, strict=True):
         ratio = f"{count / macs:.2f}" if macs else "-"
-        print(f"{node[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}")
+        print(f"{visible(node)[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}")
     print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}")
 
 
@@ -329,6 +330,15 @@ def interrupted_status(exc: KeyboardInterrupt) -> int:
     return 128 + signum
 
 
+def error_text(exc: Onnx2McuError) -> str:
+    """The message on one line, whatever names it quotes. Only a toolchain's own output
+    (the compiler's diagnostics) follows on further lines, indented."""
+    if not isinstance(exc, ToolchainError):
+        return visible(str(exc))
+    head, *detail = str(exc).split("\n")
+    return "\n  ".join(visible(line) for line in (head, *detail))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -336,16 +346,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         with interrupt_handling():
             return COMMANDS[args.command](args)
     except Onnx2McuError as exc:
-        message = str(exc).replace("\n", "\n  ")
-        print(f"onnx2mcu: error: {message}", file=sys.stderr)
+        print(f"onnx2mcu: error: {error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         return interrupted_status(exc)
     except Exception as exc:  # a bug in onnx2mcu, not in the user's input
         if os.environ.get("ONNX2MCU_DEBUG"):
             traceback.print_exc()
-        print(f"onnx2mcu: internal error: {type(exc).__name__}: {exc} (set ONNX2MCU_DEBUG=1 "
-              "for a traceback, and please report it)", file=sys.stderr)
+        print(f"onnx2mcu: internal error: {type(exc).__name__}: {visible(str(exc))} (set "
+              "ONNX2MCU_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
         return 3
 
 

@@ -9,6 +9,7 @@ unescaped: it forms file names ({name}.c), the entry point ({name}_run), macros
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # C99 guarantees 63 significant characters in macro names; the longest macro the header
 # defines is NAME + "_OUTPUT<nnn>_ZERO_POINT" (22), so 40 keeps every one distinct.
@@ -65,3 +66,16 @@ def quoted(text: str, limit: int = 60) -> str:
     """A user string for a one-line message: ASCII, escapes visible, cut to `limit`."""
     shown = ascii(text[:limit])[1:-1]
     return f"'{shown}{'...' if len(text) > limit else ''}'"
+
+
+# Control and format characters (newlines, ESC, bidi overrides): in a model's names they
+# could fake extra lines of output or rewrite the terminal.
+_INVISIBLE = ("Cc", "Cf", "Zl", "Zp")
+
+
+def visible(text: str) -> str:
+    """`text` for one line of terminal output: control and format characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(ascii(ch)[1:-1] if unicodedata.category(ch) in _INVISIBLE else ch
+                   for ch in text)

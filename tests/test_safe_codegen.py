@@ -462,3 +462,35 @@ def test_missing_cross_compiler_or_qemu(missing: str, hint: str, tmp_path: Path)
         assert result.returncode == 2, result.stderr
         assert result.stderr.count("\n") == 1 and hint in result.stderr, result.stderr
         assert "install" in result.stderr
+
+
+# ------------------------------------------------------------------ terminal output
+
+
+def fake_lines(text: str) -> list[str]:
+    """Lines that only a name with a newline could have started."""
+    return [line for line in text.splitlines() if line.startswith(("#", "\\", "??"))]
+
+
+def test_hostile_names_stay_on_their_line(tmp_path: Path) -> None:
+    """verify, inspect and errors print one line per entry, whatever the names hold."""
+    hostile, _ = rename_hostile(onnx.load(str(EXAMPLE)))
+    model = tmp_path / "hostile.onnx"
+    model.write_bytes(hostile.SerializeToString())
+    verify = cli("verify", str(model), "--samples", "1", "--per-layer")
+    assert verify.returncode == 0 and "BIT-EXACT" in verify.stdout, verify.stderr
+    inspect = cli("inspect", str(model))
+    assert inspect.returncode == 0, inspect.stderr
+    for output in (verify.stdout, inspect.stdout):
+        assert not fake_lines(output) and "\x00" not in output
+    assert "\\n#include <evil.h>" in inspect.stdout  # escaped, on its entry's line
+    np.savez(tmp_path / "wrong.npz", nope=np.zeros(1, np.float32))
+    run = cli("run", str(model), "--inputs", str(tmp_path / "wrong.npz"), "--output",
+              str(tmp_path / "o.npz"))
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    hostile.graph.node[1].op_type = "NoSuchOp"
+    hostile.graph.node[1].name = "\n#error boom\x1b[2J"
+    model.write_bytes(hostile.SerializeToString())
+    bad = cli("generate", str(model), "-o", str(tmp_path / "out"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "\x1b" not in bad.stderr and not (tmp_path / "out").exists()
