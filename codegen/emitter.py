@@ -61,6 +61,20 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+# The longest string literal C99 compilers must accept (and -pedantic enforces), in bytes
+# without the terminating NUL.
+MAX_LITERAL_BYTES = 4095
+
+
+def literal_text(text: str) -> tuple[str, bool]:
+    """`text` cut to what one C99 string literal may hold (on a UTF-8 character boundary),
+    and whether it was cut."""
+    data = text.encode("utf-8")
+    if len(data) <= MAX_LITERAL_BYTES:
+        return text, False
+    return data[:MAX_LITERAL_BYTES].decode("utf-8", errors="ignore"), True
+
+
 def c_float(value: float) -> str:
     """An exact float32 literal: hexadecimal, so no decimal rounding is involved."""
     v = float(np.float32(value))
@@ -156,6 +170,7 @@ def _call_statement(index: int, call: KernelCall, buffers: Buffers) -> str:
 
 def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any]:
     quant = t.quant
+    literal, cut = literal_text(t.onnx_name)
     scale = zero_point = None
     quant_note = ""
     if quant is not None and quant.per_tensor:
@@ -167,8 +182,9 @@ def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any
         quant_note = f"quantized per axis {quant.axis} ({len(quant.scale)} scales)"
     return {
         "macro": f"{prefix}_{kind.upper()}{index}",
-        "name": c_string(t.onnx_name),
-        "comment": c_comment(t.onnx_name, 60),
+        "name": c_string(literal),
+        "comment": c_comment(t.onnx_name, 60) + (
+            f"; _NAME holds its first {MAX_LITERAL_BYTES} bytes" if cut else ""),
         "ctype": c_type(t.dtype),
         "dtype": t.dtype,
         "size": t.numel,

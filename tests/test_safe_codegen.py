@@ -174,6 +174,39 @@ def test_hostile_names_generate_the_same_program(case: str) -> None:
     assert report.ok
 
 
+def test_name_macros_hold_the_exact_names(tmp_path: Path) -> None:
+    """NAME_INPUT0_NAME is the ONNX name byte for byte; a name longer than the 4095 bytes
+    a C99 string literal may hold is cut there, so -pedantic still compiles it."""
+    model = onnx.load(str(EXAMPLE))
+    long_name = "é" + "o" * 4999
+    renames = {model.graph.input[0].name: 'ü\n??/"\\*/', model.graph.output[0].name: long_name}
+    for node in model.graph.node:
+        node.input[:] = [renames.get(n, n) for n in node.input]
+        node.output[:] = [renames.get(n, n) for n in node.output]
+    for value in (*model.graph.input, *model.graph.output):
+        value.name = renames[value.name]
+    out = tmp_path / "proj"
+    codegen.generate(model, out, name="net")
+    user = tmp_path / "app.c"
+    user.write_text("""
+#include <stdio.h>
+#include "net.h"
+int main(void) {
+    fputs(NET_INPUT0_NAME, stdout);
+    fputs("|", stdout);
+    fputs(NET_OUTPUT0_NAME, stdout);
+    return 0;
+}
+""")
+    exe = tmp_path / "app"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *SANITIZE,
+                    f"-I{out}", "-o", str(exe), str(user)], check=True)
+    printed = subprocess.run([str(exe)], capture_output=True, check=True).stdout
+    first, second = printed.split(b"|")
+    assert first == 'ü\n??/"\\*/'.encode()
+    assert second == long_name.encode()[:4095]
+
+
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None
                     or shutil.which("qemu-system-arm") is None,
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
