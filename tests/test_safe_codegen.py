@@ -479,8 +479,9 @@ def test_interrupt_generate_at_random_points(tmp_path: Path) -> None:
         if result.returncode == 0:
             assert tree(work / "x/out") == expected
         elif list(work.iterdir()):
-            # The signal came after the final rename: the folder is complete.
-            assert result.returncode in (130, 143) and tree(work / "x/out") == expected
+            # The signal came after the final rename (maybe after main returned, when
+            # Python's own handling is back): the folder is complete.
+            assert tree(work / "x/out") == expected, result.stderr
         # Otherwise nothing is left, also when killed while Python starts, before the
         # handlers are installed (the process then dies of the signal).
 
