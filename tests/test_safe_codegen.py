@@ -457,9 +457,11 @@ def test_interrupt_generate_during_firmware_build(signum: int, tmp_path: Path) -
     assert (work / "a/b/out/tiny_cnn_qop.c").is_file()
 
 
-def test_interrupt_generate_at_random_points(tmp_path: Path) -> None:
+@pytest.mark.parametrize("existing", [False, True])
+def test_interrupt_generate_at_random_points(existing: bool, tmp_path: Path) -> None:
     """Killed at random moments, generate either finished (a complete folder) or left
-    nothing at all. ResNet-8 takes about 0.4 s, Python's start included."""
+    nothing at all; with --force over an existing folder, that folder is kept intact
+    unless the new one is complete. ResNet-8 takes about 0.4 s, Python's start included."""
     model = tmp_path / "resnet8.onnx"
     model.write_bytes(quantized_model("resnet8", "u8-pc").SerializeToString())
     reference = tmp_path / "reference"
@@ -469,14 +471,22 @@ def test_interrupt_generate_at_random_points(tmp_path: Path) -> None:
     for attempt in range(10):
         work = tmp_path / f"work{attempt}"
         work.mkdir()
+        if existing:
+            (work / "x/out").mkdir(parents=True)
+            (work / "x/out/mine.txt").write_text("the user's")
         start = time.monotonic()
         delay = rng.uniform(0.05, 0.6)
-        result = interrupt_when(["generate", str(model), "-o", str(work / "x/out")],
+        force = ["--force"] if existing else []
+        result = interrupt_when(["generate", str(model), "-o", str(work / "x/out"), *force],
                                 dict(os.environ),
                                 lambda: time.monotonic() - start > delay,  # noqa: B023
                                 rng.choice([signal.SIGINT, signal.SIGTERM]), work)
         assert "internal error" not in result.stderr
-        if result.returncode == 0:
+        if existing:
+            assert [p.name for p in (work / "x").iterdir()] == ["out"]  # no staging left
+            assert tree(work / "x/out") in (expected, {"mine.txt": b"the user's"})
+            assert result.returncode != 0 or tree(work / "x/out") == expected
+        elif result.returncode == 0:
             assert tree(work / "x/out") == expected
         elif list(work.iterdir()):
             # The signal came after the final rename (maybe after main returned, when
