@@ -26,7 +26,8 @@ from zoo import INPUT_NAME, quantized_model, sample_inputs
 
 import codegen
 from codegen.api import run_generated
-from codegen.names import default_name, name_problem
+from codegen.build import STALE_STAGING_S, remove_stale_staging
+from codegen.names import default_name, name_problem, quoted, visible
 from codegen.pipeline import Options, generate_sources
 
 REPO = Path(__file__).resolve().parent.parent
@@ -568,3 +569,28 @@ def test_hostile_names_stay_on_their_line(tmp_path: Path) -> None:
     bad = cli("generate", str(model), "-o", str(tmp_path / "out"))
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
     assert "\x1b" not in bad.stderr and not (tmp_path / "out").exists()
+
+
+def test_stale_staging_folders_are_swept(tmp_path: Path) -> None:
+    """Staging folders of builds killed outright (SIGKILL) go once they are old; a fresh
+    one may belong to a build running right now and stays, and entries are never touched."""
+    old, fresh, entry = (tmp_path / ".k1.tmp-a", tmp_path / ".k2.tmp-b", tmp_path / "k3")
+    for folder in (old, fresh, entry):
+        (folder / "build").mkdir(parents=True)
+    now = time.time()
+    os.utime(old, (now - STALE_STAGING_S - 10, now - STALE_STAGING_S - 10))
+    os.utime(entry, (0, 0))
+    remove_stale_staging(tmp_path, now)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".k2.tmp-b", "k3"]
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("conv1", "conv1"), ("a\nb", "a\\nb"), ("\x1b[2J", "\\x1b[2J"), ("ü名", "ü名"),
+    ("\u202eevil", "\\u202eevil"), ("nul\0", "nul\\x00")])
+def test_visible_keeps_one_line(text: str, shown: str) -> None:
+    assert visible(text) == shown
+
+
+def test_quoted_is_short_ascii() -> None:
+    assert quoted("x" * 100, limit=10) == "'xxxxxxxxxx...'"
+    assert quoted("a\nü") == "'a\\n\\xfc'"
