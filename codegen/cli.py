@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -312,7 +313,12 @@ INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextmanager
 def interrupt_handling() -> Iterator[None]:
-    """SIGTERM handled like SIGINT while the command runs; the handlers restored after."""
+    """SIGTERM handled like SIGINT while the command runs; the handlers restored after.
+    Only the main thread may set handlers: elsewhere (main() called from a thread) the
+    caller's handling stays."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
     for sig in INTERRUPT_SIGNALS:
         signal.signal(sig, _interrupt)

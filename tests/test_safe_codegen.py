@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from zoo import INPUT_NAME, quantized_model, sample_inputs
 import codegen
 from codegen.api import run_generated
 from codegen.build import STALE_STAGING_S, remove_stale_staging
+from codegen.cli import main as cli_main
 from codegen.names import default_name, name_problem, quoted, visible
 from codegen.pipeline import Options, generate_sources
 
@@ -594,3 +596,12 @@ def test_visible_keeps_one_line(text: str, shown: str) -> None:
 def test_quoted_is_short_ascii() -> None:
     assert quoted("x" * 100, limit=10) == "'xxxxxxxxxx...'"
     assert quoted("a\nü") == "'a\\n\\xfc'"
+
+
+def test_cli_main_runs_in_a_thread() -> None:
+    """Signal handlers can only be set in the main thread; elsewhere main() still works."""
+    results: list[int] = []
+    worker = threading.Thread(target=lambda: results.append(cli_main(["boards"])))
+    worker.start()
+    worker.join()
+    assert results == [0]
