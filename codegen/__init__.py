@@ -10,6 +10,7 @@ from .api import GenerateResult, convert, generate, run, verify
 from .errors import (
     ModelError,
     Onnx2McuError,
+    OptionError,
     OutputError,
     ShapeError,
     ToolchainError,
@@ -21,6 +22,7 @@ __all__ = [
     "GenerateResult",
     "ModelError",
     "Onnx2McuError",
+    "OptionError",
     "OutputError",
     "ShapeError",
     "ToolchainError",

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,6 +73,23 @@ def cache_key(identity: str, flags: Sequence[str], files: Mapping[str, bytes]) -
     return digest.hexdigest()[:32]
 
 
+# A staging folder this old belongs to a build that was killed outright (SIGKILL, power
+# loss); no build takes that long.
+STALE_STAGING_S = 3 * RUN_TIMEOUT_S
+
+
+def remove_stale_staging(root: Path, now: float) -> None:
+    """Remove the staging folders of builds killed before their cleanup could run. They
+    are never mistaken for entries (those appear only by rename), but would pile up."""
+    for folder in root.glob(".*.tmp-*"):
+        try:
+            age = now - folder.stat().st_mtime
+        except OSError:  # removed meanwhile by another process
+            continue
+        if age > STALE_STAGING_S:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def cached_build(key: str, files: Mapping[str, bytes], product: str,
                  build: Callable[[Path], None]) -> tuple[Path, bool]:
     """The cache entry `key` holding `product` (a path inside it), built by `build` in a
@@ -81,6 +99,7 @@ def cached_build(key: str, files: Mapping[str, bytes], product: str,
     if (entry / product).exists():
         return entry, True
     cache_root().mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(cache_root(), time.time())
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=cache_root()))
     try:
         write_files(staging, files)
@@ -125,7 +144,7 @@ def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()
 def _coerce(tensor: Tensor, value: Any) -> NDArray[Any]:
     array = np.asarray(value)
     target = numpy_dtype(tensor.dtype)
-    label = tensor.name.split("#")[0]
+    label = tensor.onnx_name
     if tuple(array.shape) != tensor.shape:
         raise InputDataError(f"input '{label}' has shape {list(array.shape)}, the model "
                              f"expects {list(tensor.shape)}")
@@ -169,7 +188,7 @@ def decode_samples(outputs: Sequence[Tensor], data: bytes,
             dtype = numpy_dtype(tensor.dtype).newbyteorder("<")
             chunk = np.frombuffer(data, dtype=dtype, count=tensor.numel, offset=offset)
             # A repeated graph output has an aliased buffer but the same ONNX name.
-            sample[tensor.name.split("#")[0]] = chunk.astype(
+            sample[tensor.onnx_name] = chunk.astype(
                 dtype.newbyteorder("=")).reshape(tensor.shape)
             offset += tensor.nbytes
         results.append(sample)

@@ -2,16 +2,25 @@
 boards.
 
 Every error a user can cause prints one line and exits with status 2.
+
+SIGINT and SIGTERM behave alike: the work in progress is abandoned, its temporary files
+are removed (outputs and cache entries only ever appear by rename, so nothing half
+written is left), one line is printed, and the exit status is 128 + the signal number,
+as a shell reports a process killed by it: 130 for SIGINT, 143 for SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -19,8 +28,9 @@ from numpy.typing import NDArray
 
 from . import api
 from .boards import list_boards
-from .errors import InputDataError, Onnx2McuError
+from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
+from .names import visible
 from .verify import ORT_LEVELS, VerifyReport
 from .version import __version__
 
@@ -157,11 +167,11 @@ def print_report(report: VerifyReport) -> None:
         "given inputs"
     print(f"generated C: board {report.board}, requant {report.requant}; "
           f"{report.samples} sample(s), {source}")
-    width = max([len(o.name) for o in report.outputs] + [6])
+    width = max([len(visible(o.name)) for o in report.outputs] + [6])
     print(f"{'output':<{width}}  {'dtype':<7}  {'elements':>10}  {'mismatches':>10}  "
           f"{'max_abs_diff':>12}")
     for o in report.outputs:
-        print(f"{o.name:<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
+        print(f"{visible(o.name):<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
               f"{o.max_abs_diff:>12.6g}")
     total = sum(o.elements for o in report.outputs)
     if report.layers is not None:
@@ -169,9 +179,9 @@ def print_report(report: VerifyReport) -> None:
         if first is None:
             print(f"per-layer: all {len(report.layers)} intermediate tensors are bit-exact")
         else:
-            print(f"per-layer: first difference at node '{first.node}' ({first.op_type}), "
-                  f"tensor '{first.tensor}': {first.mismatches} of {first.elements} elements "
-                  f"differ, max abs diff {first.max_abs_diff:g}")
+            print(f"per-layer: first difference at node '{visible(first.node)}' "
+                  f"({first.op_type}), tensor '{visible(first.tensor)}': {first.mismatches} of "
+                  f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
     if report.ok:
         print(f"result: BIT-EXACT ({total} output elements identical to ONNX Runtime)")
     else:
@@ -232,10 +242,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.output:
         raise InputDataError("run needs --output (or --count-instructions)")
     outputs = api.run(args.model, _load_npz(args.inputs), **_options(args))
-    out = Path(args.output)
-    np.savez(out, **outputs)  # type: ignore[arg-type]
-    print(f"wrote {out} ({', '.join(outputs)})")
+    out = save_npz(Path(args.output), outputs)
+    print(f"wrote {out} ({visible(', '.join(outputs))})")
     return 0
+
+
+def save_npz(path: Path, arrays: dict[str, NDArray[Any]]) -> Path:
+    """Write `arrays` to `path` (with '.npz' added, as numpy does) atomically: into a
+    temporary sibling, renamed into place, so an interruption leaves no partial file."""
+    out = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+    staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        with staging.open("wb") as f:
+            np.savez(f, **arrays)  # type: ignore[arg-type]
+        staging.replace(out)
+    except BaseException as exc:
+        staging.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {out}: {exc.strerror}") from None
+        raise
+    return out
 
 
 def print_counts(report: api.CountReport) -> None:
@@ -251,7 +277,7 @@ def print_counts(report: api.CountReport) -> None:
     print(f"{'layer':<40} {'kernel':<26} {'instructions':>12} {'MACs':>10} {'per MAC':>8}")
     for (node, kernel, macs), count in zip(report.layers, counts.per_layer, strict=True):
         ratio = f"{count / macs:.2f}" if macs else "-"
-        print(f"{node[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}")
+        print(f"{visible(node)[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}")
     print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}")
 
 
@@ -317,23 +343,75 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived. A KeyboardInterrupt, so that every cleanup written for
+    Ctrl-C (subprocess.run killing its child, the staging folders' removal) runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # A second signal must not cut the cleanup of the first short.
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def interrupt_handling() -> Iterator[None]:
+    """SIGTERM handled like SIGINT while the command runs; the handlers restored after.
+    Only the main thread may set handlers: elsewhere (main() called from a thread) the
+    caller's handling stays."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+    print(f"onnx2mcu: interrupted by {signal.Signals(signum).name} (temporary files removed)",
+          file=sys.stderr)
+    return 128 + signum
+
+
+def error_text(exc: Onnx2McuError) -> str:
+    """The message on one line, whatever names it quotes. Only a toolchain's own output
+    (the compiler's diagnostics) follows on further lines, indented."""
+    if not isinstance(exc, ToolchainError):
+        return visible(str(exc))
+    head, *detail = str(exc).split("\n")
+    return "\n  ".join(visible(line) for line in (head, *detail))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        with interrupt_handling():
+            return COMMANDS[args.command](args)
     except Onnx2McuError as exc:
-        message = str(exc).replace("\n", "\n  ")
-        print(f"onnx2mcu: error: {message}", file=sys.stderr)
+        print(f"onnx2mcu: error: {error_text(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("onnx2mcu: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return interrupted_status(exc)
     except Exception as exc:  # a bug in onnx2mcu, not in the user's input
         if os.environ.get("ONNX2MCU_DEBUG"):
             traceback.print_exc()
-        print(f"onnx2mcu: internal error: {type(exc).__name__}: {exc} (set ONNX2MCU_DEBUG=1 "
-              "for a traceback, and please report it)", file=sys.stderr)
+        print(f"onnx2mcu: internal error: {type(exc).__name__}: {visible(str(exc))} (set "
+              "ONNX2MCU_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
         return 3
 
 

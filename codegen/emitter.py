@@ -9,7 +9,6 @@ options always give byte-identical files.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +35,6 @@ from .version import __version__
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 RUNTIME_HEADERS = ("q8_arith.h", "q8_dsp.h", "q8_float.h", "q8_index.h", "q8_runtime.h",
                    "q8_softfloat.h", "q8_window.h")
-IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
-C_KEYWORDS = frozenset((
-    "auto break case char const continue default do double else enum extern float for goto "
-    "if inline int long register restrict return short signed sizeof static struct switch "
-    "typedef union unsigned void volatile while main"
-).split())
 
 
 # ------------------------------------------------------------------ C text helpers
@@ -68,17 +61,18 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def default_name(stem: str) -> str:
-    """A C identifier derived from a file name, e.g. 'tiny-cnn.qop' -> 'tiny_cnn_qop'."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_")
-    if not name or not name[0].isalpha():
-        name = "model_" + name
-    name = name[:63].rstrip("_") or "model"
-    return name + "_model" if name in C_KEYWORDS else name
+# The longest string literal C99 compilers must accept (and -pedantic enforces), in bytes
+# without the terminating NUL.
+MAX_LITERAL_BYTES = 4095
 
 
-def is_valid_name(name: str) -> bool:
-    return bool(IDENTIFIER.fullmatch(name)) and name not in C_KEYWORDS
+def literal_text(text: str) -> tuple[str, bool]:
+    """`text` cut to what one C99 string literal may hold (on a UTF-8 character boundary),
+    and whether it was cut."""
+    data = text.encode("utf-8")
+    if len(data) <= MAX_LITERAL_BYTES:
+        return text, False
+    return data[:MAX_LITERAL_BYTES].decode("utf-8", errors="ignore"), True
 
 
 def c_float(value: float) -> str:
@@ -179,6 +173,7 @@ def _call_statement(index: int, call: KernelCall, buffers: Buffers) -> str:
 
 def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any]:
     quant = t.quant
+    literal, cut = literal_text(t.onnx_name)
     scale = zero_point = None
     quant_note = ""
     if quant is not None and quant.per_tensor:
@@ -190,8 +185,9 @@ def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any
         quant_note = f"quantized per axis {quant.axis} ({len(quant.scale)} scales)"
     return {
         "macro": f"{prefix}_{kind.upper()}{index}",
-        "name": c_string(t.name.split("#")[0]),
-        "comment": c_comment(t.name.split("#")[0], 60),
+        "name": c_string(literal),
+        "comment": c_comment(t.onnx_name, 60) + (
+            f"; _NAME holds its first {MAX_LITERAL_BYTES} bytes" if cut else ""),
         "ctype": c_type(t.dtype),
         "dtype": t.dtype,
         "size": t.numel,
@@ -325,7 +321,7 @@ HARNESS_STACK_BYTES = 8192
 
 def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int) -> str:
     def tensor(t: Tensor) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": t.name.split("#")[0], "dtype": t.dtype,
+        entry: dict[str, Any] = {"name": t.onnx_name, "dtype": t.dtype,
                                  "shape": list(t.shape)}
         if t.quant is not None:
             entry["scale"] = list(t.quant.scale)

@@ -8,6 +8,10 @@ class Onnx2McuError(Exception):
     """A problem with the user's input or environment, reported as one line."""
 
 
+class OptionError(Onnx2McuError):
+    """A command-line option or API argument has an unusable value."""
+
+
 class ModelError(Onnx2McuError):
     """The file is not a valid ONNX model, or the graph is inconsistent."""
 

@@ -13,6 +13,7 @@ from .boards import load_board
 from .errors import UnsupportedError
 from .importer import ModelSource, load_model, survey_model
 from .ir import Graph, Node, QuantParams, Tensor
+from .names import visible
 from .ops import LoweringOptions
 from .passes import check_qdq_rules, run_passes
 from .passes.qdq import fusion_refusal
@@ -184,4 +185,4 @@ def format_inspection(result: Inspection) -> str:
     if result.problems:
         lines.append(f"unsupported: {len(result.problems)} node(s)")
         lines.extend(f"  {p}" for p in result.problems)
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)  # one line per entry, whatever the names

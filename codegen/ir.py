@@ -57,6 +57,13 @@ class Tensor:
     # For an integer tensor, its quantization. For a float tensor at the graph boundary,
     # the quantization its QuantizeLinear consumer / DequantizeLinear producer applies.
     quant: QuantParams | None = None
+    # Set when `name` is internal (the own buffer of a repeated graph output): the ONNX
+    # name users see. Never derived by parsing `name`, since ONNX names may hold any text.
+    external_name: str | None = None
+
+    @property
+    def onnx_name(self) -> str:
+        return self.name if self.external_name is None else self.external_name
 
     @property
     def numel(self) -> int:

@@ -3,6 +3,7 @@ or an alias when it only changes the layout."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from . import ops
@@ -50,7 +51,9 @@ def _graph_outputs(graph: Graph, program: Program) -> tuple[list[Tensor], list[K
         if name in produced and name not in seen:
             outputs.append(tensor)
         else:
-            target = replace(tensor, name=f"{name}#output{index}")
+            target = replace(tensor, name=internal_name(f"{name}#output{index}",
+                                                        program.tensors),
+                             external_name=name)
             program.tensors[target.name] = target
             outputs.append(target)
             copies.append(copy_call(name, target))
@@ -58,7 +61,15 @@ def _graph_outputs(graph: Graph, program: Program) -> tuple[list[Tensor], list[K
     return outputs, copies
 
 
+def internal_name(wanted: str, taken: Mapping[str, object]) -> str:
+    """`wanted`, made unique among `taken` (a model may use any string as a name)."""
+    name = wanted
+    while name in taken:
+        name += "#"
+    return name
+
+
 def copy_call(source: str, target: Tensor) -> KernelCall:
     params = CStruct("q8_copy_params", (("bytes", int(target.nbytes)),))
-    return KernelCall("q8_copy", f"copy to output '{target.name.split('#')[0]}'", (source,),
+    return KernelCall("q8_copy", f"copy to output '{target.onnx_name}'", (source,),
                       (target.name,), params, (), COPY_SOURCES)

@@ -10,11 +10,12 @@ import numpy as np
 import onnx
 
 from .boards import Board, load_board
-from .emitter import default_name, emit_project, is_valid_name
-from .errors import UnsupportedError
+from .emitter import emit_project
+from .errors import OptionError, UnsupportedError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .lowering import lower_graph
+from .names import default_name, name_problem, quoted
 from .ops import LoweringOptions
 from .passes import check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
@@ -65,10 +66,10 @@ class Generated:
 
 def model_name(source: ModelSource, requested: str | None) -> str:
     if requested is not None:
-        if not is_valid_name(requested):
-            raise UnsupportedError(f"--name '{requested}' is not usable as a C identifier: use "
-                                   "a letter followed by letters, digits or '_' (max 63), "
-                                   "not a C keyword")
+        problem = name_problem(requested)
+        if problem is not None:
+            raise OptionError(f"--name {quoted(requested)} is not usable as the model's C "
+                              f"identifier: {problem}")
         return requested
     if isinstance(source, str | Path):
         return default_name(Path(source).name.removesuffix(".onnx"))

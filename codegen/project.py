@@ -33,10 +33,35 @@ def write_files(root: Path, files: Mapping[str, bytes]) -> None:
         path.write_bytes(data)
 
 
+def missing_parents(path: Path) -> list[Path]:
+    """The ancestors of `path` that do not exist yet, outermost first."""
+    return [p for p in reversed(path.parents) if not p.exists()]
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders that are still empty, innermost first."""
+    for folder in reversed(folders):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, or already gone: keep what is not ours
+            return
+
+
 def write_project(out: Path, files: Mapping[str, bytes], force: bool = False) -> None:
-    """Atomically make `out` contain exactly `files`."""
+    """Atomically make `out` contain exactly `files`. On failure or interruption, nothing
+    is left: not the staging folder, nor the parent folders created for `out`."""
     out = Path(out).absolute()
     check_output_dir(out, force)
+    created = missing_parents(out)
+    try:
+        _replace_folder(out, files)
+    except BaseException:
+        remove_if_empty(created)
+        raise
+
+
+def _replace_folder(out: Path, files: Mapping[str, bytes]) -> None:
+    """Write `files` into a hidden sibling of `out`, then swap it in by rename."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     old: Path | None = None

@@ -277,7 +277,7 @@ def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, NDArr
                     refs: Sequence[Mapping[str, NDArray[Any]]]) -> list[OutputReport]:
     reports = []
     for t in outputs:
-        name = t.name.split("#")[0]
+        name = t.onnx_name
         mismatches, max_diff, elements = 0, 0.0, 0
         for a, b in zip(ours, refs, strict=True):
             m, d = compare_arrays(a[name], b[name])
