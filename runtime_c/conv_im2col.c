@@ -327,6 +327,7 @@ static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
 typedef struct {
     float scale, lo_f, hi_f;
     int32_t mult, exp, lo, hi, zero_point;
+    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
 } row_requant;
 
 /*
@@ -342,6 +343,9 @@ Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
     r.lo_f = (float)r.lo;
     r.hi_f = (float)r.hi;
     r.zero_point = rq->zero_point;
+    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
+    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
+    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
     r.scale = 0.0f;
     r.mult = r.exp = 0;
     return r;
@@ -361,13 +365,8 @@ Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const
 
 Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
 {
-    row_requant r;
+    row_requant r = layer_constants(rq);
     const int32_t ch = rq->per_channel ? m : 0;
-    r.lo = rq->act_min - rq->zero_point;
-    r.hi = rq->act_max - rq->zero_point;
-    r.lo_f = (float)r.lo;
-    r.hi_f = (float)r.hi;
-    r.zero_point = rq->zero_point;
     r.scale = mode != IM2COL_IREQ ? rq->scale[ch] : 0.0f;
     r.mult = mode == IM2COL_IREQ ? rq->mult[ch] : 0;
     r.exp = mode == IM2COL_IREQ ? rq->exp[ch] : 0;
@@ -376,11 +375,15 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
 
 Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
 {
-    const int32_t v =
-        mode == IM2COL_IREQ           ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
-        : mode == IM2COL_FREQ_BOUNDED ? q8_requant_f32_bounded(acc, r->scale, r->lo, r->hi)
-                                      : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
-    return (uint8_t)(v + r->zero_point);
+    if (mode == IM2COL_FREQ_BOUNDED) {
+        int32_t b = q8_requant_bits(acc, r->scale);
+        b = b < r->lo_bits ? r->lo_bits : b;
+        b = b > r->hi_bits ? r->hi_bits : b;
+        return (uint8_t)(b + r->zero_point_bits);
+    }
+    return (uint8_t)((mode == IM2COL_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+                                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
+                     r->zero_point);
 }
 
 Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,

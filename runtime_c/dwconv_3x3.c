@@ -24,6 +24,7 @@ Q8_INLINE int32_t load_x(const uint8_t *p, int is_signed)
 typedef struct {
     float scale, lo_f, hi_f;
     int32_t mult, exp, lo, hi, zero_point;
+    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
 } channel_requant;
 
 Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t c, int mode)
@@ -35,6 +36,9 @@ Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t
     r.lo_f = (float)r.lo;
     r.hi_f = (float)r.hi;
     r.zero_point = rq->zero_point;
+    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
+    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
+    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
     r.scale = mode != DW_IREQ ? rq->scale[ch] : 0.0f;
     r.mult = mode == DW_IREQ ? rq->mult[ch] : 0;
     r.exp = mode == DW_IREQ ? rq->exp[ch] : 0;
@@ -43,11 +47,15 @@ Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t
 
 Q8_INLINE uint8_t requantize(const channel_requant *r, int32_t acc, int mode)
 {
-    const int32_t v = mode == DW_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
-                      : mode == DW_FREQ_BOUNDED
-                          ? q8_requant_f32_bounded(acc, r->scale, r->lo, r->hi)
-                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f);
-    return (uint8_t)(v + r->zero_point);
+    if (mode == DW_FREQ_BOUNDED) {
+        int32_t b = q8_requant_bits(acc, r->scale);
+        b = b < r->lo_bits ? r->lo_bits : b;
+        b = b > r->hi_bits ? r->hi_bits : b;
+        return (uint8_t)(b + r->zero_point_bits);
+    }
+    return (uint8_t)((mode == DW_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+                                      : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
+                     r->zero_point);
 }
 
 /* Two int16 weights in one word: lo, hi. */

@@ -68,15 +68,24 @@ Q8_INLINE float q8_fclamp(float v, float lo, float hi)
  * gives what clamping the float first gives, for integer bounds. Fewer instructions than
  * a float clamp on cores without VMINNM/VMAXNM.
  */
-Q8_INLINE int32_t q8_requant_f32_bounded(int32_t acc, float scale, int32_t lo, int32_t hi)
+#define Q8_ROUNDING_BITS 0x4B400000 /* the representation of 1.5 * 2^23 */
+
+/* The representation of v + 1.5 * 2^23: Q8_ROUNDING_BITS + the rounded value. Kernels
+ * clamp it against bounds offset by Q8_ROUNDING_BITS and fold the offset into the zero
+ * point, which saves the subtraction. */
+Q8_INLINE int32_t q8_requant_bits(int32_t acc, float scale)
 {
     const float magic = 12582912.0f;
     const float v = (float)((float)acc * scale);
     const float shifted = (float)(v + magic);
     uint32_t bits;
-    int32_t q;
     memcpy(&bits, &shifted, sizeof bits);
-    q = (int32_t)(bits - 0x4B400000u);
+    return (int32_t)bits;
+}
+
+Q8_INLINE int32_t q8_requant_f32_bounded(int32_t acc, float scale, int32_t lo, int32_t hi)
+{
+    int32_t q = q8_requant_bits(acc, scale) - Q8_ROUNDING_BITS;
     q = q < lo ? lo : q;
     return q > hi ? hi : q;
 }
