@@ -19,11 +19,17 @@ Q8_INLINE void quantize_linear(const q8_qdq_params *p, const float *Q8_RESTRICT 
             const int32_t zp = p->zero_point[k];
             const float lo = (float)(qmin - zp);
             const float hi = (float)(qmax - zp);
+            const int32_t zp_bits = zp - Q8_ROUNDING_BITS;
             const size_t base = ((size_t)o * (size_t)p->axis_len + (size_t)a) * (size_t)p->inner;
             for (i = 0; i < p->inner; i++) {
-                const float v = (float)(x[base + (size_t)i] / scale);
-                /* Modular conversion: int8 results land as their two's complement byte. */
-                y[base + (size_t)i] = (uint8_t)(q8_round_half_even(q8_fclamp(v, lo, hi)) + zp);
+                const float v = q8_fclamp((float)(x[base + (size_t)i] / scale), lo, hi);
+                /* Clamped, |v| <= 255: its rounding is read from the representation of
+                 * v + 1.5 * 2^23, whose offset zp_bits removes. Modular conversion: int8
+                 * results land as their two's complement byte. */
+                const float shifted = (float)(v + 12582912.0f);
+                uint32_t bits;
+                memcpy(&bits, &shifted, sizeof bits);
+                y[base + (size_t)i] = (uint8_t)((int32_t)bits + zp_bits);
             }
         }
     }
