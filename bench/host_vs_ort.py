@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import zoo  # noqa: E402
 
+from codegen.boards import load_board  # noqa: E402
 from codegen.build import encode_samples, host_compiler  # noqa: E402
 from codegen.emitter import STRICT_CFLAGS  # noqa: E402
 from codegen.pipeline import Options, generate_sources  # noqa: E402
@@ -75,14 +76,17 @@ int main(int argc, char **argv)
 """
 
 
+EXTRA_CFLAGS: list[str] = []
+
+
 def time_generated_c(model: object, x: np.ndarray, repeats: int, work: Path) -> list[float]:
     gen = generate_sources(model, Options(name="net"))  # type: ignore[arg-type]
     write_files(work, gen.files)
     (work / "timer.c").write_text(TIMER.replace("PREFIX", "NET").replace("NAME", "net"))
     sources = ["timer.c", "net.c", *sorted(f for f in gen.files if f.startswith("runtime/")
                                            and f.endswith(".c"))]
-    subprocess.run([host_compiler(), *STRICT_CFLAGS, "-O2", "-I.", "-Iruntime", "-o", "timer",
-                    *sources, "-lm"], cwd=work, check=True)
+    subprocess.run([host_compiler(), *STRICT_CFLAGS, *gen.board.cflags, *EXTRA_CFLAGS, "-I.",
+                    "-Iruntime", "-o", "timer", *sources, "-lm"], cwd=work, check=True)
     (work / "in.bin").write_bytes(encode_samples(gen.program.inputs,
                                                  [{gen.program.inputs[0].name: x}]))
     out = subprocess.run([str(work / "timer"), str(work / "in.bin"), str(repeats)],
@@ -107,8 +111,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--models", default=",".join(MLPERF_TINY))
     parser.add_argument("--variant", default="u8-pc")
+    parser.add_argument("--native", action="store_true", help="add -march=native")
     args = parser.parse_args()
-    print(f"onnxruntime {ort_version()}, 1 thread; generated C: {host_compiler()} -O2; "
+    if args.native:
+        EXTRA_CFLAGS.append("-march=native")
+    flags = " ".join([*load_board("host").cflags, *EXTRA_CFLAGS])
+    print(f"onnxruntime {ort_version()}, 1 thread; generated C: {host_compiler()} {flags}; "
           f"{args.repeats} runs each, median")
     print(f"{'model':<20} {'C (ms)':>10} {'ORT (ms)':>10} {'C / ORT':>8}")
     for name in args.models.split(","):

@@ -46,6 +46,9 @@ class Options:
     # How the fast kernels store weights: "int8" (compact), "int16" (no widening in the
     # inner loops, twice the bytes) or "auto" (int16 where the board's flash has room).
     weights: str = "auto"
+    # Lay kernels out for the DSP extension or not; None: as the board has it. (Tests run
+    # the DSP layouts' portable C on the host with True.)
+    dsp: bool | None = None
 
 
 @dataclass
@@ -109,7 +112,8 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
                                f"{', '.join(KERNEL_SETS)}")
     wide = choose_weight_width(options.weights, graph, board)
     program = lower_graph(graph, name, LoweringOptions(requant=requant, kernels=options.kernels,
-                                                       dsp=board.dsp, wide_weights=wide))
+                                                       dsp=board.dsp if options.dsp is None
+                                                       else options.dsp, wide_weights=wide))
     plan = plan_arena(program)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)

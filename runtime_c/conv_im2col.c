@@ -323,6 +323,38 @@ static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
 }
 #endif
 
+/*
+ * The block layout (q8_conv_*_im2col_w16b_*), for cores without the DSP extension and
+ * vectorizing compilers: each pair of rows interleaved in blocks of 8 taps ([row m: 8
+ * taps][row m+1: 8 taps] ...), so the loop over a block is a plain widening multiply-add
+ * reduction the compiler vectorizes (e.g. PMADDWD). The products are summed in int32 from
+ * zero, which the generator keeps exact (|w * x| <= 128 * 255 and k < 2^16), then added
+ * to the accumulators modulo 2^32.
+ */
+static void dot_w16b_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                         int32_t blocks, int32_t acc[4])
+{
+    int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+    int32_t b, j;
+    for (b = 0; b < blocks; b++) {
+        for (j = 0; j < 8; j++) {
+            s00 += w[j] * c0[j];
+            s01 += w[j] * c1[j];
+            s10 += w[8 + j] * c0[j];
+            s11 += w[8 + j] * c1[j];
+        }
+        w += 16;
+        c0 += 8;
+        c1 += 8;
+    }
+    acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)s00);
+    acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)s01);
+    acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)s10);
+    acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)s11);
+}
+
+enum { W16_PAIRS, W16_BLOCKS };
+
 /* An output channel's requantization constants, read once per row. */
 typedef struct {
     float scale, lo_f, hi_f;
@@ -466,7 +498,7 @@ Q8_DEFINE_IM2COL(q8_conv_s8_im2col_ireq, int8_t, 1, IM2COL_IREQ)
  */
 Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,
                                uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
-                               int is_signed, int mode)
+                               int is_signed, int mode, int layout)
 {
     const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
     const int32_t pixels = p->output.h * OW, blocks = k_padded / 8;
@@ -499,7 +531,11 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
                 int32_t acc[4];
                 acc[0] = acc[1] = bias[m];
                 acc[2] = acc[3] = bias[m + 1];
-                dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+                if (layout == W16_PAIRS) {
+                    dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+                } else {
+                    dot_w16b_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+                }
                 y0[0] = requantize(&r0, acc[0], mode);
                 if (two) {
                     y0[1] = requantize(&r0, acc[1], mode);
@@ -519,20 +555,24 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
     }
 }
 
-#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE)                                         \
+#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
     void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
         if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
             conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, IM2COL_FREQ_BOUNDED);                                    \
+                            SIGNED, IM2COL_FREQ_BOUNDED, LAYOUT);                            \
         } else {                                                                             \
             conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, MODE);                                                   \
+                            SIGNED, MODE, LAYOUT);                                           \
         }                                                                                    \
     }
 
-Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_freq, uint8_t, 0, IM2COL_FREQ)
-Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_freq, int8_t, 1, IM2COL_FREQ)
-Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_ireq, uint8_t, 0, IM2COL_IREQ)
-Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_ireq, int8_t, 1, IM2COL_IREQ)
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_freq, uint8_t, 0, IM2COL_FREQ, W16_PAIRS)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_freq, int8_t, 1, IM2COL_FREQ, W16_PAIRS)
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_ireq, uint8_t, 0, IM2COL_IREQ, W16_PAIRS)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_ireq, int8_t, 1, IM2COL_IREQ, W16_PAIRS)
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16b_freq, uint8_t, 0, IM2COL_FREQ, W16_BLOCKS)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16b_freq, int8_t, 1, IM2COL_FREQ, W16_BLOCKS)
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16b_ireq, uint8_t, 0, IM2COL_IREQ, W16_BLOCKS)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16b_ireq, int8_t, 1, IM2COL_IREQ, W16_BLOCKS)

@@ -144,7 +144,9 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
  * The same with wide weights (conv_im2col.c): int16, output channels in pairs (an odd
  * count padded with a zero row; bias has one entry per padded row), each pair's rows
  * interleaved per two taps: [m][k, k+1], [m+1][k, k+1], [m][k+2, k+3], ...; k_padded a
- * multiple of 8; weights and scratch 8-byte aligned.
+ * multiple of 8 (below 2^16); weights and scratch 8-byte aligned. The _w16b_ variants
+ * take the rows interleaved in blocks of 8 taps instead: [m][k..k+7], [m+1][k..k+7], ...
+ * (for cores without the DSP extension, and vectorizing compilers).
  */
 typedef struct {
     q8_dims input;
@@ -169,6 +171,18 @@ void q8_conv_u8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
 void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
                                 const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_w16b_freq(const q8_conv_im2col_w16_params *params,
+                                 const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16b_freq(const q8_conv_im2col_w16_params *params,
+                                 const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
+                                 const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
+                                 const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 int16_t *Q8_RESTRICT scratch);
 
 /*
  * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per

@@ -65,18 +65,21 @@ def test_random_qlinear_conv_bit_exact(chunk: int, requant: str) -> None:
     assert len(report.outputs) == len(configs)
 
 
-@pytest.mark.parametrize("weights", ["int8", "int16"])
+@pytest.mark.parametrize("weights,dsp,variant", [
+    ("int8", None, "im2col_"), ("int16", None, "im2col_w16b_"), ("int16", True, "im2col_w16_")])
 @pytest.mark.parametrize("requant", ["float", "int"])
-def test_fast_kernels_are_bit_identical_to_the_reference(requant: str, weights: str) -> None:
-    """The optimized convolutions (compact and wide weights) against the plain loops, on
-    the same inputs (no ORT)."""
+def test_fast_kernels_are_bit_identical_to_the_reference(requant: str, weights: str,
+                                                         dsp: bool | None, variant: str) -> None:
+    """The optimized convolutions (compact weights, wide weights in blocks, and the DSP
+    layout's portable C) against the plain loops, on the same inputs (no ORT)."""
     configs = all_configs()[:64]
     model = conv_batch_model(configs)
-    fast = generate_sources(model, Options(requant=requant, weights=weights))
+    fast = generate_sources(model, Options(requant=requant, weights=weights, dsp=dsp))
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
     kernels = {c.function for c in fast.program.calls}
     im2col = {k for k in kernels if "im2col" in k}
-    assert im2col and all(("_w16_" in k) == (weights == "int16") for k in im2col), kernels
+    assert im2col and all(k.startswith(f"q8_conv_{k[8:10]}_{variant}") for k in im2col), \
+        kernels
     if requant == "float":  # both the bounded and the general float requantization
         source = fast.files[f"{fast.name}.c"].decode()
         assert 0 < source.count(".bounded = 1") < source.count(".act_max"), "bounded"

@@ -144,9 +144,9 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     mode = "ireq" if options.requant == "int" else "freq"
     bias = constant_input(node, graph, 8, "B") if node.input(8) is not None else None
     if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
-        if options.wide_weights:
+        if options.wide_weights and w.size // w.shape[0] < 2**16:  # exact int32 block sums
             return [im2col_w16_call(node, x, y, window, q.x_zp, weights, bias, requant,
-                                    requant_arrays, mode)]
+                                    requant_arrays, mode, pairs=options.dsp)]
         return [im2col_call(node, x, y, window, q.x_zp, weights, bias, requant,
                             requant_arrays, mode)]
     if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
@@ -234,10 +234,11 @@ def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDA
 
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
-                    requant_arrays: list[CArray], mode: str) -> KernelCall:
-    """The im2col path with wide weights (conv_im2col.c, *_w16_*): int16 rows of k taps
-    padded to a multiple of 8, output channels padded to an even count with zero rows,
-    each pair of rows interleaved per two taps, 8-byte aligned."""
+                    requant_arrays: list[CArray], mode: str, pairs: bool) -> KernelCall:
+    """The im2col path with wide weights (conv_im2col.c): int16 rows of k taps padded to a
+    multiple of 8, output channels padded to an even count with zero rows, 8-byte
+    aligned; each pair of rows interleaved per two taps for the DSP loop (*_w16_*), or in
+    blocks of 8 taps for plain, vectorizable C (*_w16b_*)."""
     m = weights.shape[0]
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
@@ -245,8 +246,9 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     m_even = m + m % 2
     padded = np.zeros((m_even, k_padded), dtype=np.int16)
     padded[:m, :k] = rows
-    # [pair][row in pair][tap pair][2] -> [pair][tap pair][row in pair][2]
-    interleaved = padded.reshape(m_even // 2, 2, k_padded // 2, 2).transpose(0, 2, 1, 3)
+    group = 2 if pairs else 8
+    # [pair][row in pair][group][taps] -> [pair][group][row in pair][taps]
+    interleaved = padded.reshape(m_even // 2, 2, k_padded // group, group).transpose(0, 2, 1, 3)
     bias_even = np.zeros(m_even, np.int32)
     bias_even[:m] = folded_bias(bias, rows, x_zp)
     requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
@@ -256,7 +258,8 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
     arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", bias_even), *requant_arrays)
-    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_w16_{mode}", node.name,
+    variant = "w16" if pairs else "w16b"
+    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
                       scratch_bytes=2 * k_padded * 2)
 
