@@ -85,21 +85,23 @@ def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
 def _options(board: str, name: str | None, requant: str | None,
              input_shapes: Mapping[str, tuple[int, ...]] | None,
              integer_only: bool = False, qdq_rules: str = "auto",
-             weights: str = "auto") -> Options:
+             weights: str = "auto", native: bool = False) -> Options:
     return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
-                   integer_only=integer_only, qdq_rules=qdq_rules, weights=weights)
+                   integer_only=integer_only, qdq_rules=qdq_rules, weights=weights,
+                   native=native)
 
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
              requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
              force: bool = False, integer_only: bool = False, qdq_rules: str = "auto",
-             weights: str = "auto", budget_check: bool = True) -> GenerateResult:
+             weights: str = "auto", native: bool = False,
+             budget_check: bool = True) -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written). For a
     Cortex-M board, measure its flash and RAM and refuse a model that does not fit."""
     out = Path(out)
     check_output_dir(out, force)  # fail before doing any work
     gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
-                                           qdq_rules, weights))
+                                           qdq_rules, weights, native))
     budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
@@ -180,10 +182,11 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                        board: str, requant: str | None = None,
                        input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                        per_layer: bool = False, integer_only: bool = False,
-                       qdq_rules: str = "auto", weights: str = "auto") -> CountReport:
+                       qdq_rules: str = "auto", weights: str = "auto",
+                       native: bool = False) -> CountReport:
     """Instructions the model executes per inference on a Cortex-M board, in QEMU."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights))
+                                           qdq_rules, weights, native))
     if not gen.board.is_cortex_m:
         raise UnsupportedError(f"board '{board}': instruction counts need a Cortex-M board "
                                "(see `onnx2mcu boards`)")
@@ -201,14 +204,14 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
 def report(model: ModelSource, *, board: str = "host", requant: str | None = None,
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
            integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
-           count: bool = False, inputs: Mapping[str, Any] | None = None,
+           native: bool = False, count: bool = False, inputs: Mapping[str, Any] | None = None,
            seed: int = 0) -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights))
+                                           qdq_rules, weights, native))
     if count and not gen.board.is_cortex_m:
         raise UnsupportedError(f"board '{gen.board.name}': instruction counts need a "
                                "Cortex-M board (see `onnx2mcu boards`)")
@@ -219,7 +222,7 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         counts = count_instructions(model, data, board=board, requant=requant,
                                     input_shapes=input_shapes, per_layer=True,
                                     integer_only=integer_only, qdq_rules=qdq_rules,
-                                    weights=weights).counts
+                                    weights=weights, native=native).counts
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 
@@ -227,10 +230,11 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
 def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
         requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
         cflags: Sequence[str] = (), integer_only: bool = False,
-        qdq_rules: str = "auto", weights: str = "auto") -> dict[str, NDArray[Any]]:
+        qdq_rules: str = "auto", weights: str = "auto",
+        native: bool = False) -> dict[str, NDArray[Any]]:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights))
+                                           qdq_rules, weights, native))
     names = [t.name for t in gen.program.inputs]
     return run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
 
@@ -241,11 +245,11 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            cflags: Sequence[str] = (), ort_level: str = "all", per_layer: bool = False,
            progress: Callable[[str], None] | None = None,
            integer_only: bool = False, qdq_rules: str = "auto",
-           weights: str = "auto") -> VerifyReport:
+           weights: str = "auto", native: bool = False) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too."""
     options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
-                               weights),
+                               weights, native),
                       expose_intermediates=per_layer)
     gen = generate_sources(model, options)
     report = progress or (lambda message: None)

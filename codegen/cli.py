@@ -65,6 +65,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qdq-rules", choices=["auto", "x86", "arm"], default="auto",
                    help="whose int8 QDQ fusion rules to follow, ONNX Runtime's on x86 or on "
                         "ARM (default auto: the one computing more in integers)")
+    p.add_argument("--native", action="store_true",
+                   help="host board: compile with -march=native (every instruction this "
+                        "machine has; the program then needs a machine like it)")
     p.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto",
                    help="weight storage of the fast kernels: int16 runs faster and takes "
                         "twice the bytes (default auto: int16 when it takes at most half the "
@@ -193,7 +196,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"board": args.board, "requant": args.requant,
             "input_shapes": _input_shapes(args.input_shape),
             "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
-            "weights": args.weights}
+            "weights": args.weights, "native": args.native}
 
 
 def cmd_boards(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +49,9 @@ class Options:
     # Lay kernels out for the DSP extension or not; None: as the board has it. (Tests run
     # the DSP layouts' portable C on the host with True.)
     dsp: bool | None = None
+    # Host builds may use every instruction of this machine (-march=native): faster, and
+    # not portable to other machines.
+    native: bool = False
 
 
 @dataclass
@@ -79,6 +82,17 @@ def model_name(source: ModelSource, requested: str | None) -> str:
     return "model"
 
 
+def with_native(board: Board, native: bool) -> Board:
+    """The host board with -march=native added when asked for; refused for a cross
+    target, whose flags the board defines."""
+    if not native:
+        return board
+    if board.is_cortex_m:
+        raise UnsupportedError(f"--native is for the host board; board '{board.name}' has "
+                               "its own -mcpu flags")
+    return replace(board, cflags=(*board.cflags, "-march=native"))
+
+
 def choose_weight_width(choice: str, graph: Graph, board: Board) -> bool:
     """True for wide (int16) weights. auto: wide unless the 8-bit constants, doubled,
     would take more than WIDE_WEIGHTS_FLASH_SHARE of the board's flash."""
@@ -95,7 +109,7 @@ def choose_weight_width(choice: str, graph: Graph, board: Board) -> bool:
 
 def generate_sources(source: ModelSource, options: Options) -> Generated:
     """Run every stage in memory; nothing is written to disk."""
-    board = load_board(options.board)
+    board = with_native(load_board(options.board), options.native)
     requant = options.requant or board.requant
     if requant not in REQUANT_MODES:
         raise UnsupportedError(f"--requant '{requant}': choose one of {', '.join(REQUANT_MODES)}")
