@@ -127,7 +127,8 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     wide = choose_weight_width(options.weights, graph, board)
     program = lower_graph(graph, name, LoweringOptions(requant=requant, kernels=options.kernels,
                                                        dsp=board.dsp if options.dsp is None
-                                                       else options.dsp, wide_weights=wide))
+                                                       else options.dsp, wide_weights=wide,
+                                                       cortex_m=board.is_cortex_m))
     plan = plan_arena(program)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)

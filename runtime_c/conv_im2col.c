@@ -21,9 +21,11 @@
 
 enum { IM2COL_FREQ, IM2COL_IREQ, IM2COL_FREQ_BOUNDED };
 
+/* is_signed: 0 uint8, 1 int8, 2 int8 stored plus 128 (for the unsigned-byte variant). */
 Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
 {
-    return is_signed ? (int16_t)(int8_t)*p : (int16_t)*p;
+    return is_signed == 2 ? (int16_t)(*p ^ 0x80u)
+                          : (is_signed ? (int16_t)(int8_t)*p : (int16_t)*p);
 }
 
 /*
@@ -150,11 +152,20 @@ static void fill_column_u8(const q8_dims *input, const q8_window *win, int32_t p
     fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 0);
 }
 
+static void fill_column_s8_offset(const q8_dims *input, const q8_window *win,
+                                  int32_t pad_value, int32_t k_padded, const uint8_t *x,
+                                  int32_t oh, int32_t ow, int16_t *column)
+{
+    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 2);
+}
+
 Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_value,
                     int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
                     int is_signed)
 {
-    if (is_signed) {
+    if (is_signed == 2) {
+        fill_column_s8_offset(input, win, pad_value, k_padded, x, oh, ow, column);
+    } else if (is_signed) {
         fill_column_s8(input, win, pad_value, k_padded, x, oh, ow, column);
     } else {
         fill_column_u8(input, win, pad_value, k_padded, x, oh, ow, column);
@@ -576,3 +587,184 @@ Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16b_freq, uint8_t, 0, IM2COL_FREQ, W16_B
 Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16b_freq, int8_t, 1, IM2COL_FREQ, W16_BLOCKS)
 Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16b_ireq, uint8_t, 0, IM2COL_IREQ, W16_BLOCKS)
 Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16b_ireq, int8_t, 1, IM2COL_IREQ, W16_BLOCKS)
+
+/*
+ * The unsigned-byte variant (q8_conv_*_im2col_b8_*), for cores without the DSP extension
+ * (Cortex-M0/M0+/M3): weights stored as u = w + 128 (one byte each, row by row) and
+ * the columns as x' = x + 128 for
+ * int8 inputs (x for uint8), both non-negative, so every operand is an unsigned load
+ * with an immediate offset, which is all Thumb-1 has. With S = sum x' over the column:
+ *   sum u x' - 128 S = sum w x + off * sum w        (off = 128 for int8 inputs, else 0)
+ * and bias[m] = B[m] - (x_zp + off) * sum w[m] (modulo 2^32) completes the accumulator.
+ */
+static void dot_b8_1x2(const uint8_t *w, const int16_t *c0, const int16_t *c1,
+                       int32_t blocks, uint32_t acc[2])
+{
+    uint32_t a0 = acc[0], a1 = acc[1];
+    /* Written out, so that every load takes an immediate offset; one row and two
+     * columns keep all values in the eight low registers Thumb-1 multiplies with. */
+#define Q8_B8_TAP(J)                                                                           \
+    do {                                                                                       \
+        const uint32_t u = w[J];                                                               \
+        a0 += u * (uint16_t)c0[J];                                                             \
+        a1 += u * (uint16_t)c1[J];                                                             \
+    } while (0)
+    for (; blocks > 0; blocks--) {
+        Q8_B8_TAP(0);
+        Q8_B8_TAP(1);
+        Q8_B8_TAP(2);
+        Q8_B8_TAP(3);
+        Q8_B8_TAP(4);
+        Q8_B8_TAP(5);
+        Q8_B8_TAP(6);
+        Q8_B8_TAP(7);
+        w += 8;
+        c0 += 8;
+        c1 += 8;
+    }
+#undef Q8_B8_TAP
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
+/* Two rows (k_padded apart) by two columns, for Thumb-2 cores (M3), whose registers
+ * hold the four accumulators and whose MLA multiplies and adds in one instruction. */
+static void dot_b8_2x2(const uint8_t *w0, int32_t k_padded, const int16_t *c0,
+                       const int16_t *c1, int32_t blocks, uint32_t acc[4])
+{
+    const uint8_t *w1 = w0 + k_padded;
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+#define Q8_B8_TAP2(J)                                                                          \
+    do {                                                                                       \
+        const uint32_t u0 = w0[J], u1 = w1[J];                                                 \
+        const uint32_t x0 = (uint16_t)c0[J], x1 = (uint16_t)c1[J];                             \
+        a00 += u0 * x0;                                                                        \
+        a01 += u0 * x1;                                                                        \
+        a10 += u1 * x0;                                                                        \
+        a11 += u1 * x1;                                                                        \
+    } while (0)
+    for (; blocks > 0; blocks--) {
+        Q8_B8_TAP2(0);
+        Q8_B8_TAP2(1);
+        Q8_B8_TAP2(2);
+        Q8_B8_TAP2(3);
+        Q8_B8_TAP2(4);
+        Q8_B8_TAP2(5);
+        Q8_B8_TAP2(6);
+        Q8_B8_TAP2(7);
+        w0 += 8;
+        w1 += 8;
+        c0 += 8;
+        c1 += 8;
+    }
+#undef Q8_B8_TAP2
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+/* Rows in pairs where the core has the registers for it (not Thumb-1). */
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB == 1
+#define Q8_B8_ROW_PAIRS 0
+#else
+#define Q8_B8_ROW_PAIRS 1
+#endif
+
+static uint32_t column_sum(const int16_t *column, int32_t k_padded)
+{
+    uint32_t sum = 0;
+    int32_t k;
+    for (k = 0; k < k_padded; k++) {
+        sum += (uint16_t)column[k];
+    }
+    return sum;
+}
+
+Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *Q8_RESTRICT x,
+                              uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+                              int is_signed, int mode)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW, blocks = k_padded / 8;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const uint8_t *const weights = p->weights;
+    const int32_t *const bias = p->bias;
+    const float *const scale = p->requant.scale;
+    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
+    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    const row_requant layer = layer_constants(&p->requant);
+    const int fill_mode = is_signed ? 2 : 0;
+    int16_t *col0 = scratch, *col1 = scratch + k_padded;
+    int32_t n, px, m;
+    zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w, k_padded);
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (px = 0; px < pixels; px += 2) {
+            const int two = px + 1 < pixels;
+            const int16_t *c1 = two ? col1 : col0;
+            uint8_t *y0 = y_n + (size_t)px;
+            uint32_t s0, s1;
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+                 fill_mode);
+            if (two) {
+                fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                     (px + 1) % OW, col1, fill_mode);
+            }
+            s0 = column_sum(col0, k_padded) << 7;
+            s1 = two ? column_sum(col1, k_padded) << 7 : s0;
+            for (m = 0; Q8_B8_ROW_PAIRS && m + 1 < M; m += 2) {
+                const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
+                                                         mode);
+                const row_requant r1 = channel_constants(layer, scale, mult, exp,
+                                                         (m + 1) * ch_step, mode);
+                uint32_t acc[4];
+                acc[0] = (uint32_t)bias[m] - s0;
+                acc[1] = (uint32_t)bias[m] - s1;
+                acc[2] = (uint32_t)bias[m + 1] - s0;
+                acc[3] = (uint32_t)bias[m + 1] - s1;
+                dot_b8_2x2(weights + (size_t)m * (size_t)k_padded, k_padded, col0, c1, blocks,
+                           acc);
+                y0[0] = requantize(&r0, (int32_t)acc[0], mode);
+                y0[pixels] = requantize(&r1, (int32_t)acc[2], mode);
+                if (two) {
+                    y0[1] = requantize(&r0, (int32_t)acc[1], mode);
+                    y0[pixels + 1] = requantize(&r1, (int32_t)acc[3], mode);
+                }
+                y0 += 2 * pixels;
+            }
+            for (; m < M; m++) {
+                const row_requant r = channel_constants(layer, scale, mult, exp, m * ch_step,
+                                                        mode);
+                uint32_t acc[2];
+                acc[0] = (uint32_t)bias[m] - s0;
+                acc[1] = (uint32_t)bias[m] - s1;
+                dot_b8_1x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+                y0[0] = requantize(&r, (int32_t)acc[0], mode);
+                if (two) {
+                    y0[1] = requantize(&r, (int32_t)acc[1], mode);
+                }
+                y0 += pixels;
+            }
+        }
+    }
+}
+
+#define Q8_DEFINE_IM2COL_B8(NAME, TX, SIGNED, MODE)                                          \
+    void NAME(const q8_conv_im2col_b8_params *params, const TX *Q8_RESTRICT input,           \
+              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    {                                                                                        \
+        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
+            conv_im2col_b8(params, (const uint8_t *)input, (uint8_t *)output, scratch,       \
+                           SIGNED, IM2COL_FREQ_BOUNDED);                                     \
+        } else {                                                                             \
+            conv_im2col_b8(params, (const uint8_t *)input, (uint8_t *)output, scratch,       \
+                           SIGNED, MODE);                                                    \
+        }                                                                                    \
+    }
+
+Q8_DEFINE_IM2COL_B8(q8_conv_u8_im2col_b8_freq, uint8_t, 0, IM2COL_FREQ)
+Q8_DEFINE_IM2COL_B8(q8_conv_s8_im2col_b8_freq, int8_t, 1, IM2COL_FREQ)
+Q8_DEFINE_IM2COL_B8(q8_conv_u8_im2col_b8_ireq, uint8_t, 0, IM2COL_IREQ)
+Q8_DEFINE_IM2COL_B8(q8_conv_s8_im2col_b8_ireq, int8_t, 1, IM2COL_IREQ)

@@ -185,6 +185,36 @@ void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
                                  int16_t *Q8_RESTRICT scratch);
 
 /*
+ * The unsigned-byte variant for cores without the DSP extension (conv_im2col.c):
+ * weights u = W + 128 (uint8) [M][k_padded], padding taps 0; k_padded a multiple of
+ * 8; bias[m] = B[m] - (x_zp + off) * sum W[m] (modulo 2^32), off = 128 for int8 inputs,
+ * else 0. scratch: 2 * k_padded int16.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_value; /* x_zp + off: the columns hold x + off */
+    int32_t k_padded;
+    const uint8_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_conv_im2col_b8_params;
+
+void q8_conv_u8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
+                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
+                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
+                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
+                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                int16_t *Q8_RESTRICT scratch);
+
+/*
  * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per
  * channel, dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
  * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp). The _padded

@@ -134,10 +134,12 @@ def test_float_islands_are_bit_exact_on_the_core(board: str) -> None:
 
 @pytest.mark.parametrize("board,requant,weights", [
     ("cortex-m4f", "float", "int16"), ("cortex-m4f", "float", "int8"),
-    ("cortex-m3", "int", "int16"), ("cortex-m3", "int", "int8")])
+    ("cortex-m3", "int", "int8"), ("cortex-m3", "float", "int8"),
+    ("cortex-m0plus", "int", "int8")])
 def test_random_convolutions_on_the_core(board: str, requant: str, weights: str) -> None:
-    """The randomized QLinearConv configurations on the core: the DSP instructions on
-    M4F, their portable C on M3, with compact and wide weights, against ORT."""
+    """The randomized QLinearConv configurations on the core against ORT: the DSP
+    instructions on M4F (compact and wide weights), the unsigned-byte kernels on M3
+    (Thumb-2, rows in pairs) and M0+ (Thumb-1, one row at a time)."""
     rng = np.random.default_rng(77)
     configs = [random_conv_config(rng, 7700 + i) for i in range(24)]
     report = codegen.verify(conv_batch_model(configs), board=board, requant=requant,

@@ -27,6 +27,9 @@ class LoweringOptions:
     # Fast paths store weights as int16 (twice the bytes, no widening in the inner
     # loops) rather than int8: pipeline.choose_weight_width decides from the board.
     wide_weights: bool = False
+    # A microcontroller (not the host): without DSP it gets the unsigned-byte kernels,
+    # which suit Thumb-1's addressing.
+    cortex_m: bool = False
 
 
 @dataclass

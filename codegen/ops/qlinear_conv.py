@@ -144,6 +144,10 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     mode = "ireq" if options.requant == "int" else "freq"
     bias = constant_input(node, graph, 8, "B") if node.input(8) is not None else None
     if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
+        # Cores without DSP: the byte kernel is both the compact and the fast one.
+        if options.cortex_m and not options.dsp:
+            return [im2col_b8_call(node, x, y, window, q.x_zp, weights, bias, requant,
+                                   requant_arrays, mode)]
         if options.wide_weights and w.size // w.shape[0] < 2**16:  # exact int32 block sums
             return [im2col_w16_call(node, x, y, window, q.x_zp, weights, bias, requant,
                                     requant_arrays, mode, pairs=options.dsp)]
@@ -260,6 +264,34 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
               CArray("bias", "int32_t", bias_even), *requant_arrays)
     variant = "w16" if pairs else "w16b"
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}", node.name,
+                      (x.name,), (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
+                      scratch_bytes=2 * k_padded * 2)
+
+
+def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                   weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                   requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The unsigned-byte im2col path for cores without DSP (conv_im2col.c, *_b8_*):
+    weights stored as w + 128 (uint8; padding taps 0), row by row; the columns hold
+    x + 128 for int8 inputs, and the bias takes
+    (x_zp + 128 or x_zp) * sum(w) out (see the kernel)."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded = (k + 7) // 8 * 8
+    offset = 128 if x.dtype == "int8" else 0
+    stored = np.zeros((m, k_padded), dtype=np.uint8)
+    stored[:, :k] = rows + 128
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    params = CStruct("q8_conv_im2col_b8_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp + offset),
+        ("k_padded", k_padded), ("weights", CRef("weights")), ("bias", CRef("bias")),
+        ("requant", requant)))
+    arrays = (CArray("weights", "uint8_t", stored.reshape(-1)),
+              CArray("bias", "int32_t", folded_bias(bias, rows, x_zp + offset)),
+              *requant_arrays)
+    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
                       scratch_bytes=2 * k_padded * 2)
 
