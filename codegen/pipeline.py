@@ -20,6 +20,7 @@ from .ops import LoweringOptions
 from .passes import check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
+from .schedule import schedule_for_memory
 
 REQUANT_MODES = ("float", "int")
 KERNEL_SETS = ("fast", "reference")
@@ -121,6 +122,7 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     graph = recipes.graph
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
+    graph = schedule_for_memory(graph)
     if options.kernels not in KERNEL_SETS:
         raise UnsupportedError(f"--kernels '{options.kernels}': choose one of "
                                f"{', '.join(KERNEL_SETS)}")

@@ -1,14 +1,17 @@
 """Static memory planning: every intermediate activation gets an offset in one arena.
 
-Lifetimes come from the call order. Tensors are placed one by one at the lowest offset
-that does not overlap a tensor live at the same time (first fit), in several orders
-(largest first, longest-lived first, ...); the smallest arena is kept.
+Lifetimes come from the call order. An elementwise kernel whose input dies at the call
+writes its output over that input (in place), so the two share one buffer. Buffers are
+placed one by one at the lowest offset that does not overlap a buffer live at the same
+time (first fit), in several orders (largest first, longest-lived first, ...); the
+smallest arena is kept. The lower bound is the peak of bytes live at one call before
+in-place sharing, so an arena may end below it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .program import Program
@@ -29,8 +32,11 @@ class Placement:
 class ArenaPlan:
     placements: dict[str, Placement]
     size: int
-    # The most bytes live at any one call: no plan can use less.
+    # The most bytes live at any one call, before in-place sharing: no plan without it
+    # can use less.
     lower_bound: int
+    # tensor -> the tensor whose buffer it reuses (written in place)
+    shared: dict[str, str] = field(default_factory=dict)
 
     def offset(self, tensor: str) -> int:
         return self.placements[tensor].offset
@@ -64,6 +70,37 @@ def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
     return lifetimes
 
 
+def in_place_storage(program: Program, lifetimes: dict[str, tuple[int, int]],
+                     sizes: dict[str, int]) -> dict[str, str]:
+    """tensor -> the tensor whose buffer it takes over (in place), resolved to the first
+    of a chain (x -> add -> clamp share one buffer)."""
+    storage: dict[str, str] = {}
+    for step, call in enumerate(program.calls):
+        if call.in_place is None or len(call.outputs) != 1:
+            continue
+        out, source = call.outputs[0], program.root(call.inputs[call.in_place])
+        if out not in lifetimes or source not in lifetimes or out in storage:
+            continue
+        owner = storage.get(source, source)
+        # The input must die here, and no other input of the call may share its buffer.
+        others = {storage.get(program.root(t), program.root(t))
+                  for i, t in enumerate(call.inputs) if i != call.in_place}
+        if lifetimes[source][1] == step and sizes[out] == sizes[source] and owner not in others:
+            storage[out] = owner
+    return storage
+
+
+def buffer_lifetimes(lifetimes: dict[str, tuple[int, int]],
+                     storage: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """Each buffer's [first, last] over every tensor it holds."""
+    merged: dict[str, tuple[int, int]] = {}
+    for name, (first, last) in lifetimes.items():
+        owner = storage.get(name, name)
+        a, b = merged.get(owner, (first, last))
+        merged[owner] = (min(a, first), max(b, last))
+    return merged
+
+
 def place_first_fit(order: list[str], lifetimes: dict[str, tuple[int, int]],
                     sizes: dict[str, int]) -> list[Placement]:
     """Each tensor, in `order`, at the lowest offset free during its whole lifetime."""
@@ -94,16 +131,18 @@ ORDERS: tuple[tuple[str, OrderKey], ...] = (
 )
 
 
-def plan_arena(program: Program, alignment: int = ALIGNMENT) -> ArenaPlan:
+def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = True) -> ArenaPlan:
     lifetimes = tensor_lifetimes(program)
     scratch = {scratch_name(i): call.scratch_bytes for i, call in enumerate(program.calls)}
     sizes = {name: _align(scratch[name] if name in scratch else program.tensors[name].nbytes,
                           alignment) for name in lifetimes}
+    storage = in_place_storage(program, lifetimes, sizes) if in_place else {}
+    buffers = buffer_lifetimes(lifetimes, storage)
     best: list[Placement] | None = None
     best_total = 0
     for _, key in ORDERS:
-        order = sorted(lifetimes, key=lambda n: key(n, lifetimes, sizes))
-        placed = place_first_fit(order, lifetimes, sizes)
+        order = sorted(buffers, key=lambda n: key(n, buffers, sizes))
+        placed = place_first_fit(order, buffers, sizes)
         total = max((p.offset + p.size for p in placed), default=0)
         if best is None or total < best_total:
             best, best_total = placed, total
@@ -111,4 +150,8 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT) -> ArenaPlan:
     steps = len(program.calls)
     live_bytes = [sum(sizes[n] for n, (a, b) in lifetimes.items() if a <= s <= b)
                   for s in range(steps)]
-    return ArenaPlan({p.tensor: p for p in best}, best_total, max(live_bytes, default=0))
+    offsets = {p.tensor: p.offset for p in best}
+    placements = {name: Placement(name, offsets[storage.get(name, name)], sizes[name], a, b)
+                  for name, (a, b) in lifetimes.items()}
+    return ArenaPlan(placements, best_total, max(live_bytes, default=0),
+                     {name: owner for name, owner in storage.items()})

@@ -80,6 +80,10 @@ class KernelCall:
     # Working memory the kernel needs during the call (an im2col buffer), planned in the
     # arena like a tensor that lives for this call only; passed as the last argument.
     scratch_bytes: int = 0
+    # The index of an input whose storage the output may take over when that input dies
+    # here: the kernel reads element i of it before writing element i of the output, and
+    # both have the same size (elementwise operators, clamps, tables).
+    in_place: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,27 @@
-/* lookup.c - 256-entry table lookups (QLinearSigmoid, QLinearLeakyRelu, requantize). */
+/* lookup.c - 256-entry table lookups (QLinearSigmoid, QLinearLeakyRelu, requantize).
+ * Input and output may be the same buffer (the planner writes outputs in place): each
+ * element is read before it is written, and nothing is restrict-qualified. */
 #include "q8_runtime.h"
 
-void q8_lut_u8(const q8_lut_params *params, const uint8_t *Q8_RESTRICT input,
-               uint8_t *Q8_RESTRICT output)
+static void lookup(const uint8_t *table, int32_t size, const uint8_t *in, uint8_t *out)
 {
     int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = params->table[input[i]];
+    for (i = 0; i < size; i++) {
+        out[i] = table[in[i]];
     }
 }
 
-void q8_lut_s8(const q8_lut_params *params, const int8_t *Q8_RESTRICT input,
-               int8_t *Q8_RESTRICT output)
+void q8_lut_u8(const q8_lut_params *params, const uint8_t *input, uint8_t *output)
 {
-    const uint8_t *in = (const uint8_t *)input;
-    uint8_t *out = (uint8_t *)output;
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        out[i] = params->table[in[i]];
-    }
+    lookup(params->table, params->size, input, output);
 }
 
-void q8_lut_bytes(const q8_lut_params *params, const void *Q8_RESTRICT input,
-                  void *Q8_RESTRICT output)
+void q8_lut_s8(const q8_lut_params *params, const int8_t *input, int8_t *output)
 {
-    const uint8_t *in = (const uint8_t *)input;
-    uint8_t *out = (uint8_t *)output;
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        out[i] = params->table[in[i]];
-    }
+    lookup(params->table, params->size, (const uint8_t *)input, (uint8_t *)output);
+}
+
+void q8_lut_bytes(const q8_lut_params *params, const void *input, void *output)
+{
+    lookup(params->table, params->size, (const uint8_t *)input, (uint8_t *)output);
 }

@@ -521,13 +521,10 @@ typedef struct {
     const uint8_t *table;
 } q8_lut_params;
 
-void q8_lut_u8(const q8_lut_params *params, const uint8_t *Q8_RESTRICT input,
-               uint8_t *Q8_RESTRICT output);
-void q8_lut_s8(const q8_lut_params *params, const int8_t *Q8_RESTRICT input,
-               int8_t *Q8_RESTRICT output);
+void q8_lut_u8(const q8_lut_params *params, const uint8_t *input, uint8_t *output);
+void q8_lut_s8(const q8_lut_params *params, const int8_t *input, int8_t *output);
 /* The same over raw bytes, between any two 8-bit types (Requantize int8 -> uint8). */
-void q8_lut_bytes(const q8_lut_params *params, const void *Q8_RESTRICT input,
-                  void *Q8_RESTRICT output);
+void q8_lut_bytes(const q8_lut_params *params, const void *input, void *output);
 
 /*
  * One input of a Concat: outer blocks of block bytes, written at out_offset + o *
@@ -579,10 +576,8 @@ typedef struct {
     int32_t max;
 } q8_clamp_params;
 
-void q8_clamp_u8(const q8_clamp_params *params, const uint8_t *Q8_RESTRICT input,
-                 uint8_t *Q8_RESTRICT output);
-void q8_clamp_s8(const q8_clamp_params *params, const int8_t *Q8_RESTRICT input,
-                 int8_t *Q8_RESTRICT output);
+void q8_clamp_u8(const q8_clamp_params *params, const uint8_t *input, uint8_t *output);
+void q8_clamp_s8(const q8_clamp_params *params, const int8_t *input, int8_t *output);
 
 /* Relu and Clip on float32: y = min(max(x, min), max). */
 typedef struct {
@@ -591,8 +586,7 @@ typedef struct {
     float max;
 } q8_clamp_f32_params;
 
-void q8_clamp_f32(const q8_clamp_f32_params *params, const float *Q8_RESTRICT input,
-                  float *Q8_RESTRICT output);
+void q8_clamp_f32(const q8_clamp_f32_params *params, const float *input, float *output);
 
 /*
  * Transpose of a tensor of up to Q8_MAX_RANK dimensions. For each output axis,

@@ -6,9 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen.ir import Tensor
+from codegen.ir import Graph, Node, Tensor
 from codegen.planner import ALIGNMENT, plan_arena, tensor_lifetimes
 from codegen.program import KernelCall, Program
+from codegen.schedule import peak_live_bytes, schedule_for_memory
 
 
 def chain_program(sizes: list[int], reads: list[list[int]]) -> Program:
@@ -55,3 +56,73 @@ def test_a_chain_reuses_memory() -> None:
     program = chain_program([1000, 1000, 1000, 1000], [[], [0], [1], [2]])
     plan = plan_arena(program)
     assert plan.size == 2000 == plan.lower_bound
+
+
+def elementwise_program(reads_later: bool) -> Program:
+    """t0 -> (add in place over t0) -> t1 -> t2; t0 read again afterwards if asked."""
+    tensors = {"in": Tensor("in", "uint8", (4,)), "out": Tensor("out", "uint8", (4,))}
+    for i, size in enumerate((1000, 1000, 100)):
+        tensors[f"t{i}"] = Tensor(f"t{i}", "int8", (size,))
+    calls = [KernelCall("k", "n0", ("in",), ("t0",)),
+             KernelCall("add", "n1", ("t0", "in"), ("t1",), in_place=0),
+             KernelCall("k", "n2", ("t1",) + (("t0",) if reads_later else ()), ("t2",)),
+             KernelCall("k", "last", ("t2",), ("out",))]
+    return Program("p", [tensors["in"]], [tensors["out"]], tensors, calls)
+
+
+def test_an_elementwise_output_takes_over_its_dying_input() -> None:
+    plan = plan_arena(elementwise_program(reads_later=False))
+    assert plan.shared == {"t1": "t0"}
+    assert plan.offset("t1") == plan.offset("t0")
+    assert plan.size == 1104 < plan.lower_bound == 2000  # the bound is before sharing
+    kept = plan_arena(elementwise_program(reads_later=True))
+    assert kept.shared == {} and kept.offset("t1") != kept.offset("t0")
+
+
+@settings(max_examples=200, deadline=None)
+@given(programs(), st.lists(st.booleans(), min_size=25, max_size=25))
+def test_in_place_sharing_is_safe(program: Program, flags: list[bool]) -> None:
+    """With in-place kernels anywhere, two tensors share bytes while both are live only
+    when one is written in place over the other as it dies."""
+    calls = [KernelCall(c.function, c.node, c.inputs, c.outputs,
+                        in_place=0 if flags[i % len(flags)] and c.inputs[0] != "in" else None)
+             for i, c in enumerate(program.calls)]
+    program = Program(program.name, program.inputs, program.outputs, program.tensors, calls)
+    plan = plan_arena(program)
+    placed = list(plan.placements.values())
+    writer = {c.outputs[0]: c for c in calls}
+    for a in placed:
+        for b in placed:
+            if a.tensor < b.tensor and a.first <= b.last and b.first <= a.last and not (
+                    a.offset + a.size <= b.offset or b.offset + b.size <= a.offset):
+                first, second = (a, b) if a.first <= b.first else (b, a)
+                call = writer[second.tensor]
+                assert plan.shared.get(second.tensor) == plan.shared.get(first.tensor,
+                                                                         first.tensor)
+                assert call.in_place is not None and first.last == second.first
+                assert call.inputs[call.in_place] == first.tensor or \
+                    plan.shared.get(call.inputs[call.in_place]) == plan.shared.get(
+                        first.tensor, first.tensor)
+
+
+def branching_graph(order: str) -> Graph:
+    """Two parallel branches, each a big tensor reduced to a small one, then joined:
+    file order "wide" runs both big producers first (both bigs alive together)."""
+    tensors = {name: Tensor(name, "uint8", (size,)) for name, size in (
+        ("x", 16), ("a", 4000), ("a2", 10), ("b", 4000), ("b2", 10), ("y", 20))}
+    node = {n.name: n for n in (
+        Node("A", "Op", "", ("x",), ("a",)), Node("A2", "Op", "", ("a",), ("a2",)),
+        Node("B", "Op", "", ("x",), ("b",)), Node("B2", "Op", "", ("b",), ("b2",)),
+        Node("J", "Op", "", ("a2", "b2"), ("y",)))}
+    names = ["A", "B", "A2", "B2", "J"] if order == "wide" else ["A", "A2", "B", "B2", "J"]
+    return Graph("g", ["x"], ["y"], [node[n] for n in names], tensors, {}, {"": 13})
+
+
+def test_schedule_runs_branches_depth_first_when_that_lowers_the_peak() -> None:
+    wide = branching_graph("wide")
+    assert peak_live_bytes(wide, wide.nodes) == 8010
+    scheduled = schedule_for_memory(wide)
+    assert [n.name for n in scheduled.nodes] == ["A", "A2", "B", "B2", "J"]
+    assert peak_live_bytes(scheduled, scheduled.nodes) == 4020
+    deep = branching_graph("deep")
+    assert schedule_for_memory(deep).nodes == deep.nodes  # already best: file order kept

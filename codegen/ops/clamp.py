@@ -110,7 +110,7 @@ def lower_clamp(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         params = CStruct("q8_clamp_params", (("size", x.numel), ("min", int(lo)),
                                               ("max", int(hi))))
     return [KernelCall(f"q8_clamp_{kernel_suffix(x.dtype)}", node.name, (x.name,),
-                       (node.outputs[0],), params, (), SOURCES)]
+                       (node.outputs[0],), params, (), SOURCES, in_place=0)]
 
 
 FLT_MAX = 3.4028234663852886e38

@@ -151,7 +151,17 @@ def lower_qadd(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         ("outer_mult", outer_mult), ("outer_exp", outer_exp)))
     suffix = "_ireq" if integer else ""
     return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
-                       (y.name,), params, arrays, SOURCES)]
+                       (y.name,), params, arrays, SOURCES, in_place=same_shape_input(a, b, y))]
+
+
+def same_shape_input(a: Tensor, b: Tensor, y: Tensor) -> int | None:
+    """The input the output can be written over (in place): one of y's shape, read at the
+    index the kernel writes (a broadcast input is read at other indices)."""
+    if a.shape == y.shape:
+        return 0
+    if b.shape == y.shape:
+        return 1
+    return None
 
 
 def qadd_inner_table(ratio: np.float32, fixed: np.float32, dtype: str) -> NDArray[Any]:
@@ -175,7 +185,8 @@ def lower_qmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         ("y_zero_point", zc), ("scale_mult", int(mult[0])), ("scale_exp", int(exp[0]))))
     suffix = "_ireq" if options.requant == "int" else ""
     return [KernelCall(f"q8_qmul_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
-                       (y.name,), params, (), SOURCES, y.numel)]
+                       (y.name,), params, (), SOURCES, y.numel,
+                       in_place=same_shape_input(a, b, y))]
 
 
 BINARY_CONSTANTS = frozenset({1, 2, 4, 5, 6, 7})

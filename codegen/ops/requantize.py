@@ -67,7 +67,7 @@ def lower_requantize(node: Node, graph: Graph, options: LoweringOptions) -> Sequ
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     # The table maps raw bytes to raw bytes, whatever the two types.
     return [KernelCall("q8_lut_bytes", node.name, (x.name,), (y.name,), params,
-                       (CArray("table", "uint8_t", table),), ("lookup.c",))]
+                       (CArray("table", "uint8_t", table),), ("lookup.c",), in_place=0)]
 
 
 register(OpDef("Requantize", DOMAIN, infer_requantize, lower_requantize,

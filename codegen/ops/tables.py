@@ -71,7 +71,7 @@ def lower_lookup(node: Node, graph: Graph, options: LoweringOptions) -> Sequence
     table = clamp_output_table(lookup_table(node, graph, x.dtype), node, graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     return [KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
-                       params, (CArray("table", "uint8_t", table),), SOURCES)]
+                       params, (CArray("table", "uint8_t", table),), SOURCES, in_place=0)]
 
 
 for _op in ("QLinearSigmoid", "QLinearLeakyRelu"):
