@@ -26,6 +26,7 @@ from onnx import helper
 import codegen
 from codegen.api import run_generated
 from codegen.errors import UnsupportedError
+from codegen.ops.qlinear_conv import W16_MAX_TAPS
 from codegen.pipeline import Options, generate_sources
 
 F32 = np.float32
@@ -199,8 +200,10 @@ def test_block_sums_stay_inside_int32() -> None:
     """*_w16b_* sums a layer's products in int32 from zero: |w * x| <= 128 * 255, so K must
     stay below 2^16 (65536 * 32640 < 2^31); from there on the int8 im2col kernel (modulo
     2^32) takes over."""
-    assert "im2col_w16b_" in wide_conv_k(2**16 - 1)
-    assert "im2col_w16b_" not in wide_conv_k(2**16) and "im2col_" in wide_conv_k(2**16)
+    assert W16_MAX_TAPS == 2**16 and (W16_MAX_TAPS - 1) * 128 * 255 < 2**31
+    assert "im2col_w16b_" in wide_conv_k(W16_MAX_TAPS - 1)
+    assert "im2col_w16b_" not in wide_conv_k(W16_MAX_TAPS)
+    assert "im2col_" in wide_conv_k(W16_MAX_TAPS)
 
 
 def test_large_k_convolution_that_wraps() -> None:
