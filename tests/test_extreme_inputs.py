@@ -87,8 +87,9 @@ SCALES = {"normal": (0.02, 0.01, 0.5), "tiny": (1e-20, 1e-20, 1.0),
 
 
 def conv_case(p: str, x_dtype: str, w_dtype: str, c: int, m: int, spatial: tuple[int, int],
-              kernel: tuple[int, int], w_pattern: str, w_zp: int, x_zp: int, y_zp: int,
-              bias: int | None, scales: str | tuple[float, ...] = "normal", group: int = 1,
+              kernel: tuple[int, int], w_pattern: str, w_zp: int | list[int], x_zp: int,
+              y_zp: int, bias: int | None, scales: str | tuple[Any, ...] = "normal",
+              group: int = 1,
               pads: tuple[int, ...] = (0, 0, 0, 0), strides: tuple[int, int] = (1, 1),
               op: str = "QLinearConv") -> Case:
     """One QLinearConv (or ConvInteger) with constant weights at an extreme pattern."""
@@ -99,7 +100,7 @@ def conv_case(p: str, x_dtype: str, w_dtype: str, c: int, m: int, spatial: tuple
     if op == "QLinearConv":
         inits: dict[str, NDArray[Any]] = {
             f"{p}xs": scalar(xs, "float32"), f"{p}xz": scalar(x_zp, x_dtype), f"{p}w": w,
-            f"{p}ws": scalar(ws, "float32"), f"{p}wz": scalar(w_zp, w_dtype),
+            f"{p}ws": np.array(ws, F32), f"{p}wz": np.array(w_zp, w_dtype),
             f"{p}ys": scalar(ys, "float32"), f"{p}yz": scalar(y_zp, x_dtype)}
         names = [f"{p}x", f"{p}xs", f"{p}xz", f"{p}w", f"{p}ws", f"{p}wz", f"{p}ys", f"{p}yz"]
         if bias is not None:
@@ -145,6 +146,15 @@ def conv_cases() -> list[Case]:
             group=3)
         add("int8", "int8", 2, 2, (6, 5), (3, 3), "alternating", -128, 127, 0, None, scales,
             group=2, strides=(2, 2), pads=(1, 0, 2, 1))
+    # per-channel: scales subnormal, huge and ordinary side by side; zero points at both
+    # limits (reference) or 0 (im2col)
+    per_channel = (0.02, [1e-38, 1e30, 0.01], 0.5)
+    add("int8", "int8", 5, 3, (3, 3), (3, 3), "alternating", [-128, 127, 0], 127, -128,
+        INT32_MAX, per_channel, pads=(1, 1, 1, 1))
+    add("uint8", "uint8", 300, 3, (2, 2), (1, 1), "max", [128, 128, 128], 255, 0, INT32_MIN,
+        per_channel)
+    add("uint8", "uint8", 3, 3, (4, 4), (3, 3), "min", [255, 0, 128], 0, 255, None,
+        per_channel, group=3, pads=(1, 1, 1, 1))
     return cases
 
 
@@ -153,12 +163,15 @@ def conv_cases() -> list[Case]:
 def test_convolutions_at_the_limits(requant: str, weights: str) -> None:
     cases = conv_cases()
     model = combine(cases)
-    kernels = {c.function for c in generate_sources(
-        model, Options(requant=requant, weights=weights)).program.calls}
+    gen = generate_sources(model, Options(requant=requant, weights=weights))
+    kernels = {c.function for c in gen.program.calls}
     wide = "im2col_w16b_" if weights == "int16" else "im2col_"
     for family in ("q8_conv_u8_", "q8_conv_s8_", wide, "dwconv_u8_3x3_padded",
                    "dwconv_s8_3x3_"):
         assert any(family in k for k in kernels), (family, kernels)
+    if requant == "float":  # the bounded requantization is among them
+        source = gen.files[f"{gen.name}.c"].decode()
+        assert ".bounded = 1" in source
     report = codegen.verify(model, inputs=extreme_samples(model), requant=requant,
                             weights=weights, cflags=sanitize_flags())
     assert report.ok, [(c[0].name, o) for c, o in zip(cases, report.outputs, strict=True)
@@ -293,6 +306,17 @@ def matrix_cases(fast: bool = False) -> list[Case]:
         node = helper.make_node("MatMulInteger", [f"{p}a", f"{p}b", f"{p}az", f"{p}bz"],
                                 [f"{p}y"], name=f"{p}mmi")
         cases.append((node, {f"{p}a": (a_dtype, [3, 8192])}, inits, {f"{p}y": "int32"}))
+    for i, (a_dtype, b_dtype, a_zp, b_zp) in enumerate([
+            ("uint8", "int8", 255, [-128, 127, 0]), ("int8", "int8", -128, [127, -128, 0])]):
+        p = f"mf{i}_"  # MatMulIntegerToFloat, per-column scales far apart
+        inits = {f"{p}b": const(b_dtype, (4096, 3), ["min", "alternating"][i]),
+                 f"{p}as": scalar(1e15 if i else 1e-20, "float32"),
+                 f"{p}bs": np.array([1e-25, 1e20, 0.01], F32),
+                 f"{p}az": scalar(a_zp, a_dtype), f"{p}bz": np.array(b_zp, b_dtype)}
+        node = helper.make_node("MatMulIntegerToFloat",
+                                [f"{p}a", f"{p}b", f"{p}as", f"{p}bs", f"{p}az", f"{p}bz"],
+                                [f"{p}y"], name=f"{p}node", domain="com.microsoft")
+        cases.append((node, {f"{p}a": (a_dtype, [2, 4096])}, inits, {f"{p}y": "float32"}))
     cases.append(conv_case("ci0_", "uint8", "uint8", 4096, 2, (1, 2), (1, 1), "max", 0, 255, 0,
                            None, op="ConvInteger"))
     cases.append(conv_case("ci1_", "int8", "int8", 8, 3, (4, 4), (3, 3), "min", 127, -128, 0,
