@@ -455,3 +455,43 @@ def test_integer_requantization_refuses_an_infinite_scale() -> None:
                                None, scales=(1e30, 1e30, 1.0))])
     with pytest.raises(UnsupportedError, match="overflows float32"):
         generate_sources(model, Options(requant="int"))
+
+
+def ort_rejected_cases() -> list[Case]:
+    """Models ONNX allows and ORT 1.32 does not run: int8 activations with uint8 weights,
+    ConvInteger with one weight zero point per channel."""
+    cases: list[Case] = []
+    for i, (w_zp, group, kernel) in enumerate([(0, 1, (3, 3)), (128, 1, (1, 1)),
+                                               (255, 4, (3, 3)), (128, 4, (3, 3))]):
+        cases.append(conv_case(f"r{i}_", "int8", "uint8", 4 if group > 1 else 600, 4, (3, 3),
+                               kernel, ["max", "min", "alternating", "max"][i], w_zp, -128,
+                               127, [INT32_MAX, INT32_MIN, None, 1][i], group=group,
+                               pads=(1, 1, 1, 1) if kernel == (3, 3) else (0, 0, 0, 0)))
+    cases.append(conv_case("ri_", "uint8", "uint8", 64, 3, (3, 3), (3, 3), "max",
+                           [0, 255, 128], 255, 0, None, op="ConvInteger"))
+    for i, b_zp in enumerate([128, 0]):
+        cases.append(matmul_case(f"rm{i}_", "int8", "uint8", 2, 8192, 5, "max", -128, b_zp,
+                                 127, "normal"))
+    inits = {"rmi_b": const("uint8", (4096, 3), "max"), "rmi_az": scalar(127, "int8"),
+             "rmi_bz": scalar(0, "uint8")}
+    node = helper.make_node("MatMulInteger", ["rmi_a", "rmi_b", "rmi_az", "rmi_bz"], ["rmi_y"],
+                            name="rmi_node")
+    cases.append((node, {"rmi_a": ("int8", [2, 4096])}, inits, {"rmi_y": "int32"}))
+    return cases
+
+
+@pytest.mark.parametrize("requant,weights", [("float", "int8"), ("int", "int16")])
+def test_models_ort_does_not_run(requant: str, weights: str) -> None:
+    """Without ORT to compare with: our C under the sanitizers, fast kernels against the
+    reference loops."""
+    model = combine(ort_rejected_cases())
+    run_both(model, Options(requant=requant, weights=weights), requant)
+
+
+def test_integer_fma_at_the_limits() -> None:
+    """QLinearAdd's fused multiply-adds through the integer fmaf that cores without an FMA
+    unit use (Q8_SOFT_FMA), against ORT."""
+    model = combine([c for c in other_cases() if c[0].op_type == "QLinearAdd"])
+    report = codegen.verify(model, inputs=extreme_samples(model), requant="float",
+                            cflags=(*sanitize_flags(), "-DQ8_SOFT_FMA"))
+    assert report.ok, [o for o in report.outputs if o.mismatches]
