@@ -19,8 +19,9 @@ F32 = np.float32
 
 def output_scale(x_scale: float, w_scale: NDArray[Any], y_scale: float) -> NDArray[Any]:
     """Per-channel requantization scale, rounded to float32 after each operation."""
-    product = (F32(x_scale) * w_scale.astype(F32)).astype(F32)
-    return (product / F32(y_scale)).astype(F32)
+    with np.errstate(over="ignore"):  # an infinite scale is refused or saturates later
+        product = (F32(x_scale) * w_scale.astype(F32)).astype(F32)
+        return (product / F32(y_scale)).astype(F32)
 
 
 def float32_mult_exp(scale: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:

@@ -137,6 +137,9 @@ def requant_params(scale: NDArray[Any], zero_point: int, act_min: int, act_max: 
     if not per_channel:
         scale = scale[:1]
     if mode == "int":
+        if not np.all(np.isfinite(scale)):
+            raise UnsupportedError("a requantization scale f32(f32(x_scale * w_scale) / "
+                                   "y_scale) overflows float32; --requant int needs it finite")
         mult, exp = float32_mult_exp(scale)
         arrays = [CArray("mult", "int32_t", mult), CArray("exp", "int32_t", exp)]
         fields: tuple[tuple[str, CValue], ...] = (

@@ -35,6 +35,11 @@ from .clamp import output_range
 
 SOURCES = ("qlinear_conv.c",)
 INT8_TYPES = frozenset({"uint8", "int8"})
+# The _w16b_ kernel sums a row's products in int32 from zero (conv_im2col.c,
+# dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
+# uint8 or int8), so K < 2^16 keeps |sum| <= 65535 * 32640 < 2^31: no signed overflow.
+# Larger layers take the int8 im2col kernel, which accumulates modulo 2^32.
+W16_MAX_TAPS = 2**16
 ATTRS = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
 
 
@@ -148,7 +153,7 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
         if options.cortex_m and not options.dsp:
             return [im2col_b8_call(node, x, y, window, q.x_zp, weights, bias, requant,
                                    requant_arrays, mode)]
-        if options.wide_weights and w.size // w.shape[0] < 2**16:  # exact int32 block sums
+        if options.wide_weights and w.size // w.shape[0] < W16_MAX_TAPS:
             return [im2col_w16_call(node, x, y, window, q.x_zp, weights, bias, requant,
                                     requant_arrays, mode, pairs=options.dsp)]
         return [im2col_call(node, x, y, window, q.x_zp, weights, bias, requant,
