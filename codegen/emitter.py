@@ -17,7 +17,7 @@ import jinja2
 import numpy as np
 
 from .boards import Board, MemoryMap
-from .ir import Tensor, c_type
+from .ir import DTYPES, Tensor, c_type
 from .planner import ArenaPlan, scratch_name
 from .program import (
     CArray,
@@ -104,6 +104,27 @@ def format_array(symbol: str, array: CArray, per_line: int = 16) -> str:
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
     body = ",\n    ".join(lines)
     return f"static const {array.ctype} {symbol}[{len(items)}] = {{\n    {body}\n}};"
+
+
+# Upper bounds on the characters format_array prints per element, separator included
+# ("-128, "; a float as "-0x1.fffffep+127f, " at most).
+_CHARS_PER_ELEMENT = {"int8_t": 6, "uint8_t": 5, "int16_t": 8, "int32_t": 13, "float": 20}
+_CHARS_OTHER = 26  # int64 and anything wider
+_CHARS_PER_CALL = 2048  # the parameter struct, the call and its comment
+
+
+def estimate_source_bytes(program: Program) -> int:
+    """An upper bound on the size of the generated sources, from the element counts of
+    the constants (which dominate), computed before anything is formatted."""
+    total = 64 * 1024 + _CHARS_PER_CALL * len(program.calls)  # runtime and templates
+    for value in program.constants.values():
+        ctype = DTYPES[str(value.dtype)][1] if str(value.dtype) in DTYPES else ""
+        total += int(value.size) * _CHARS_PER_ELEMENT.get(ctype, _CHARS_OTHER)
+    for call in program.calls:
+        for array in call.arrays:
+            total += int(np.asarray(array.values).size) * _CHARS_PER_ELEMENT.get(
+                array.ctype, _CHARS_OTHER)
+    return total
 
 
 def format_value(value: CValue, prefix: str, indent: int = 1) -> str:

@@ -9,10 +9,11 @@ from pathlib import Path
 import onnx
 
 from .boards import Board, load_board
-from .emitter import default_name, emit_project, is_valid_name
+from .emitter import default_name, emit_project, estimate_source_bytes, is_valid_name
 from .errors import UnsupportedError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
+from .limits import DEFAULT_LIMITS, Limits, check_limit
 from .lowering import lower_graph
 from .ops import LoweringOptions
 from .passes import check_qdq_rules, expose_intermediates, run_passes
@@ -37,6 +38,8 @@ class Options:
     qdq_rules: str = "auto"
     # "fast" kernels where a layer allows them, or the "reference" loops everywhere.
     kernels: str = "fast"
+    # Tensor, arena and generated-source sizes over which a model is refused.
+    limits: Limits = DEFAULT_LIMITS
 
 
 @dataclass
@@ -67,6 +70,16 @@ def model_name(source: ModelSource, requested: str | None) -> str:
     return "model"
 
 
+def check_sizes(program: Program, plan: ArenaPlan, limits: Limits) -> None:
+    """Refuse a model whose arena or sources would be over the limits, before emitting:
+    the generator never writes half a project, nor formats gigabytes of C."""
+    check_limit(f"model '{program.name}': the activation arena needs {plan.size} bytes",
+                plan.size, limits, "max_arena_bytes")
+    estimate = estimate_source_bytes(program)
+    check_limit(f"model '{program.name}': the generated C would take about {estimate} bytes",
+                estimate, limits, "max_source_bytes")
+
+
 def generate_sources(source: ModelSource, options: Options) -> Generated:
     """Run every stage in memory; nothing is written to disk."""
     board = load_board(options.board)
@@ -74,8 +87,8 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     if requant not in REQUANT_MODES:
         raise UnsupportedError(f"--requant '{requant}': choose one of {', '.join(REQUANT_MODES)}")
     name = model_name(source, options.name)
-    model = load_model(source)
-    graph = import_model(model, options.input_shapes)
+    model = load_model(source, options.limits)
+    graph = import_model(model, options.input_shapes, options.limits)
     check_qdq_rules(options.qdq_rules)
     recipes = run_passes(graph, options.integer_only, options.qdq_rules)
     graph = recipes.graph
@@ -87,6 +100,7 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     program = lower_graph(graph, name, LoweringOptions(requant=requant, kernels=options.kernels,
                                                        dsp=board.dsp))
     plan = plan_arena(program)
+    check_sizes(program, plan, options.limits)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)
     return Generated(model, graph, program, plan, board, files, recipes.rewrites,
