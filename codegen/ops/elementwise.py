@@ -22,6 +22,7 @@ from ..requant import float32_mult_exp
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
+    check_finite_scales,
     check_scales,
     constant_input,
     input_tensor,
@@ -132,6 +133,8 @@ def lower_qadd(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     y = graph.tensors[node.outputs[0]]
     sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     b_first = ort_input0_is_scalar(a.shape, b.shape)
+    check_finite_scales(node, "scale ratios A/C and B/C", [F32(F32(sa) / F32(sc)),
+                                                         F32(F32(sb) / F32(sc))])
     ra, rb, fixed = qadd_constants(sa, za, sb, zb, sc, zc, b_first)
     integer = options.requant == "int"
     arrays: tuple[CArray, ...] = ()
@@ -168,6 +171,7 @@ def lower_qmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     y = graph.tensors[node.outputs[0]]
     sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     scale = F32(F32(F32(sa) * F32(sb)) / F32(sc))
+    check_finite_scales(node, "output scale A*B/C", scale)
     mult, exp = float32_mult_exp(np.array([scale], F32))
     params = CStruct("q8_qmul_params", (
         ("shape", broadcast_struct(y.shape, a.shape, b.shape)),
