@@ -111,12 +111,14 @@ def format_array(symbol: str, array: CArray, per_line: int = 16) -> str:
 _CHARS_PER_ELEMENT = {"int8_t": 6, "uint8_t": 5, "int16_t": 8, "int32_t": 13, "float": 20}
 _CHARS_OTHER = 26  # int64 and anything wider
 _CHARS_PER_CALL = 2048  # the parameter struct, the call and its comment
+_RUNTIME_BYTES = 128 * 1024  # the runtime_c files and templates a project copies
 
 
 def estimate_source_bytes(program: Program) -> int:
-    """An upper bound on the size of the generated sources, from the element counts of
-    the constants (which dominate), computed before anything is formatted."""
-    total = 64 * 1024 + _CHARS_PER_CALL * len(program.calls)  # runtime and templates
+    """The size of the generated sources, estimated before anything is formatted from
+    the element counts of the constants (which dominate in any large model; counted
+    at their widest) plus the runtime and per-call code."""
+    total = _RUNTIME_BYTES + _CHARS_PER_CALL * len(program.calls)
     for value in program.constants.values():
         ctype = DTYPES[str(value.dtype)][1] if str(value.dtype) in DTYPES else ""
         total += int(value.size) * _CHARS_PER_ELEMENT.get(ctype, _CHARS_OTHER)
