@@ -23,6 +23,7 @@ from .tensor_data import (
     check_stored_size,
     dtype_name,
     load_external_data,
+    model_tensors,
 )
 
 # Each operator also checks its own version (see ops.OpDef.versions).
@@ -107,6 +108,9 @@ def survey_model(model: onnx.ModelProto,
 
 def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None,
             problems: list[tuple[str, Onnx2McuError]] | None, limits: Limits) -> Graph:
+    # Sizes first: the checker's own messages about absurd tensors name no limit.
+    for tensor, where in model_tensors(model):
+        check_declared_size(tensor, where, limits)
     _check_model(model)
     opsets = _opsets(model)
     g = model.graph
