@@ -216,7 +216,8 @@ def _is_printable_name(name: str | bytes) -> bool:
 def _check_names(g: onnx.GraphProto) -> None:
     """Names go into every message and into C comments: one with a newline or another
     control character (a damaged file) would break both, so it is refused, escaped."""
-    named: list[tuple[str, str | bytes]] = [("graph input", v.name) for v in g.input]
+    named: list[tuple[str, str | bytes]] = [("graph", g.name)]
+    named += [("graph input", v.name) for v in g.input]
     named += [("graph output", v.name) for v in g.output]
     named += [("initializer", t.name) for t in g.initializer]
     for index, proto in enumerate(g.node):

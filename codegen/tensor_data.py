@@ -71,7 +71,7 @@ def declared_size(tensor: TensorProto, where: str) -> DeclaredSize:
     elif data_type in _ITEMSIZE:
         nbytes = elements * _ITEMSIZE[data_type]
     else:
-        raise ModelError(f"{where} '{tensor.name}' has {dtype_name(data_type)}")
+        raise ModelError(f"{where} '{tensor.name}' has no valid data type ({data_type})")
     return DeclaredSize(elements, nbytes, dtype_name(data_type))
 
 

@@ -277,6 +277,31 @@ def window_attribute(m: onnx.ModelProto, ctx: Context) -> str | None:
     return f"node '{node.name}' {name}={values}"
 
 
+def conv_group(m: onnx.ModelProto, ctx: Context) -> str | None:
+    """A group that does not divide the channels (or is not positive)."""
+    convs = [n for n in m.graph.node if "Conv" in n.op_type]
+    if not convs:
+        return None
+    node = _pick(ctx, convs)
+    assert isinstance(node, onnx.NodeProto)
+    for a in [a for a in node.attribute if a.name == "group"]:
+        node.attribute.remove(a)
+    group = int(_pick(ctx, (0, -1, 2, 3, 5, 7, 2**31)))  # type: ignore[call-overload]
+    node.attribute.append(helper.make_attribute("group", group))
+    return f"node '{node.name}' group={group}"
+
+
+def tiny_input(m: onnx.ModelProto, ctx: Context) -> str | None:
+    """Spatial dims of 1 or 2: every kernel downstream is larger than its input."""
+    value = _pick(ctx, list(m.graph.input))
+    assert isinstance(value, onnx.ValueInfoProto)
+    dims = value.type.tensor_type.shape.dim
+    size = int(_pick(ctx, (1, 2)))  # type: ignore[call-overload]
+    for d in list(dims)[2:]:
+        d.dim_value = size
+    return f"input '{value.name}' spatial dims {size}"
+
+
 SCALAR_ATTRS = ("group", "axis", "ceil_mode", "transA", "transB", "keepdims",
                 "count_include_pad", "storage_order", "perm", "alpha", "auto_pad", "mode")
 
@@ -464,6 +489,7 @@ PROTO_MUTATORS: tuple[Mutator, ...] = (
     drop_initializer, duplicate_initializer, dangling_input, initializer_dtype, value_dtype,
     initializer_dims, input_dims, huge_declared_tensor, absurd_int_values, bad_float_values,
     window_attribute, window_attribute, scalar_attribute, scalar_attribute, make_cycle,
+    conv_group, tiny_input,
     reorder_nodes, drop_or_duplicate_node, node_arity, op_type, domains_and_opsets,
     graph_outputs, clear_tensor_data, external_data, two_gigabyte_tensor,
 )
