@@ -42,7 +42,10 @@ def load_model(source: ModelSource, limits: Limits = DEFAULT_LIMITS) -> onnx.Mod
     if isinstance(source, onnx.ModelProto):
         return source
     if isinstance(source, bytes):
-        return _parse(source, "model")
+        try:
+            return onnx.load_from_string(source)
+        except Exception as exc:  # protobuf raises several unrelated types for bad files
+            raise ModelError(f"model: not a valid ONNX model ({_first_line(exc)})") from None
     path = Path(source)
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
@@ -52,23 +55,17 @@ def load_model(source: ModelSource, limits: Limits = DEFAULT_LIMITS) -> onnx.Mod
                          "file over 2 GB cannot be parsed (large weights belong in external "
                          "data files)")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read the model ({_first_line(exc)})") from None
-    model = _parse(data, str(path))
+        # onnx.load picks the format from the extension (.onnx, .onnxtxt, .json); it must
+        # not follow external data locations itself: they are checked below.
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises several unrelated types for bad files
+        raise ModelError(f"{path}: not a valid ONNX model ({_first_line(exc)})") from None
     try:
         load_external_data(model, path.parent, limits)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read its external data ({_first_line(exc)})"
                          ) from None
     return model
-
-
-def _parse(data: bytes, what: str) -> onnx.ModelProto:
-    try:
-        return onnx.load_from_string(data)
-    except Exception as exc:  # protobuf raises several unrelated types for bad files
-        raise ModelError(f"{what}: not a valid ONNX model ({_first_line(exc)})") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -223,3 +223,13 @@ def test_weights_with_negative_dims_are_refused() -> None:
     init.dims[:] = [-4]
     with pytest.raises(ModelError):
         generate_sources(model.SerializeToString(), Options())
+
+
+def test_a_model_file_over_2_gb_is_refused_before_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "huge.onnx"
+    with open(path, "wb") as f:
+        f.truncate(5 * 2**29)  # sparse 2.5 GB
+    start = time.monotonic()
+    with pytest.raises(ModelError, match=r"2684354560 bytes \(2.5 GB\); an ONNX file over 2 GB"):
+        generate_sources(path, Options())
+    assert time.monotonic() - start < 5
