@@ -1,6 +1,7 @@
 # onnx2mcu developer entry points. Everything runs from a local .venv.
 #   make demo   set up, then generate, build and verify C for the shipped example model
 #   make test   set up with the test extras, then lint, type-check and run the whole suite
+#   make fuzz   a long fuzz campaign of broken models (FUZZ_COUNT, FUZZ_SEED)
 
 PYTHON ?= python3
 VENV := .venv
@@ -8,8 +9,10 @@ BIN := $(VENV)/bin
 EXAMPLE := examples/tiny_cnn_qop.onnx
 DEMO_OUT := demo-out
 JOBS ?= auto
+FUZZ_COUNT ?= 50000
+FUZZ_SEED ?= 1
 
-.PHONY: demo test lint pytest example clean cortex-m-tools
+.PHONY: demo test lint pytest fuzz example clean cortex-m-tools
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -61,6 +64,11 @@ cortex-m-tools:
 	fi
 
 test: lint pytest
+
+# The CI campaign (tests/test_fuzz.py) uses seed 0; this one explores further. A crash
+# prints its case number: replay it with tests/fuzz_models.py --seed S --case N.
+fuzz: $(VENV)/.installed-test
+	$(BIN)/python tests/fuzz_models.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED)
 
 # Rebuild the shipped example model (needs only this package's dependencies).
 example: $(VENV)/.installed

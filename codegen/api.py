@@ -22,6 +22,7 @@ from .firmware import (
     measure_budget,
 )
 from .importer import ModelSource
+from .limits import DEFAULT_LIMITS, Limits
 from .pipeline import Generated, Options, generate_sources
 from .project import check_output_dir, write_project
 from .qemu import InstructionCounts, run_firmware
@@ -85,23 +86,24 @@ def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
 def _options(board: str, name: str | None, requant: str | None,
              input_shapes: Mapping[str, tuple[int, ...]] | None,
              integer_only: bool = False, qdq_rules: str = "auto",
-             weights: str = "auto", native: bool = False) -> Options:
+             weights: str = "auto", native: bool = False,
+             limits: Limits = DEFAULT_LIMITS) -> Options:
     return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
                    integer_only=integer_only, qdq_rules=qdq_rules, weights=weights,
-                   native=native)
+                   native=native, limits=limits)
 
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
              requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
              force: bool = False, integer_only: bool = False, qdq_rules: str = "auto",
              weights: str = "auto", native: bool = False,
-             budget_check: bool = True) -> GenerateResult:
+             budget_check: bool = True, limits: Limits = DEFAULT_LIMITS) -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written). For a
     Cortex-M board, measure its flash and RAM and refuse a model that does not fit."""
     out = Path(out)
     check_output_dir(out, force)  # fail before doing any work
     gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native))
+                                           qdq_rules, weights, native, limits))
     budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
@@ -130,7 +132,7 @@ class ConvertResult:
 def convert(model: ModelSource, out: str | Path, *,
             input_shapes: Mapping[str, tuple[int, ...]] | None = None,
             force: bool = False, integer_only: bool = False,
-            qdq_rules: str = "auto") -> ConvertResult:
+            qdq_rules: str = "auto", limits: Limits = DEFAULT_LIMITS) -> ConvertResult:
     """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
     import onnx
 
@@ -143,7 +145,8 @@ def convert(model: ModelSource, out: str | Path, *,
         raise OutputError(f"{out} exists; pass --force to replace it" if out.is_file()
                           else f"{out} is a folder")
     check_qdq_rules(qdq_rules)
-    recipes = run_passes(import_model(load_model(model), input_shapes), integer_only, qdq_rules)
+    recipes = run_passes(import_model(load_model(model, limits), input_shapes, limits),
+                         integer_only, qdq_rules)
     exported = export_graph(recipes.graph)
     onnx.helper.set_model_props(exported, {"onnx2mcu.qdq_rules": recipes.qdq_rules})
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -183,10 +186,10 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                        input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                        per_layer: bool = False, integer_only: bool = False,
                        qdq_rules: str = "auto", weights: str = "auto",
-                       native: bool = False) -> CountReport:
+                       native: bool = False, limits: Limits = DEFAULT_LIMITS) -> CountReport:
     """Instructions the model executes per inference on a Cortex-M board, in QEMU."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native))
+                                           qdq_rules, weights, native, limits))
     if not gen.board.is_cortex_m:
         raise UnsupportedError(f"board '{board}': instruction counts need a Cortex-M board "
                                "(see `onnx2mcu boards`)")
@@ -205,13 +208,13 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
            integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
            native: bool = False, count: bool = False, inputs: Mapping[str, Any] | None = None,
-           seed: int = 0) -> Report:
+           seed: int = 0, limits: Limits = DEFAULT_LIMITS) -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native))
+                                           qdq_rules, weights, native, limits))
     if count and not gen.board.is_cortex_m:
         raise UnsupportedError(f"board '{gen.board.name}': instruction counts need a "
                                "Cortex-M board (see `onnx2mcu boards`)")
@@ -222,7 +225,7 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         counts = count_instructions(model, data, board=board, requant=requant,
                                     input_shapes=input_shapes, per_layer=True,
                                     integer_only=integer_only, qdq_rules=qdq_rules,
-                                    weights=weights, native=native).counts
+                                    weights=weights, native=native, limits=limits).counts
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 
@@ -231,10 +234,10 @@ def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
         requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
         cflags: Sequence[str] = (), integer_only: bool = False,
         qdq_rules: str = "auto", weights: str = "auto",
-        native: bool = False) -> dict[str, NDArray[Any]]:
+        native: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[Any]]:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native))
+                                           qdq_rules, weights, native, limits))
     names = [t.name for t in gen.program.inputs]
     return run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
 
@@ -245,11 +248,12 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            cflags: Sequence[str] = (), ort_level: str = "all", per_layer: bool = False,
            progress: Callable[[str], None] | None = None,
            integer_only: bool = False, qdq_rules: str = "auto",
-           weights: str = "auto", native: bool = False) -> VerifyReport:
+           weights: str = "auto", native: bool = False,
+           limits: Limits = DEFAULT_LIMITS) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too."""
     options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
-                               weights, native),
+                               weights, native, limits),
                       expose_intermediates=per_layer)
     gen = generate_sources(model, options)
     report = progress or (lambda message: None)

@@ -30,6 +30,7 @@ from . import api
 from .boards import list_boards
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
+from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
 from .verify import ORT_LEVELS, VerifyReport
 from .version import __version__
@@ -49,6 +50,31 @@ def _load_npz(path: str) -> dict[str, NDArray[Any]]:
         raise InputDataError(f"{path}: no such file") from None
     except Exception as exc:
         raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
+    """Sizes over which a model is refused before anything is allocated or written."""
+    for option, field, what in (
+            ("--max-tensor-bytes", "max_tensor_bytes", "a tensor (weights included)"),
+            ("--max-arena-bytes", "max_arena_bytes", "the activation arena"),
+            ("--max-source-bytes", "max_source_bytes", "the generated C sources")):
+        default = getattr(DEFAULT_LIMITS, field)
+        p.add_argument(option, type=_size, default=default, metavar="SIZE",
+                       help=f"refuse a model when {what} would take more than SIZE "
+                            f"(bytes, or with a K/M/G suffix; default {format_bytes(default)})")
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(max_tensor_bytes=args.max_tensor_bytes,
+                  max_arena_bytes=args.max_arena_bytes,
+                  max_source_bytes=args.max_source_bytes)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -72,6 +98,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="weight storage of the fast kernels: int16 runs faster and takes "
                         "twice the bytes (default auto: int16 when it takes at most half the "
                         "board's flash)")
+    _limit_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--qdq-rules", choices=["auto", "x86", "arm"], default="auto",
                    help="whose int8 QDQ fusion rules to follow, ONNX Runtime's on x86 or on "
                         "ARM (default auto: the one computing more in integers)")
+    _limit_options(c)
 
     rp = sub.add_parser("report", help="per-layer costs, flash and RAM against the board's "
                                        "budget, and a picture of the arena over time")
@@ -196,7 +224,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"board": args.board, "requant": args.requant,
             "input_shapes": _input_shapes(args.input_shape),
             "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
-            "weights": args.weights, "native": args.native}
+            "weights": args.weights, "native": args.native, "limits": _limits(args)}
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -329,7 +357,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     out = api.convert(args.model, args.output, input_shapes=_input_shapes(args.input_shape),
                       force=args.force, integer_only=args.integer_only,
-                      qdq_rules=args.qdq_rules)
+                      qdq_rules=args.qdq_rules, limits=_limits(args))
     print(f"wrote {out.out}")
     if out.float_islands:
         how = ("with session.qdqisint8allowed=1 (ORT's ARM behaviour)" if out.qdq_rules == "arm"

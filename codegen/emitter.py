@@ -16,7 +16,7 @@ import jinja2
 import numpy as np
 
 from .boards import Board, MemoryMap
-from .ir import Tensor, c_type
+from .ir import DTYPES, Tensor, c_type
 from .planner import ArenaPlan, scratch_name
 from .program import (
     CArray,
@@ -101,6 +101,29 @@ def format_array(symbol: str, array: CArray, per_line: int = 16) -> str:
         return (f"static const union {{\n    uint64_t align;\n    {array.ctype} v[{len(items)}];\n"
                 f"}} {symbol} = {{.v = {{\n    {body}\n}}}};")
     return f"static const {array.ctype} {symbol}[{len(items)}] = {{\n    {body}\n}};"
+
+
+# Upper bounds on the characters format_array prints per element, separator included
+# ("-128, "; a float as "-0x1.fffffep+127f, " at most).
+_CHARS_PER_ELEMENT = {"int8_t": 6, "uint8_t": 5, "int16_t": 8, "int32_t": 13, "float": 20}
+_CHARS_OTHER = 26  # int64 and anything wider
+_CHARS_PER_CALL = 2048  # the parameter struct, the call and its comment
+_RUNTIME_BYTES = 128 * 1024  # the runtime_c files and templates a project copies
+
+
+def estimate_source_bytes(program: Program) -> int:
+    """The size of the generated sources, estimated before anything is formatted from
+    the element counts of the constants (which dominate in any large model; counted
+    at their widest) plus the runtime and per-call code."""
+    total = _RUNTIME_BYTES + _CHARS_PER_CALL * len(program.calls)
+    for value in program.constants.values():
+        ctype = DTYPES[str(value.dtype)][1] if str(value.dtype) in DTYPES else ""
+        total += int(value.size) * _CHARS_PER_ELEMENT.get(ctype, _CHARS_OTHER)
+    for call in program.calls:
+        for array in call.arrays:
+            total += int(np.asarray(array.values).size) * _CHARS_PER_ELEMENT.get(
+                array.ctype, _CHARS_OTHER)
+    return total
 
 
 def format_value(value: CValue, prefix: str, indent: int = 1) -> str:

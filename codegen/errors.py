@@ -42,3 +42,8 @@ class InputDataError(Onnx2McuError):
 
 class BudgetError(Onnx2McuError):
     """The model does not fit the board's RAM or flash."""
+
+
+class LimitError(Onnx2McuError):
+    """The model is over a configured resource limit (tensor, arena or source size);
+    checked from declared sizes before anything that large is allocated."""

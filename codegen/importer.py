@@ -4,6 +4,7 @@ each operator module validate its node and infer its outputs."""
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,31 +16,56 @@ from onnx import numpy_helper
 
 from . import ops
 from .errors import ModelError, Onnx2McuError, ShapeError, UnsupportedError
-from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor
+from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor, itemsize
+from .limits import DEFAULT_LIMITS, Limits, check_limit, format_bytes
+from .tensor_data import (
+    check_declared_size,
+    check_stored_size,
+    dtype_name,
+    load_external_data,
+    model_tensors,
+)
 
 # Each operator also checks its own version (see ops.OpDef.versions).
 MIN_OPSET, MAX_OPSET = 10, 28
 MAX_ELEMENTS = 2**31 - 1  # kernels index tensors with 32-bit integers
+# Protobuf cannot parse a message over 2 GB; bigger models keep weights in external data.
+MAX_PROTOBUF_BYTES = 2**31 - 1
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
 
 
-def load_model(source: ModelSource) -> onnx.ModelProto:
-    """Read a model from a path, serialized bytes or a ModelProto."""
+def load_model(source: ModelSource, limits: Limits = DEFAULT_LIMITS) -> onnx.ModelProto:
+    """Read a model from a path, serialized bytes or a ModelProto. External data is read
+    here, from the model's folder only (see tensor_data.load_external_data); a model
+    given as bytes or a ModelProto has no folder, so its external tensors stay unread."""
     if isinstance(source, onnx.ModelProto):
         return source
-    try:
-        if isinstance(source, bytes):
+    if isinstance(source, bytes):
+        try:
             return onnx.load_from_string(source)
-        path = Path(source)
-        if not path.is_file():
-            raise ModelError(f"{path}: no such model file")
-        return onnx.load(str(path))
-    except ModelError:
-        raise
+        except Exception as exc:  # protobuf raises several unrelated types for bad files
+            raise ModelError(f"model: not a valid ONNX model ({_first_line(exc)})") from None
+    path = Path(source)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such model file")
+    size = path.stat().st_size
+    if size > MAX_PROTOBUF_BYTES:
+        raise ModelError(f"{path}: the file has {size} bytes ({format_bytes(size)}); an ONNX "
+                         "file over 2 GB cannot be parsed (large weights belong in external "
+                         "data files)")
+    try:
+        # onnx.load picks the format from the extension (.onnx, .onnxtxt, .json); it must
+        # not follow external data locations itself: they are checked below.
+        model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises several unrelated types for bad files
-        raise ModelError(f"{source if not isinstance(source, bytes) else 'model'}: "
-                         f"not a valid ONNX model ({_first_line(exc)})") from None
+        raise ModelError(f"{path}: not a valid ONNX model ({_first_line(exc)})") from None
+    try:
+        load_external_data(model, path.parent, limits)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read its external data ({_first_line(exc)})"
+                         ) from None
+    return model
 
 
 def _first_line(exc: BaseException) -> str:
@@ -60,27 +86,32 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def import_model(model: onnx.ModelProto,
-                 input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    """Build the IR of a model. Raises ModelError/UnsupportedError/ShapeError."""
-    return _import(model, input_shapes, None)
+                 input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> Graph:
+    """Build the IR of a model. Raises ModelError/UnsupportedError/ShapeError/LimitError."""
+    return _import(model, input_shapes, None, limits)
 
 
 def survey_model(model: onnx.ModelProto,
-                 input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> tuple[
+                 input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> tuple[
                      Graph, list[tuple[str, Onnx2McuError]]]:
     """Import what can be imported and report every node that cannot, all at once, as
     (node name, error). The graph holds the nodes that imported; errors about the file
     itself still raise."""
     problems: list[tuple[str, Onnx2McuError]] = []
-    return _import(model, input_shapes, problems), problems
+    return _import(model, input_shapes, problems, limits), problems
 
 
 def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None,
-            problems: list[tuple[str, Onnx2McuError]] | None) -> Graph:
+            problems: list[tuple[str, Onnx2McuError]] | None, limits: Limits) -> Graph:
+    # Sizes first: the checker's own messages about absurd tensors name no limit.
+    for tensor, where in model_tensors(model):
+        check_declared_size(tensor, where, limits)
     _check_model(model)
     opsets = _opsets(model)
     g = model.graph
-    constants = _initializers(g)
+    constants = _initializers(g, limits)
     for unknown in sorted(set(input_shapes or {}) - {i.name for i in g.input}):
         raise ShapeError(f"--input-shape: the model has no input named '{unknown}'")
 
@@ -91,7 +122,8 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
         if value.name in constants:
             continue  # IR < 4 lists initializers among the inputs
         try:
-            tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name))
+            tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name),
+                                               limits)
         except (UnsupportedError, ShapeError) as exc:
             reader = readers.get(value.name)
             if reader is None:
@@ -103,7 +135,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
         if dtype in DTYPES:
             tensors[name] = Tensor(name, dtype, tuple(int(d) for d in array.shape))
 
-    nodes = _nodes(g, opsets, constants, tensors)
+    nodes = _nodes(g, opsets, constants, tensors, limits)
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
                   doc=model.doc_string)
@@ -111,9 +143,9 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
         _check_supported(nodes)
     for node in _topological_order(nodes, set(inputs) | set(constants)):
         if problems is None:
-            _infer_node(node, graph)
+            _infer_node(node, graph, limits)
         else:
-            problem = _survey_node(node, graph)
+            problem = _survey_node(node, graph, limits)
             if problem:
                 problems.append((node.name, problem))
                 continue
@@ -127,7 +159,7 @@ class NotImportedError(Onnx2McuError):
     """A node skipped in survey mode because an input of it could not be imported."""
 
 
-def _survey_node(node: Node, graph: Graph) -> Onnx2McuError | None:
+def _survey_node(node: Node, graph: Graph, limits: Limits) -> Onnx2McuError | None:
     """Import one node in survey mode; returns what is wrong with it, if anything."""
     if ops.lookup(node) is None:
         return UnsupportedError(f"{node.describe()}: operator not supported")
@@ -136,7 +168,7 @@ def _survey_node(node: Node, graph: Graph) -> Onnx2McuError | None:
             return NotImportedError(f"{node.describe()}: not checked, its input '{name}' "
                                     "was not imported")
     try:
-        _infer_node(node, graph)
+        _infer_node(node, graph, limits)
     except Onnx2McuError as exc:
         return exc
     return None
@@ -162,6 +194,7 @@ def _check_model(model: onnx.ModelProto) -> None:
                  if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
     for ttype in shapeless:
         ttype.shape.SetInParent()
+    _check_names(g)
     _check_references(g)
     try:
         onnx.checker.check_model(model)
@@ -170,6 +203,30 @@ def _check_model(model: onnx.ModelProto) -> None:
     finally:
         for ttype in shapeless:
             ttype.ClearField("shape")
+
+
+def _is_printable_name(name: str | bytes) -> bool:
+    # protobuf hands over a name that is not valid UTF-8 as bytes
+    return isinstance(name, str) and not any(unicodedata.category(c) == "Cc" for c in name)
+
+
+def _check_names(g: onnx.GraphProto) -> None:
+    """Names go into every message and into C comments: one with a newline or another
+    control character (a damaged file) would break both, so it is refused, escaped."""
+    named: list[tuple[str, str | bytes]] = [("graph", g.name)]
+    named += [("graph input", v.name) for v in g.input]
+    named += [("graph output", v.name) for v in g.output]
+    named += [("initializer", t.name) for t in g.initializer]
+    for index, proto in enumerate(g.node):
+        where = f"node {index} ({proto.op_type!r})"
+        named.append(("node name", proto.name))
+        named += [(f"{where} input", name) for name in proto.input]
+        named += [(f"{where} output", name) for name in proto.output]
+        named += [(f"{where} attribute", a.name) for a in proto.attribute]
+    for what, name in named:
+        if not _is_printable_name(name):
+            raise ModelError(f"{what} name {name[:60]!r} is not valid UTF-8 or contains a "
+                             "control character")
 
 
 def _check_references(g: onnx.GraphProto) -> None:
@@ -202,9 +259,15 @@ def _opsets(model: onnx.ModelProto) -> dict[str, int]:
     return opsets
 
 
-def _to_array(tensor: onnx.TensorProto, where: str) -> NDArray[Any]:
+def _to_array(tensor: onnx.TensorProto, where: str, limits: Limits) -> NDArray[Any]:
+    """The tensor as an array, after checking from its dims that it is within the limits
+    and that the data present is what the dims declare (so numpy never allocates an
+    absurd size, and its errors never surface)."""
     if tensor.data_location == onnx.TensorProto.EXTERNAL and not tensor.raw_data:
-        raise ModelError(f"{where} '{tensor.name}': external data was not loaded")
+        raise ModelError(f"{where} '{tensor.name}': its data is in an external file, which "
+                         "is read only when the model is given as a file path")
+    size = check_declared_size(tensor, where, limits)
+    check_stored_size(tensor, where, size)
     try:
         return np.asarray(numpy_helper.to_array(tensor))
     except Exception as exc:
@@ -212,7 +275,7 @@ def _to_array(tensor: onnx.TensorProto, where: str) -> NDArray[Any]:
                          ) from None
 
 
-def _initializers(g: onnx.GraphProto) -> dict[str, NDArray[Any]]:
+def _initializers(g: onnx.GraphProto, limits: Limits) -> dict[str, NDArray[Any]]:
     constants: dict[str, NDArray[Any]] = {}
     if len(g.sparse_initializer):
         raise UnsupportedError(f"sparse initializer '{g.sparse_initializer[0].values.name}' "
@@ -220,11 +283,12 @@ def _initializers(g: onnx.GraphProto) -> dict[str, NDArray[Any]]:
     for init in g.initializer:
         if init.name in constants:
             raise ModelError(f"initializer '{init.name}' is defined twice")
-        constants[init.name] = _to_array(init, "initializer")
+        constants[init.name] = _to_array(init, "initializer", limits)
     return constants
 
 
-def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None) -> Tensor:
+def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
+                 limits: Limits) -> Tensor:
     if not value.type.HasField("tensor_type"):
         raise UnsupportedError(f"graph input '{value.name}' is not a tensor")
     ttype = value.type.tensor_type
@@ -247,7 +311,7 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None) -
             declared = "x".join(d.dim_param or str(d.dim_value) or "?" for d in dims)
             raise ShapeError(f"--input-shape {value.name}={'x'.join(map(str, override))} "
                              f"does not match the declared shape {declared}")
-        _check_size(override, f"graph input '{value.name}'")
+        _check_size(override, dtype, f"graph input '{value.name}'", limits)
         return Tensor(value.name, dtype, override)
     shape: list[int] = []
     for axis, d in enumerate(dims):
@@ -261,27 +325,33 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None) -
             raise ShapeError(f"graph input '{value.name}' has dynamic dimension '{symbol}' "
                              f"(axis {axis}); pass --input-shape {value.name}={example}")
         shape.append(int(d.dim_value))
-    _check_size(tuple(shape), f"graph input '{value.name}'")
+    _check_size(tuple(shape), dtype, f"graph input '{value.name}'", limits)
     return Tensor(value.name, dtype, tuple(shape))
 
 
-def _check_size(shape: tuple[int, ...], what: str) -> None:
+def _check_size(shape: tuple[int, ...], dtype: str, what: str, limits: Limits) -> None:
     if any(d == 0 for d in shape):
         raise UnsupportedError(f"{what} has shape {list(shape)}: empty tensors are not "
                                "supported")
-    if int(np.prod(shape, dtype=object)) > MAX_ELEMENTS:
-        raise ShapeError(f"{what} has {np.prod(shape, dtype=object)} elements; the limit is "
-                         f"{MAX_ELEMENTS}")
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{what} has a negative dimension in its shape {list(shape)}")
+    elements = 1
+    for d in shape:
+        elements *= int(d)  # Python integers: no overflow, however absurd the shape
+    if elements > MAX_ELEMENTS:
+        raise ShapeError(f"{what} has {elements} elements; the limit is {MAX_ELEMENTS}")
+    check_limit(f"{what} has {elements} {dtype} elements", elements * itemsize(dtype),
+                limits, "max_tensor_bytes")
 
 
-def _attribute(attr: onnx.AttributeProto, where: str) -> Any:
+def _attribute(attr: onnx.AttributeProto, where: str, limits: Limits) -> Any:
     if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
         raise UnsupportedError(f"{where}: subgraph attribute '{attr.name}' is not supported")
     value = onnx.helper.get_attribute_value(attr)
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, onnx.TensorProto):
-        return _to_array(value, where)
+        return _to_array(value, f"{where}: attribute '{attr.name}' tensor", limits)
     if isinstance(value, list):
         return [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
     return value
@@ -303,13 +373,13 @@ def _constant_node_value(node: Node) -> NDArray[Any]:
 
 
 def _nodes(g: onnx.GraphProto, opsets: dict[str, int], constants: dict[str, NDArray[Any]],
-           tensors: dict[str, Tensor]) -> list[Node]:
+           tensors: dict[str, Tensor], limits: Limits) -> list[Node]:
     nodes: list[Node] = []
     for index, proto in enumerate(g.node):
         domain = "" if proto.domain == "ai.onnx" else proto.domain
         name = proto.name or f"{proto.op_type}_{index}"
         probe = Node(name, proto.op_type, domain, (), ())
-        attrs = {a.name: _attribute(a, probe.describe()) for a in proto.attribute}
+        attrs = {a.name: _attribute(a, probe.describe(), limits) for a in proto.attribute}
         node = Node(name=name, op_type=proto.op_type, domain=domain,
                     inputs=tuple(proto.input), outputs=tuple(proto.output), attrs=attrs,
                     opset=opsets.get(domain, 0))
@@ -381,7 +451,7 @@ def operator_version(node: Node) -> int:
         return node.opset
 
 
-def _infer_node(node: Node, graph: Graph) -> None:
+def _infer_node(node: Node, graph: Graph, limits: Limits) -> None:
     opdef = ops.lookup(node)
     assert opdef is not None
     version = operator_version(node)
@@ -392,7 +462,8 @@ def _infer_node(node: Node, graph: Graph) -> None:
                                f"{supported}")
     inferred = opdef.infer(node, graph)
     for tensor in inferred.outputs:
-        _check_size(tensor.shape, f"{node.describe()}: output '{tensor.name}'")
+        _check_size(tensor.shape, tensor.dtype, f"{node.describe()}: output '{tensor.name}'",
+                    limits)
         graph.tensors[tensor.name] = tensor
     for name, quant in inferred.quant.items():
         _annotate(graph.tensors[name], quant)
@@ -414,8 +485,7 @@ def _check_outputs(g: onnx.GraphProto, graph: Graph) -> None:
         declared = ONNX_TO_DTYPE.get(ttype.elem_type)
         if ttype.elem_type and declared != tensor.dtype:
             raise ModelError(f"graph output '{value.name}' is declared as "
-                             f"{onnx.TensorProto.DataType.Name(ttype.elem_type)} but is "
-                             f"{tensor.dtype}")
+                             f"{dtype_name(ttype.elem_type)} but is {tensor.dtype}")
         if ttype.HasField("shape"):
             dims = ttype.shape.dim
             static = [d.dim_value if d.HasField("dim_value") else None for d in dims]

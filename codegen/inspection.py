@@ -96,8 +96,8 @@ def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
 def inspect_model(source: ModelSource, options: Options) -> Inspection:
     board = load_board(options.board)
     requant = options.requant or board.requant
-    model = load_model(source)
-    graph, problems = survey_model(model, options.input_shapes)
+    model = load_model(source, options.limits)
+    graph, problems = survey_model(model, options.input_shapes, options.limits)
     messages = [str(error) for _, error in problems]
     rewrites: Mapping[str, list[str]] = {}
     rules = "arm"

@@ -3,13 +3,27 @@ or an alias when it only changes the layout."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+import numpy as np
+
 from . import ops
-from .ir import Graph, Tensor
+from .errors import ModelError
+from .ir import Graph, Node, Tensor
 from .ops import LoweringOptions
-from .program import Alias, ComputedConstant, CStruct, KernelCall, Program
+from .program import (
+    Alias,
+    CDouble,
+    CFloat,
+    ComputedConstant,
+    CStruct,
+    CValue,
+    KernelCall,
+    Lowered,
+    Program,
+)
 
 COPY_SOURCES = ("copy.c",)
 
@@ -22,6 +36,7 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
         opdef = ops.lookup(node)
         assert opdef is not None, node.describe()
         for item in opdef.lower(node, graph, options):
+            check_finite(node, item)
             if isinstance(item, Alias):
                 aliases[item.tensor] = item.source
             elif isinstance(item, ComputedConstant):
@@ -36,6 +51,39 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     used = {program.root(t) for call in calls for t in call.inputs}
     program.constants = {k: v for k, v in constants.items() if k in used}
     return program
+
+
+def _non_finite_field(value: CValue) -> float | None:
+    if isinstance(value, CFloat | CDouble):
+        return None if math.isfinite(value.value) else value.value
+    if isinstance(value, CStruct):
+        for _, field in value.fields:
+            bad = _non_finite_field(field)
+            if bad is not None:
+                return bad
+    return None
+
+
+def check_finite(node: Node, item: Lowered) -> None:
+    """Every float constant lowering derives (requantization scales, ratios, dequantized
+    weights) must be finite: C has no literal for NaN, and an infinite scale comes from
+    quantization parameters too far apart for float32 (e.g. y_scale 1e-45), which no
+    real model has."""
+    if isinstance(item, Alias):
+        return
+    arrays = [(item.tensor, item.values)] if isinstance(item, ComputedConstant) else \
+        [(a.name, a.values) for a in item.arrays]
+    for name, values in arrays:
+        array = np.asarray(values)
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            bad = array[~np.isfinite(array)].reshape(-1)[0]
+            raise ModelError(f"{node.describe()}: derived constant '{name}' is {bad} (its "
+                             "quantization scales are too far apart for float32)")
+    if isinstance(item, KernelCall) and item.params is not None:
+        bad_field = _non_finite_field(item.params)
+        if bad_field is not None:
+            raise ModelError(f"{node.describe()}: a derived kernel parameter is {bad_field} "
+                             "(its quantization scales are too far apart for float32)")
 
 
 def _graph_outputs(graph: Graph, program: Program) -> tuple[list[Tensor], list[KernelCall]]:

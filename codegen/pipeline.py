@@ -10,10 +10,11 @@ import numpy as np
 import onnx
 
 from .boards import Board, load_board
-from .emitter import emit_project
+from .emitter import emit_project, estimate_source_bytes
 from .errors import OptionError, UnsupportedError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
+from .limits import DEFAULT_LIMITS, Limits, check_limit
 from .lowering import lower_graph
 from .names import default_name, name_problem, quoted
 from .ops import LoweringOptions
@@ -53,6 +54,8 @@ class Options:
     # Host builds may use every instruction of this machine (-march=native): faster, and
     # not portable to other machines.
     native: bool = False
+    # Tensor, arena and generated-source sizes over which a model is refused.
+    limits: Limits = DEFAULT_LIMITS
 
 
 @dataclass
@@ -108,6 +111,16 @@ def choose_weight_width(choice: str, graph: Graph, board: Board) -> bool:
     return 2 * eight_bit <= WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes
 
 
+def check_sizes(program: Program, plan: ArenaPlan, limits: Limits) -> None:
+    """Refuse a model whose arena or sources would be over the limits, before emitting:
+    the generator never writes half a project, nor formats gigabytes of C."""
+    check_limit(f"model '{program.name}': the activation arena needs {plan.size} bytes",
+                plan.size, limits, "max_arena_bytes")
+    estimate = estimate_source_bytes(program)
+    check_limit(f"model '{program.name}': the generated C would take about {estimate} bytes",
+                estimate, limits, "max_source_bytes")
+
+
 def generate_sources(source: ModelSource, options: Options) -> Generated:
     """Run every stage in memory; nothing is written to disk."""
     board = with_native(load_board(options.board), options.native)
@@ -115,8 +128,8 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
     if requant not in REQUANT_MODES:
         raise UnsupportedError(f"--requant '{requant}': choose one of {', '.join(REQUANT_MODES)}")
     name = model_name(source, options.name)
-    model = load_model(source)
-    graph = import_model(model, options.input_shapes)
+    model = load_model(source, options.limits)
+    graph = import_model(model, options.input_shapes, options.limits)
     check_qdq_rules(options.qdq_rules)
     recipes = run_passes(graph, options.integer_only, options.qdq_rules)
     graph = recipes.graph
@@ -132,6 +145,7 @@ def generate_sources(source: ModelSource, options: Options) -> Generated:
                                                        else options.dsp, wide_weights=wide,
                                                        cortex_m=board.is_cortex_m))
     plan = plan_arena(program)
+    check_sizes(program, plan, options.limits)
     note = model.graph.name or ""
     files = emit_project(program, plan, board, source_note=note)
     return Generated(model, graph, program, plan, board, files, recipes.rewrites,

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, NotConstantError, UnsupportedError
-from ..ir import QUANT_RANGE, Graph, Node, QuantParams, Tensor
+from ..ir import DTYPES, QUANT_RANGE, Graph, Node, QuantParams, Tensor
 from ..program import CArray, CRef, CStruct, CValue
 from ..requant import float32_mult_exp
 
@@ -18,7 +18,15 @@ def input_tensor(node: Node, graph: Graph, index: int, what: str) -> Tensor:
     name = node.input(index)
     if name is None:
         raise ModelError(f"{node.describe()}: required input {index} ({what}) is missing")
-    return graph.tensors[name]
+    tensor = graph.tensors.get(name)
+    if tensor is None:
+        # The importer leaves out constants of dtypes the IR has no kernels for (bool,
+        # float64, ...); the graph's references are checked before any node is inferred.
+        value = graph.constants.get(name)
+        dtype = str(value.dtype) if value is not None else "unknown"
+        raise UnsupportedError(f"{node.describe()}: {what} '{name}' has dtype {dtype}; "
+                               f"supported: {', '.join(DTYPES)}")
+    return tensor
 
 
 def constant_input(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
@@ -50,6 +58,13 @@ def attr_int(node: Node, name: str, default: int) -> int:
     if not isinstance(value, int):
         raise ModelError(f"{node.describe()}: attribute '{name}' must be an integer")
     return value
+
+
+def attr_float(node: Node, name: str, default: float) -> float:
+    value = node.attrs.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise ModelError(f"{node.describe()}: attribute '{name}' must be a number")
+    return float(value)
 
 
 def attr_ints(node: Node, name: str, default: list[int] | None) -> list[int] | None:
@@ -126,13 +141,24 @@ def normalize_axis(node: Node, axis: int, rank: int) -> int:
     return axis % rank
 
 
-def requant_params(scale: NDArray[Any], zero_point: int, act_min: int, act_max: int,
-                   mode: str, collapse: bool = True) -> tuple[CStruct, list[CArray]]:
+def check_finite_scales(node: Node, what: str, values: Any) -> None:
+    """A scale derived from quantization parameters (a product, a ratio) overflows when
+    they are absurdly far apart (y_scale 1e-45): refuse it rather than emit inf."""
+    array = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(array)):
+        raise ModelError(f"{node.describe()}: the {what} is {array[~np.isfinite(array)][0]} "
+                         "(the quantization scales are too far apart for float32)")
+
+
+def requant_params(node: Node, scale: NDArray[Any], zero_point: int, act_min: int,
+                   act_max: int, mode: str, collapse: bool = True) -> tuple[
+                       CStruct, list[CArray]]:
     """The q8_requant_params of an 8-bit output and the const arrays it points to.
     `scale` holds ORT's float32 requantization scale, one value or one per channel;
     mode "int" stores its exact mult * 2^exp decomposition instead. Equal per-channel
     scales collapse to one unless the kernel indexes them together with other arrays."""
     scale = np.asarray(scale, dtype=np.float32).reshape(-1)
+    check_finite_scales(node, "requantization scale", scale)
     per_channel = scale.size > 1 and not (collapse and np.all(scale == scale[0]))
     if not per_channel:
         scale = scale[:1]

@@ -74,7 +74,7 @@ def global_call(node: Node, graph: Graph, x: Tensor, y: Tensor, channels_last: b
     outer = x.shape[0] if channels_last else x.shape[0] * x.shape[1]
     qmin, qmax = output_range(node, graph, x.dtype)
     scale = global_scale(node, x_scale, y_scale, size)
-    requant, arrays = requant_params(np.array([scale]), y_zp, qmin, qmax, requant_mode)
+    requant, arrays = requant_params(node, np.array([scale]), y_zp, qmin, qmax, requant_mode)
     params = CStruct("q8_global_pool_params", (
         ("outer", outer), ("channels", channels), ("size", size),
         ("input_zero_point", x_zp), ("requant", requant)))

@@ -14,7 +14,14 @@ from ..errors import ModelError
 from ..ir import QUANT_RANGE, Graph, Node, Tensor
 from ..program import Alias, CFloat, CStruct, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import check_dtype, constant_input, input_tensor, kernel_suffix, reject_unknown_attrs
+from ._common import (
+    attr_float,
+    check_dtype,
+    constant_input,
+    input_tensor,
+    kernel_suffix,
+    reject_unknown_attrs,
+)
 
 SOURCES = ("clamp.c",)
 
@@ -25,8 +32,8 @@ def clamp_bounds(node: Node, graph: Graph, dtype: str) -> tuple[float, float]:
     if node.op_type == "Relu":
         return max(lo, 0), hi
     if node.opset < 11:  # Clip-6: float attributes
-        return (float(node.attrs.get("min", -3.4028234663852886e38)),
-                float(node.attrs.get("max", 3.4028234663852886e38)))
+        return (attr_float(node, "min", -3.4028234663852886e38),
+                attr_float(node, "max", 3.4028234663852886e38))
     for index, what in ((1, "min"), (2, "max")):
         if node.input(index) is None:
             continue

@@ -20,7 +20,7 @@ from ..ir import Graph, Node, Tensor
 from ..numerics import dequantize_like_ort
 from ..program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import attr_int, check_dtype, input_tensor, normalize_axis
+from ._common import attr_float, attr_int, check_dtype, input_tensor, normalize_axis
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
 from .elementwise import broadcast_shape, broadcast_struct
 from .matmul import bias_strides, matmul_shape
@@ -205,10 +205,10 @@ def lower_gemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     b = check_b_operand(node, graph)
     if attr_int(node, "transA", 0):
         raise _refuse(node, "transA=1 is not supported")
-    if float(node.attrs.get("alpha", 1.0)) != 1.0:
+    if attr_float(node, "alpha", 1.0) != 1.0:
         raise _refuse(node, f"alpha={node.attrs['alpha']} is not supported (1 only)")
     has_bias = node.input(2) is not None
-    if has_bias and float(node.attrs.get("beta", 1.0)) != 1.0:
+    if has_bias and attr_float(node, "beta", 1.0) != 1.0:
         raise _refuse(node, f"beta={node.attrs['beta']} is not supported (1 only)")
     trans_b = bool(attr_int(node, "transB", 0))
     if not trans_b:
@@ -254,7 +254,7 @@ def lower_binary(node: Node, graph: Graph, options: LoweringOptions) -> Sequence
 def lower_activation(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    alpha = float(node.attrs.get("alpha", 0.01)) if node.op_type == "LeakyRelu" else 0.0
+    alpha = attr_float(node, "alpha", 0.01) if node.op_type == "LeakyRelu" else 0.0
     params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(alpha))))
     function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32",
                 "LeakyRelu": "q8_leakyrelu_f32"}[node.op_type]

@@ -17,6 +17,7 @@ from ..program import Alias, CArray, CRef, CStruct, KernelCall
 from ..requant import output_scale
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
+    attr_float,
     attr_int,
     bounded_requant,
     check_dtype,
@@ -263,8 +264,9 @@ def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> 
     scales = output_scale(float(_scalar(node, graph, 1, "a_scale")[0]), b_scale.values,
                           float(_scalar(node, graph, 6, "y_scale")[0]))
     qmin, qmax = output_range(node, graph, y.dtype)
-    requant, arrays = requant_params(scales, int(_scalar(node, graph, 7, "y_zp")[0]), qmin,
-                                     qmax, options.requant, collapse=not b_zp.per_column)
+    requant, arrays = requant_params(node, scales, int(_scalar(node, graph, 7, "y_zp")[0]),
+                                     qmin, qmax, options.requant,
+                                     collapse=not b_zp.per_column)
     mode = "ireq" if options.requant == "int" else "freq"
     if options.kernels == "fast" and b.name in graph.constants and len(b.shape) == 2 and \
             not b_zp.batched:
@@ -413,7 +415,7 @@ def infer_qgemm(node: Node, graph: Graph) -> Inferred:
 
 def qgemm_scale(node: Node, graph: Graph, b_scale: NDArray[Any]) -> NDArray[Any]:
     """ORT: s = f32(f32(alpha * a_scale) * b_scale[n]), then f32(s / y_scale) if given."""
-    alpha = np.float32(node.attrs.get("alpha", 1.0))
+    alpha = np.float32(attr_float(node, "alpha", 1.0))
     a_scale = np.float32(_scalar(node, graph, 1, "a_scale")[0])
     s = (np.float32(alpha * a_scale) * b_scale.astype(np.float32)).astype(np.float32)
     if node.input(7) is not None:
@@ -432,12 +434,14 @@ def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     scale = qgemm_scale(node, graph, b_scale.values)
     if y.dtype == "float32":
         # Float output: y = f32((float)acc * s); no clamp, no zero point.
-        requant, arrays = requant_params(scale, 0, 0, 0, "float", collapse=not b_zp.per_column)
+        requant, arrays = requant_params(node, scale, 0, 0, 0, "float",
+                                         collapse=not b_zp.per_column)
         mode = "f32"
     else:
         qmin, qmax = output_range(node, graph, y.dtype)
-        requant, arrays = requant_params(scale, int(_scalar(node, graph, 8, "y_zp")[0]), qmin,
-                                         qmax, options.requant, collapse=not b_zp.per_column)
+        requant, arrays = requant_params(node, scale, int(_scalar(node, graph, 8, "y_zp")[0]),
+                                         qmin, qmax, options.requant,
+                                         collapse=not b_zp.per_column)
         mode = "ireq" if options.requant == "int" else "freq"
     c_value = constant_input(node, graph, 6, "C") if node.input(6) is not None else None
     n = layout.shape.n
@@ -503,7 +507,8 @@ def lower_matmul_integer_to_float(node: Node, graph: Graph, options: LoweringOpt
     b_scale, b_zp = b_quantization(node, b, constant_input(node, graph, 3, "b_scale"), b_zp_value)
     a_scale = np.float32(_scalar(node, graph, 2, "a_scale")[0])
     scale = (a_scale * b_scale.values.astype(np.float32)).astype(np.float32)
-    requant, arrays = requant_params(scale, 0, 0, 0, "float", collapse=not b_zp.per_column)
+    requant, arrays = requant_params(node, scale, 0, 0, 0, "float",
+                                     collapse=not b_zp.per_column)
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
                           _optional_scalar_zp(node, graph, 4, "a_zero_point", a.dtype),
                           b_zp.per_column, b_zp.batched, None, requant)

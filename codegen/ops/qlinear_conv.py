@@ -139,8 +139,9 @@ def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> li
     q = conv_quant(node, graph, x, w)
     weights, w_zp = as_int8_weights(w, q.w_zp)
     qmin, qmax = output_range(node, graph, y.dtype)
-    requant, requant_arrays = requant_params(output_scale(q.x_scale, q.w_scale, q.y_scale),
-                                             q.y_zp, qmin, qmax, options.requant)
+    requant, requant_arrays = requant_params(
+        node, output_scale(q.x_scale, q.w_scale, q.y_scale), q.y_zp, qmin, qmax,
+        options.requant)
     arrays = [CArray("weights", "int8_t", weights.reshape(-1)),
               CArray("weight_zero_point", "int32_t", w_zp), *requant_arrays]
     if node.input(8) is not None:

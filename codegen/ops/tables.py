@@ -15,6 +15,7 @@ from ..numerics import leaky_relu_table, sigmoid_table
 from ..program import Alias, CArray, CRef, CStruct, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
+    attr_float,
     check_dtype,
     check_scales,
     constant_input,
@@ -52,7 +53,7 @@ def lookup_table(node: Node, graph: Graph, dtype: str) -> NDArray[Any]:
     xs, xz, ys, yz = unary_quant(node, graph, dtype)
     if node.op_type == "QLinearSigmoid":
         return sigmoid_table(xs, xz, ys, yz, dtype)
-    alpha = float(node.attrs.get("alpha", np.float32(0.01)))
+    alpha = attr_float(node, "alpha", float(np.float32(0.01)))
     return leaky_relu_table(alpha, xs, xz, ys, yz, dtype)
 
 

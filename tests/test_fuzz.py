@@ -1,0 +1,235 @@
+"""Hostile and broken models: a bounded fuzz campaign over structural mutations of real
+models (tests/fuzz_models.py), the command line on a sample of them, and the resource
+limits and external-data rules the campaign relies on, each checked directly.
+
+The campaign: ONNX2MCU_FUZZ_COUNT models (default 4000, about 25 s alone on one core),
+seed ONNX2MCU_FUZZ_SEED (default 0), stopped after ONNX2MCU_FUZZ_SECONDS (default 120)
+if the machine is slow; `make fuzz` runs a longer one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from fuzz_models import EXAMPLE, Report, build_case, run_campaign, seed_models
+from onnx import TensorProto, numpy_helper
+
+from codegen.errors import LimitError, ModelError
+from codegen.limits import Limits, format_bytes, parse_size
+from codegen.pipeline import Options, generate_sources
+
+COUNT = int(os.environ.get("ONNX2MCU_FUZZ_COUNT", "4000"))
+SEED = int(os.environ.get("ONNX2MCU_FUZZ_SEED", "0"))
+TIME_BUDGET_S = float(os.environ.get("ONNX2MCU_FUZZ_SECONDS", "120"))
+MIN_MODELS = 2000  # below this the campaign proves too little: a slow machine is a failure
+
+
+@pytest.fixture(scope="module")
+def seeds() -> dict[str, bytes]:
+    return seed_models()
+
+
+@pytest.fixture(scope="module")
+def campaign(seeds: dict[str, bytes]) -> Report:
+    return run_campaign(COUNT, SEED, TIME_BUDGET_S, seeds)
+
+
+def test_campaign_has_no_crashes(campaign: Report) -> None:
+    print(f"\nfuzz campaign (seed {SEED}): {campaign.summary()}")
+    crashes = "\n".join(
+        f"case {c.case} ({c.seed_model}: {'; '.join(c.steps)}): {c.outcome.detail}: "
+        f"{c.outcome.message[:200]}" for c in campaign.crashes[:20])
+    assert not campaign.crashes, f"{len(campaign.crashes)} crashes (replay one with " \
+        f"python tests/fuzz_models.py --seed {SEED} --case N):\n{crashes}"
+    assert campaign.tried >= min(COUNT, MIN_MODELS), campaign.summary()
+    # The mutations must reach past the file checks, and some models must survive them.
+    assert campaign.accepted > 0 and len(campaign.refused) >= 3, campaign.summary()
+
+
+# --------------------------------------------------------------------------------------
+# The command line on a sample of the refused models
+# --------------------------------------------------------------------------------------
+
+def onnx2mcu_command() -> list[str]:
+    script = Path(sys.executable).parent / "onnx2mcu"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "codegen.cli"]
+
+
+def assert_clean_refusal(model: Path, out: Path, *extra: str) -> str:
+    result = subprocess.run([*onnx2mcu_command(), "generate", str(model), "-o", str(out),
+                             *extra], capture_output=True, text=True, timeout=120,
+                            check=False)
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("onnx2mcu: error: "), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not out.exists(), f"{out} was written for a refused model"
+    return lines[0]
+
+
+def test_cli_refuses_mutated_models_in_one_line(campaign: Report, seeds: dict[str, bytes],
+                                                tmp_path: Path) -> None:
+    # A spread of error classes, a few models each; a subprocess costs about a second.
+    sample: dict[str, list[int]] = {}
+    for case, error in campaign.refused_samples:
+        if len(sample.setdefault(error, [])) < 2:
+            sample[error].append(case)
+    cases = sorted(c for group in sample.values() for c in group)[:8]
+    assert cases
+    for case in cases:
+        _, mutated, _ = build_case(seeds, SEED, case, tmp_path / f"case{case}")
+        bad = tmp_path / f"case{case}.onnx"
+        bad.write_bytes(mutated.data)
+        assert_clean_refusal(bad, tmp_path / f"out{case}")
+
+
+# --------------------------------------------------------------------------------------
+# External data and resource limits, checked directly
+# --------------------------------------------------------------------------------------
+
+def example_with_external(folder: Path, location: str, offset: int = 0,
+                          length: int | None = None, payload: bytes | None = None) -> Path:
+    """The example model with its first weight moved to external data at `location`."""
+    model = onnx.load(str(EXAMPLE))
+    init = next(t for t in model.graph.initializer if t.dims and len(t.raw_data) > 8)
+    data = payload if payload is not None else init.raw_data
+    onnx.external_data_helper.set_external_data(init, location, offset,
+                                                len(data) if length is None else length)
+    init.data_location = TensorProto.EXTERNAL
+    init.ClearField("raw_data")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder.parent / "secret.bin").write_bytes(data)
+    path = folder / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_external_data_inside_the_folder_is_read(tmp_path: Path) -> None:
+    model = onnx.load(str(EXAMPLE))
+    init = next(t for t in model.graph.initializer if t.dims and len(t.raw_data) > 8)
+    path = example_with_external(tmp_path / "m", "weights.bin")
+    (tmp_path / "m" / "weights.bin").write_bytes(init.raw_data)
+    reference = generate_sources(EXAMPLE.read_bytes(), Options(name="tiny_cnn_qop"))
+    external = generate_sources(path, Options(name="tiny_cnn_qop"))
+    assert external.files == reference.files
+
+
+@pytest.mark.parametrize("location", ["../secret.bin", "../../etc/passwd", "/etc/passwd",
+                                      "sub/../../secret.bin", "link.bin", "linkdir/secret.bin"])
+def test_external_data_outside_the_folder_is_refused(tmp_path: Path, location: str) -> None:
+    folder = tmp_path / "m"
+    path = example_with_external(folder, location)
+    if location == "link.bin":
+        (folder / "link.bin").symlink_to(tmp_path / "secret.bin")
+    if location.startswith("linkdir/"):
+        (folder / "linkdir").symlink_to(tmp_path)
+    with pytest.raises(ModelError, match="only files in the model's folder are read"):
+        generate_sources(path, Options())
+
+
+def test_external_data_past_the_end_of_its_file_is_refused(tmp_path: Path) -> None:
+    path = example_with_external(tmp_path / "m", "w.bin", offset=100)
+    (tmp_path / "m" / "w.bin").write_bytes(b"\0" * 120)
+    with pytest.raises(ModelError, match=r"needs bytes 100 to \d+ of 'w.bin', which has 120"):
+        generate_sources(path, Options())
+
+
+def test_a_3_gb_external_tensor_is_refused_before_reading(tmp_path: Path) -> None:
+    size = 3 * 2**30
+    folder = tmp_path / "m"
+    path = example_with_external(folder, "big.bin", length=size, payload=b"")
+    model = onnx.load(str(path), load_external_data=False)
+    init = next(t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL)
+    init.data_type, init.dims[:] = TensorProto.INT8, [size]
+    path.write_bytes(model.SerializeToString())
+    with open(folder / "big.bin", "wb") as f:
+        f.truncate(size)  # sparse: no disk space, but reading it would take 3 GB
+    start = time.monotonic()
+    with pytest.raises(LimitError, match=r"declares 3221225472 int8 elements \(3.0 GB\), over "
+                                         r"the limit of 256.0 MB; raise it with "
+                                         r"--max-tensor-bytes"):
+        generate_sources(path, Options())
+    assert time.monotonic() - start < 5
+
+
+def test_2_pow_40_declared_elements_are_refused_with_numbers() -> None:
+    model = onnx.load(str(EXAMPLE))
+    init = next(t for t in model.graph.initializer if t.dims and len(t.raw_data) > 8)
+    init.dims[:] = [2**20, 2**20]
+    with pytest.raises(LimitError, match=r"declares 1099511627776 int8 elements \(1.0 TB\), "
+                                         r"over the limit of 256.0 MB"):
+        generate_sources(model.SerializeToString(), Options())
+
+
+def test_declared_and_stored_sizes_must_agree() -> None:
+    model = onnx.load(str(EXAMPLE))
+    init = next(t for t in model.graph.initializer if t.dims and len(t.raw_data) > 8)
+    size = len(init.raw_data)
+    init.raw_data = init.raw_data[:-1]
+    with pytest.raises(ModelError, match=rf"{init.name}.*\b{size - 1} bytes.*\b{size} bytes"):
+        generate_sources(model.SerializeToString(), Options())
+
+
+def test_limits_on_tensors_arena_and_sources() -> None:
+    data = EXAMPLE.read_bytes()
+    with pytest.raises(LimitError, match=r"activation arena needs .* --max-arena-bytes"):
+        generate_sources(data, Options(limits=Limits(max_arena_bytes=1024)))
+    with pytest.raises(LimitError, match=r"generated C would take .* --max-source-bytes"):
+        generate_sources(data, Options(limits=Limits(max_source_bytes=10_000)))
+    with pytest.raises(LimitError, match="--max-tensor-bytes"):
+        generate_sources(data, Options(limits=Limits(max_tensor_bytes=100)))
+
+
+def test_graph_input_over_the_tensor_limit_is_refused() -> None:
+    model = onnx.load(str(EXAMPLE))
+    for d in model.graph.input[0].type.tensor_type.shape.dim[2:]:
+        d.dim_value = 2**14
+    with pytest.raises(LimitError, match=r"graph input .* float32 elements .* over the limit"):
+        generate_sources(model.SerializeToString(), Options())
+
+
+def test_cli_limit_option_and_message(tmp_path: Path) -> None:
+    line = assert_clean_refusal(EXAMPLE, tmp_path / "out", "--max-arena-bytes", "4K")
+    assert "over the limit of 4.0 KB; raise it with --max-arena-bytes" in line
+
+
+def test_cli_refuses_external_data_escape(tmp_path: Path) -> None:
+    path = example_with_external(tmp_path / "m", "../../etc/passwd")
+    line = assert_clean_refusal(path, tmp_path / "out")
+    assert "leads out of the model's folder" in line
+
+
+def test_sizes_parse_and_print() -> None:
+    assert parse_size("256M") == 256 * 2**20
+    assert parse_size("1g") == 2**30
+    assert parse_size("4096") == 4096
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("lots")
+    assert format_bytes(100) == "100 bytes"
+    assert format_bytes(2**43) == "8.0 TB"
+
+
+def test_weights_with_negative_dims_are_refused() -> None:
+    model = onnx.load(str(EXAMPLE))
+    init = next(t for t in model.graph.initializer if t.dims)
+    init.CopyFrom(numpy_helper.from_array(np.zeros(4, np.int8), init.name))
+    init.dims[:] = [-4]
+    with pytest.raises(ModelError):
+        generate_sources(model.SerializeToString(), Options())
+
+
+def test_a_model_file_over_2_gb_is_refused_before_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "huge.onnx"
+    with open(path, "wb") as f:
+        f.truncate(5 * 2**29)  # sparse 2.5 GB
+    start = time.monotonic()
+    with pytest.raises(ModelError, match=r"2684354560 bytes \(2.5 GB\); an ONNX file over 2 GB"):
+        generate_sources(path, Options())
+    assert time.monotonic() - start < 5
