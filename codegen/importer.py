@@ -4,7 +4,6 @@ each operator module validate its node and infer its outputs."""
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -205,14 +204,14 @@ def _check_model(model: onnx.ModelProto) -> None:
             ttype.ClearField("shape")
 
 
-def _is_printable_name(name: str | bytes) -> bool:
-    # protobuf hands over a name that is not valid UTF-8 as bytes
-    return isinstance(name, str) and not any(unicodedata.category(c) == "Cc" for c in name)
+def _is_text_name(name: str | bytes) -> bool:
+    # protobuf hands over a name that is not valid UTF-8 as bytes. Any text is fine:
+    # names reach the C only escaped in comments and strings, and messages print escaped.
+    return isinstance(name, str)
 
 
 def _check_names(g: onnx.GraphProto) -> None:
-    """Names go into every message and into C comments: one with a newline or another
-    control character (a damaged file) would break both, so it is refused, escaped."""
+    """A name that is not valid UTF-8 (a damaged file) is refused, escaped."""
     named: list[tuple[str, str | bytes]] = [("graph", g.name)]
     named += [("graph input", v.name) for v in g.input]
     named += [("graph output", v.name) for v in g.output]
@@ -224,9 +223,8 @@ def _check_names(g: onnx.GraphProto) -> None:
         named += [(f"{where} output", name) for name in proto.output]
         named += [(f"{where} attribute", a.name) for a in proto.attribute]
     for what, name in named:
-        if not _is_printable_name(name):
-            raise ModelError(f"{what} name {name[:60]!r} is not valid UTF-8 or contains a "
-                             "control character")
+        if not _is_text_name(name):
+            raise ModelError(f"{what} name {name[:60]!r} is not valid UTF-8")
 
 
 def _check_references(g: onnx.GraphProto) -> None:

@@ -25,6 +25,7 @@ _ITEMSIZE: dict[int, int] = {
     TensorProto.UINT64: 8, TensorProto.COMPLEX64: 8, TensorProto.COMPLEX128: 16,
     TensorProto.BFLOAT16: 2,
 }
+_TWO_BIT = {getattr(TensorProto, n) for n in ("UINT2", "INT2") if hasattr(TensorProto, n)}
 _FOUR_BIT = {getattr(TensorProto, n) for n in ("UINT4", "INT4", "FLOAT4E2M1")
              if hasattr(TensorProto, n)}
 _EIGHT_BIT_FLOATS = {getattr(TensorProto, n) for n in (
@@ -64,7 +65,9 @@ def declared_size(tensor: TensorProto, where: str) -> DeclaredSize:
     for d in tensor.dims:
         elements *= int(d)
     data_type = tensor.data_type
-    if data_type in _FOUR_BIT:
+    if data_type in _TWO_BIT:
+        nbytes = (elements + 3) // 4
+    elif data_type in _FOUR_BIT:
         nbytes = (elements + 1) // 2
     elif data_type in _EIGHT_BIT_FLOATS:
         nbytes = elements

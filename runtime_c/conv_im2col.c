@@ -507,61 +507,72 @@ Q8_DEFINE_IM2COL(q8_conv_s8_im2col_ireq, int8_t, 1, IM2COL_IREQ)
  * are not stored) and pixels in pairs (an odd last pixel is multiplied twice), so every
  * block is one 2x2 call.
  */
-Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,
-                               uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
-                               int is_signed, int mode, int layout)
+/* Every output channel of one or two pixels (columns col0, c1): rows in pairs. Inlined
+ * with `two` a constant, so the loop over a pair of pixels carries no checks for a lone
+ * last pixel. */
+Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *layer,
+                        const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
+                        int two, int mode, int layout)
 {
-    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
-    const int32_t pixels = p->output.h * OW, blocks = k_padded / 8;
-    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const int32_t M = p->output.c, k_padded = p->k_padded, blocks = k_padded / 8;
     const int16_t *const weights = p->weights;
     const int32_t *const bias = p->bias;
     const float *const scale = p->requant.scale;
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    int32_t m;
+    for (m = 0; m < M; m += 2) {
+        const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
+        int32_t acc[4];
+        acc[0] = acc[1] = bias[m];
+        acc[2] = acc[3] = bias[m + 1];
+        if (layout == W16_PAIRS) {
+            dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+        } else {
+            dot_w16b_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+        }
+        y0[0] = requantize(&r0, acc[0], mode);
+        if (two) {
+            y0[1] = requantize(&r0, acc[1], mode);
+        }
+        y0 += pixels;
+        if (m + 1 < M) {
+            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
+                                                     (m + 1) * ch_step, mode);
+            y0[0] = requantize(&r1, acc[2], mode);
+            if (two) {
+                y0[1] = requantize(&r1, acc[3], mode);
+            }
+            y0 += pixels;
+        }
+    }
+}
+
+Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,
+                               uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+                               int is_signed, int mode, int layout)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
     const row_requant layer = layer_constants(&p->requant);
     int16_t *col0 = scratch, *col1 = scratch + k_padded;
-    int32_t n, px, m;
+    int32_t n, px;
     zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w, k_padded);
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
-        for (px = 0; px < pixels; px += 2) {
-            const int two = px + 1 < pixels;
-            const int16_t *c1 = two ? col1 : col0;
-            uint8_t *y0 = y_n + (size_t)px;
+        for (px = 0; px + 1 < pixels; px += 2) {
             fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
                  is_signed);
-            if (two) {
-                fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
-                     (px + 1) % OW, col1, is_signed);
-            }
-            for (m = 0; m < M; m += 2) {
-                const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
-                                                         mode);
-                int32_t acc[4];
-                acc[0] = acc[1] = bias[m];
-                acc[2] = acc[3] = bias[m + 1];
-                if (layout == W16_PAIRS) {
-                    dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
-                } else {
-                    dot_w16b_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
-                }
-                y0[0] = requantize(&r0, acc[0], mode);
-                if (two) {
-                    y0[1] = requantize(&r0, acc[1], mode);
-                }
-                y0 += pixels;
-                if (m + 1 < M) {
-                    const row_requant r1 = channel_constants(layer, scale, mult, exp,
-                                                             (m + 1) * ch_step, mode);
-                    y0[0] = requantize(&r1, acc[2], mode);
-                    if (two) {
-                        y0[1] = requantize(&r1, acc[3], mode);
-                    }
-                    y0 += pixels;
-                }
-            }
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                 (px + 1) % OW, col1, is_signed);
+            w16_rows(p, &layer, col0, col1, y_n + (size_t)px, pixels, 1, mode, layout);
+        }
+        if (px < pixels) { /* a last pixel alone */
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+                 is_signed);
+            w16_rows(p, &layer, col0, col0, y_n + (size_t)px, pixels, 0, mode, layout);
         }
     }
 }

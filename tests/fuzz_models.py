@@ -45,6 +45,7 @@ import modelgen
 import zoo
 
 from codegen.errors import Onnx2McuError
+from codegen.names import visible
 from codegen.pipeline import Options, generate_sources
 
 REPO = Path(__file__).resolve().parent.parent
@@ -579,7 +580,9 @@ def run_oracle(source: bytes | Path, must_refuse: bool) -> Outcome:
         with time_limit(TIMEOUT_S), np.errstate(all="ignore"):
             generate_sources(source, Options())
     except Onnx2McuError as exc:
-        message = str(exc)
+        # The CLI prints the message through names.visible (a name with a newline in it
+        # prints escaped): it must be one line then.
+        message = visible(str(exc))
         if not message.strip() or "\n" in message:
             return Outcome("crash", f"{type(exc).__name__} with a multi-line message", message)
         return Outcome("refused", type(exc).__name__, message)

@@ -247,7 +247,7 @@ def test_products_without_a_quantize_after_them() -> None:
                                  F32(0.05 * 0.02), np.int32(0)))
         model = net.model(net.op(op, inputs, **attrs))
         kernels = [c.function for c in generate_sources(model, Options()).program.calls]
-        assert kernels[-1] in ("q8_gemm_u8s8_f32", "q8_fc_u8_f32"), kernels
+        assert kernels[-1] in ("q8_gemm_u8s8_f32", "q8_fc_u8_f32", "q8_fc_u8_w16_f32"), kernels
         exact(model)
 
 
@@ -289,7 +289,8 @@ def test_clamp_after_an_operator_costs_nothing() -> None:
     y = net.op("Relu", [net.dq(y, F32(0.2), np.uint8(100))])
     model = net.model(net.dq(net.q(y, 0.2, 100), F32(0.2), np.uint8(100)))
     calls = generate_sources(model, Options()).program.calls
-    assert [c.function for c in calls] == ["q8_quantize_linear_u8", "q8_conv_u8_im2col_freq",
-                                           "q8_dequantize_linear_u8"]
-    assert calls[1].params.fields[-1][1].fields[-2][1] == 100  # act_min: the zero point
+    assert [c.function for c in calls] == [
+        "q8_quantize_linear_u8", "q8_conv_u8_im2col_w16b_freq", "q8_dequantize_linear_u8"]
+    requant = dict(calls[1].params.fields)["requant"]
+    assert dict(requant.fields)["act_min"] == 100  # the zero point
     exact(model)

@@ -146,8 +146,9 @@ def check_finite_scales(node: Node, what: str, values: Any) -> None:
     they are absurdly far apart (y_scale 1e-45): refuse it rather than emit inf."""
     array = np.asarray(values, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(array)):
-        raise ModelError(f"{node.describe()}: the {what} is {array[~np.isfinite(array)][0]} "
-                         "(the quantization scales are too far apart for float32)")
+        raise UnsupportedError(f"{node.describe()}: the {what} is "
+                               f"{array[~np.isfinite(array)][0]}: it overflows float32 (the "
+                               "quantization scales are too far apart)")
 
 
 def requant_params(node: Node, scale: NDArray[Any], zero_point: int, act_min: int,

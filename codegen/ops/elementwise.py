@@ -22,6 +22,7 @@ from ..requant import float32_mult_exp
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
+    check_finite_scales,
     check_scales,
     constant_input,
     input_tensor,
@@ -116,13 +117,6 @@ def infer_binary(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {a.name: QuantParams((sa,), (za,)), b.name: QuantParams((sb,), (zb,))})
 
 
-def finite_scale(node: Node, what: str, *values: np.float32) -> None:
-    """Refuse scales whose float32 combination overflows: the kernels' arithmetic (and
-    the integer decomposition of the scale) is defined for finite values only."""
-    if not all(np.isfinite(v) for v in values):
-        raise UnsupportedError(f"{node.describe()}: {what} overflows float32")
-
-
 def qadd_constants(sa: float, za: int, sb: float, zb: int, sc: float, zc: int,
                    b_first: bool) -> tuple[np.float32, np.float32, np.float32]:
     """ORT's ratios and fixed part: r = f32(s / sC) and, with (x, y) the kernel's first
@@ -141,9 +135,9 @@ def lower_qadd(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     b_first = ort_input0_is_scalar(a.shape, b.shape)
     with np.errstate(over="ignore"):
         ratios = (F32(F32(sa) / F32(sc)), F32(F32(sb) / F32(sc)))
-    finite_scale(node, "A_scale / C_scale and B_scale / C_scale", *ratios)
+    check_finite_scales(node, "scale ratios A_scale / C_scale and B_scale / C_scale", ratios)
     ra, rb, fixed = qadd_constants(sa, za, sb, zb, sc, zc, b_first)
-    finite_scale(node, "the fixed part of the sum", fixed)
+    check_finite_scales(node, "fixed part of the sum", fixed)
     integer = options.requant == "int"
     arrays: tuple[CArray, ...] = ()
     outer_mult = outer_exp = 0
@@ -190,7 +184,7 @@ def lower_qmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
     sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     with np.errstate(over="ignore"):
         scale = F32(F32(F32(sa) * F32(sb)) / F32(sc))
-    finite_scale(node, "A_scale * B_scale / C_scale", scale)
+    check_finite_scales(node, "output scale A_scale * B_scale / C_scale", scale)
     mult, exp = float32_mult_exp(np.array([scale], F32))
     params = CStruct("q8_qmul_params", (
         ("shape", broadcast_struct(y.shape, a.shape, b.shape)),
