@@ -34,8 +34,11 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define Q8_INLINE static __inline__ __attribute__((always_inline))
+/* A static helper of a shared kernel header that some of its including files do not call. */
+#define Q8_UNUSED __attribute__((unused))
 #else
 #define Q8_INLINE static
+#define Q8_UNUSED
 #endif
 
 /*

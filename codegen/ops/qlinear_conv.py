@@ -35,7 +35,7 @@ from .clamp import output_range
 
 SOURCES = ("qlinear_conv.c",)
 INT8_TYPES = frozenset({"uint8", "int8"})
-# The _w16b_ kernel sums a row's products in int32 from zero (conv_im2col.c,
+# The _w16b_ kernel sums a row's products in int32 from zero (conv_im2col_w16b.c,
 # dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
 # uint8 or int8), so K < 2^16 keeps |sum| <= 65535 * 32640 < 2^31: no signed overflow.
 # Larger layers take the int8 im2col kernel, which accumulates modulo 2^32.
@@ -199,8 +199,9 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     padded = any(window.pads_begin) or any(window.pads_end)
     plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
     variant = "3x3_padded" if padded else "3x3"
+    source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, ("dwconv_3x3.c",), y.numel * 9,
+                      (x.name,), (y.name,), params, arrays, (source,), y.numel * 9,
                       scratch_bytes=plane if padded else 0)
 
 
@@ -245,10 +246,10 @@ def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDA
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                     requant_arrays: list[CArray], mode: str, pairs: bool) -> KernelCall:
-    """The im2col path with wide weights (conv_im2col.c): int16 rows of k taps padded to a
-    multiple of 8, output channels padded to an even count with zero rows, 8-byte
-    aligned; each pair of rows interleaved per two taps for the DSP loop (*_w16_*), or in
-    blocks of 8 taps for plain, vectorizable C (*_w16b_*)."""
+    """The im2col path with wide weights (conv_im2col_w16.c, conv_im2col_w16b.c): int16
+    rows of k taps padded to a multiple of 8, output channels padded to an even count with
+    zero rows, 8-byte aligned; each pair of rows interleaved per two taps for the DSP loop
+    (*_w16_*), or in blocks of 8 taps for plain, vectorizable C (*_w16b_*)."""
     m = weights.shape[0]
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
@@ -270,14 +271,15 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
               CArray("bias", "int32_t", bias_even), *requant_arrays)
     variant = "w16" if pairs else "w16b"
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
+                      (x.name,), (y.name,), params, arrays, (f"conv_im2col_{variant}.c",),
+                      y.numel * k,
                       scratch_bytes=2 * k_padded * 2)
 
 
 def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                    weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                    requant_arrays: list[CArray], mode: str) -> KernelCall:
-    """The unsigned-byte im2col path for cores without DSP (conv_im2col.c, *_b8_*):
+    """The unsigned-byte im2col path for cores without DSP (conv_im2col_w16b.c, *_b8_*):
     weights stored as w + 128 (uint8; padding taps 0), row by row; the columns hold
     x + 128 for int8 inputs, and the bias takes
     (x_zp + 128 or x_zp) * sum(w) out (see the kernel)."""
@@ -298,7 +300,7 @@ def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
               CArray("bias", "int32_t", folded_bias(bias, rows, x_zp + offset)),
               *requant_arrays)
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
+                      (x.name,), (y.name,), params, arrays, ("conv_im2col_b8.c",), y.numel * k,
                       scratch_bytes=2 * k_padded * 2)
 
 

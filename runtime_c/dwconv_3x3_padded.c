@@ -1,0 +1,25 @@
+/*
+ * dwconv_3x3_padded.c - depthwise QLinearConv with 3x3 kernels, layers with padding
+ * (q8_dwconv_*_3x3_padded_*). The kernel is in q8_dwconv.h.
+ */
+#include "q8_dwconv.h"
+
+/* Padded layers copy each channel into the scratch plane
+ * ((OH - 1) * stride_h + 3) x ((OW - 1) * stride_w + 3) bytes. */
+#define Q8_DEFINE_DWCONV_PADDED(NAME, TX, SIGNED, MODE)                                  \
+    void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
+              void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                       \
+    {                                                                                    \
+        if (MODE == DW_FREQ && params->requant.bounded) {                                \
+            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \
+                       (uint8_t *)scratch, 1, SIGNED, DW_FREQ_BOUNDED);                     \
+        } else {                                                                         \
+            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \
+                       (uint8_t *)scratch, 1, SIGNED, MODE);                                \
+        }                                                                                \
+    }
+
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_u8_3x3_padded_freq, uint8_t, 0, DW_FREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_s8_3x3_padded_freq, int8_t, 1, DW_FREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_u8_3x3_padded_ireq, uint8_t, 0, DW_IREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_s8_3x3_padded_ireq, int8_t, 1, DW_IREQ)

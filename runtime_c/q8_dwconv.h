@@ -1,0 +1,222 @@
+/*
+ * q8_dwconv.h - depthwise QLinearConv with 3x3 kernels (one filter per channel, any
+ * stride and padding, dilation 1): the fast path beside the reference in qlinear_conv.c.
+ *
+ * Each channel's nine weights (minus their zero point, int16) stay in registers. Every output
+ * is acc = bias' + sum of nine x * w over raw inputs, with bias' = bias - x_zp * sum(w)
+ * precomputed and padding taps reading x_zp, which is the same sum modulo 2^32 as
+ * sum (x - x_zp) * w + bias. A layer with padding copies each channel into a scratch
+ * plane with its border of x_zp first, so that one loop without bounds checks does every
+ * output. Instantiated by dwconv_3x3.c (layers without padding) and dwconv_3x3_padded.c.
+ */
+#ifndef Q8_DWCONV_H
+#define Q8_DWCONV_H
+
+#include "q8_arith.h"
+#include "q8_dsp.h"
+#include "q8_runtime.h"
+
+enum { DW_FREQ, DW_IREQ, DW_FREQ_BOUNDED };
+
+Q8_INLINE int32_t load_x(const uint8_t *p, int is_signed)
+{
+    return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
+}
+
+/* A channel's requantization constants, read once per channel. */
+typedef struct {
+    float scale, lo_f, hi_f;
+    int32_t mult, exp, lo, hi, zero_point;
+    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
+} channel_requant;
+
+Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t c, int mode)
+{
+    channel_requant r;
+    const int32_t ch = rq->per_channel ? c : 0;
+    r.lo = rq->act_min - rq->zero_point;
+    r.hi = rq->act_max - rq->zero_point;
+    r.lo_f = (float)r.lo;
+    r.hi_f = (float)r.hi;
+    r.zero_point = rq->zero_point;
+    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
+    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
+    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
+    r.scale = mode != DW_IREQ ? rq->scale[ch] : 0.0f;
+    r.mult = mode == DW_IREQ ? rq->mult[ch] : 0;
+    r.exp = mode == DW_IREQ ? rq->exp[ch] : 0;
+    return r;
+}
+
+Q8_INLINE uint8_t requantize(const channel_requant *r, int32_t acc, int mode)
+{
+    if (mode == DW_FREQ_BOUNDED) {
+        int32_t b = q8_requant_bits(acc, r->scale);
+        b = b < r->lo_bits ? r->lo_bits : b;
+        b = b > r->hi_bits ? r->hi_bits : b;
+        return (uint8_t)(b + r->zero_point_bits);
+    }
+    return (uint8_t)((mode == DW_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+                                      : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
+                     r->zero_point);
+}
+
+/* Two int16 weights in one word: lo, hi. */
+Q8_INLINE int32_t weight_pair(const int16_t *w)
+{
+    return (int32_t)(((uint32_t)(uint16_t)w[0]) | ((uint32_t)(uint16_t)w[1] << 16));
+}
+
+/*
+ * All outputs of one channel, from a plane (width W) in which every window lies inside:
+ * row by row, three row pointers walk along, the nine weights sit in five registers as
+ * halfword pairs, each tap is one 16 x 16 multiply-accumulate (SMLABB/SMLABT on DSP
+ * cores). Loop invariants are read into locals first: the byte stores may alias anything.
+ */
+Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
+                             int32_t pad_top, int32_t pad_left, uint8_t *y_c, int32_t c,
+                             const int16_t *w, int is_signed, int mode)
+{
+    const channel_requant rq = channel_constants(&p->requant, c, mode);
+    const int32_t OH = p->output.h, OW = p->output.w, sh = p->stride_h, sw = p->stride_w;
+    const int32_t w01 = weight_pair(w), w23 = weight_pair(w + 2), w45 = weight_pair(w + 4);
+    const int32_t w67 = weight_pair(w + 6), w8 = (int32_t)w[8];
+    const int32_t bias = p->bias[c];
+    uint8_t *out = y_c;
+    int32_t oh, ow;
+    for (oh = 0; oh < OH; oh++) {
+        const uint8_t *r0 = plane + (size_t)(oh * sh - pad_top) * (size_t)W - pad_left;
+        const uint8_t *r1 = r0 + W, *r2 = r1 + W;
+        ow = OW;
+        if (sw == 1) {
+            /* Two neighbouring outputs share two of their three columns: 12 loads for 18
+             * multiply-accumulates. */
+            for (; ow >= 2; ow -= 2) {
+                int32_t x0 = load_x(r0, is_signed), x1 = load_x(r0 + 1, is_signed);
+                int32_t x2 = load_x(r0 + 2, is_signed), x3 = load_x(r0 + 3, is_signed);
+                int32_t a0 = q8_smlabb(x0, w01, bias), a1 = q8_smlabb(x1, w01, bias);
+                a0 = q8_smlabt(x1, w01, a0);
+                a1 = q8_smlabt(x2, w01, a1);
+                a0 = q8_smlabb(x2, w23, a0);
+                a1 = q8_smlabb(x3, w23, a1);
+                x0 = load_x(r1, is_signed);
+                x1 = load_x(r1 + 1, is_signed);
+                x2 = load_x(r1 + 2, is_signed);
+                x3 = load_x(r1 + 3, is_signed);
+                a0 = q8_smlabt(x0, w23, a0);
+                a1 = q8_smlabt(x1, w23, a1);
+                a0 = q8_smlabb(x1, w45, a0);
+                a1 = q8_smlabb(x2, w45, a1);
+                a0 = q8_smlabt(x2, w45, a0);
+                a1 = q8_smlabt(x3, w45, a1);
+                x0 = load_x(r2, is_signed);
+                x1 = load_x(r2 + 1, is_signed);
+                x2 = load_x(r2 + 2, is_signed);
+                x3 = load_x(r2 + 3, is_signed);
+                a0 = q8_smlabb(x0, w67, a0);
+                a1 = q8_smlabb(x1, w67, a1);
+                a0 = q8_smlabt(x1, w67, a0);
+                a1 = q8_smlabt(x2, w67, a1);
+                a0 = q8_smlabb(x2, w8, a0);
+                a1 = q8_smlabb(x3, w8, a1);
+                out[0] = requantize(&rq, a0, mode);
+                out[1] = requantize(&rq, a1, mode);
+                out += 2;
+                r0 += 2;
+                r1 += 2;
+                r2 += 2;
+            }
+        }
+        for (; ow > 0; ow--) {
+            int32_t acc = bias;
+            acc = q8_smlabb(load_x(r0, is_signed), w01, acc);
+            acc = q8_smlabt(load_x(r0 + 1, is_signed), w01, acc);
+            acc = q8_smlabb(load_x(r0 + 2, is_signed), w23, acc);
+            acc = q8_smlabt(load_x(r1, is_signed), w23, acc);
+            acc = q8_smlabb(load_x(r1 + 1, is_signed), w45, acc);
+            acc = q8_smlabt(load_x(r1 + 2, is_signed), w45, acc);
+            acc = q8_smlabb(load_x(r2, is_signed), w67, acc);
+            acc = q8_smlabt(load_x(r2 + 1, is_signed), w67, acc);
+            acc = q8_smlabb(load_x(r2 + 2, is_signed), w8, acc);
+            *out++ = requantize(&rq, acc, mode);
+            r0 += sw;
+            r1 += sw;
+            r2 += sw;
+        }
+    }
+}
+
+/*
+ * The padded plane (PH x PW) around an H x W channel at (pt, pl): its border, the same for
+ * every channel, is written once per call; each channel then only copies its rows in,
+ * a word at a time where it can (short rows make library calls too costly).
+ */
+Q8_INLINE void pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t PH,
+                          int32_t PW, uint8_t pad, uint8_t *padded)
+{
+    int32_t r, i;
+    for (r = 0; r < PH; r++) {
+        uint8_t *row = padded + (size_t)r * (size_t)PW;
+        const int inside = r >= pt && r - pt < H;
+        for (i = 0; i < PW; i++) {
+            if (!inside || i < pl || i - pl >= W) {
+                row[i] = pad;
+            }
+        }
+    }
+}
+
+/* GCC would turn these short copy loops back into memcpy calls, which cost more than the
+ * copy itself on rows of a few bytes. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_t H, int32_t W, int32_t pt,
+                                   int32_t pl, int32_t PH, int32_t PW, uint8_t *padded)
+{
+    const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
+    int32_t r, i;
+    for (r = 0; r < rows; r++) {
+        const uint8_t *src = x_c + (size_t)r * (size_t)W;
+        uint8_t *dst = padded + (size_t)(r + pt) * (size_t)PW + pl;
+        for (i = 0; i + 4 <= cols; i += 4) {
+            q8_store32(dst + i, q8_load32(src + i));
+        }
+        for (; i < cols; i++) {
+            dst[i] = src[i];
+        }
+    }
+}
+
+/*
+ * Channels one at a time. Without padding, or when the window never leaves the input,
+ * the outputs read the input directly; otherwise the channel is first copied into the
+ * scratch plane with its padding, so no output needs bounds checks.
+ */
+Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT x,
+                          uint8_t *Q8_RESTRICT y, uint8_t *Q8_RESTRICT scratch, int padded,
+                          int is_signed, int mode)
+{
+    const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
+    const int32_t OH = p->output.h, OW = p->output.w;
+    const int32_t PH = (OH - 1) * p->stride_h + 3, PW = (OW - 1) * p->stride_w + 3;
+    int32_t n, c;
+    if (padded) {
+        pad_border(H, W, p->pad_top, p->pad_left, PH, PW, (uint8_t)p->pad_value, scratch);
+    }
+    for (n = 0; n < p->input.n; n++) {
+        for (c = 0; c < C; c++) {
+            const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
+            uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
+            const int16_t *wc = p->weights + (size_t)c * 9u;
+            if (padded) {
+                copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, scratch);
+                interior_rows(p, scratch, PW, 0, 0, y_c, c, wc, is_signed, mode);
+            } else {
+                interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, c, wc, is_signed, mode);
+            }
+        }
+    }
+}
+
+#endif /* Q8_DWCONV_H */

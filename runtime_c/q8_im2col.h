@@ -1,0 +1,736 @@
+/*
+ * q8_im2col.h - the im2col convolution paths (QLinearConv, group 1, weight zero point 0)
+ * shared by conv_im2col.c (int8 weights), conv_im2col_w16.c (int16 weights in row pairs,
+ * for the DSP extension), conv_im2col_w16b.c (int16 weights in blocks of 8 taps, plain C
+ * compilers vectorize) and conv_im2col_b8.c (unsigned bytes, for cores without DSP).
+ * Each file instantiates only its own variants, so a project compiles only what it uses.
+ *
+ * QLinearConv as a matrix product on 16-bit operands: the fast paths beside the
+ * reference in qlinear_conv.c.
+ *
+ * Two output pixels at a time, the window's taps are gathered into a scratch buffer of
+ * int16 (im2col), padding taps holding the input zero point. Each pair of output
+ * channels then multiplies its weight rows with both columns: four weights are loaded
+ * in one word and widened with two q8_sxtb16 (bytes 0,2 and 1,3); the generator stores
+ * each group of four weights as w0, w2, w1, w3, so those are the pairs (w0, w1) and
+ * (w2, w3), matching the column's word loads, and every q8_smlad does two
+ * multiply-accumulates. A 2x2 block does 16 per two weight words.
+ *
+ * acc = sum_k x_k * w_k + bias', with bias' = bias - x_zp * sum_k w_k precomputed: the
+ * same sum modulo 2^32 as sum (x_k - x_zp) * w_k + bias, where padded x_k = x_zp adds
+ * nothing. Requantization as the reference (q8_arith.h).
+ */
+#ifndef Q8_IM2COL_H
+#define Q8_IM2COL_H
+
+#include "q8_arith.h"
+#include "q8_dsp.h"
+#include "q8_runtime.h"
+#include "q8_window.h"
+
+enum { IM2COL_FREQ, IM2COL_IREQ, IM2COL_FREQ_BOUNDED };
+
+/* is_signed: 0 uint8, 1 int8, 2 int8 stored plus 128 (for the unsigned-byte variant). */
+Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
+{
+    return is_signed == 2 ? (int16_t)(*p ^ 0x80u)
+                          : (is_signed ? (int16_t)(int8_t)*p : (int16_t)*p);
+}
+
+/*
+ * Gather the taps of output pixel (oh, ow) of image x into column (k_padded int16), in
+ * (c, kh, kw) order. A window inside the input is copied without bounds checks.
+ */
+Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
+                           int16_t *column, int is_signed)
+{
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, KW = win->kernel_w;
+    const int32_t dh = win->dilation_h, dw = win->dilation_w;
+    const int32_t ih0 = oh * win->stride_h - win->pad_top;
+    const int32_t iw0 = ow * win->stride_w - win->pad_left;
+    const size_t plane = (size_t)(H * W);
+    int16_t *out = column;
+    int32_t c, kh, kw;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
+        const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
+        const size_t row_step = (size_t)dh * (size_t)W;
+        if (KH * KW == 1) { /* pointwise: one tap per channel */
+            const uint8_t *tap = base;
+            for (c = C; c >= 4; c -= 4) {
+                out[0] = widen(tap, is_signed);
+                out[1] = widen(tap + plane, is_signed);
+                out[2] = widen(tap + 2 * plane, is_signed);
+                out[3] = widen(tap + 3 * plane, is_signed);
+                out += 4;
+                tap += 4 * plane;
+            }
+            for (; c > 0; c--) {
+                *out++ = widen(tap, is_signed);
+                tap += plane;
+            }
+        } else if (KH == 3 && KW == 3 && dh == 1 && dw == 1) {
+            const size_t W2 = 2 * (size_t)W;
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                out[0] = widen(row, is_signed);
+                out[1] = widen(row + 1, is_signed);
+                out[2] = widen(row + 2, is_signed);
+                out[3] = widen(row + W, is_signed);
+                out[4] = widen(row + W + 1, is_signed);
+                out[5] = widen(row + W + 2, is_signed);
+                out[6] = widen(row + W2, is_signed);
+                out[7] = widen(row + W2 + 1, is_signed);
+                out[8] = widen(row + W2 + 2, is_signed);
+                out += 9;
+            }
+        } else if (KW == 3 && dw == 1) {
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    out[0] = widen(row, is_signed);
+                    out[1] = widen(row + 1, is_signed);
+                    out[2] = widen(row + 2, is_signed);
+                    out += 3;
+                    row += row_step;
+                }
+            }
+        } else {
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    for (kw = 0; kw < KW; kw++) {
+                        *out++ = widen(row + kw * dw, is_signed);
+                    }
+                    row += row_step;
+                }
+            }
+        }
+    } else {
+        const int16_t pad = (int16_t)pad_value;
+        for (c = 0; c < C; c++) {
+            const uint8_t *x_c = x + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                const int32_t ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H) {
+                    for (kw = 0; kw < KW; kw++) {
+                        *out++ = pad;
+                    }
+                    continue;
+                }
+                for (kw = 0; kw < KW; kw++) {
+                    const int32_t iw = iw0 + kw * dw;
+                    *out++ = (iw >= 0 && iw < W)
+                                 ? widen(x_c + (size_t)ih * (size_t)W + (size_t)iw, is_signed)
+                                 : pad;
+                }
+            }
+        }
+    }
+    (void)k_padded; /* the taps past k were zeroed once, by zero_column_tails */
+    (void)out;
+}
+
+/* The padding taps of both columns (k .. k_padded) meet zero weights; they must hold
+ * finite values, and the fills never write them, so they are zeroed once per call. */
+Q8_INLINE void zero_column_tails(int16_t *scratch, int32_t k, int32_t k_padded)
+{
+    int32_t i;
+    for (i = k; i < k_padded; i++) {
+        scratch[i] = 0;
+        scratch[k_padded + i] = 0;
+    }
+}
+
+/*
+ * Out of line, one per input type: inlined into the kernels, the fill loops run short of
+ * registers and spill their pointers.
+ */
+Q8_UNUSED static void fill_column_s8(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
+                           int16_t *column)
+{
+    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 1);
+}
+
+Q8_UNUSED static void fill_column_u8(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
+                           int16_t *column)
+{
+    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 0);
+}
+
+Q8_UNUSED static void fill_column_s8_offset(const q8_dims *input, const q8_window *win,
+                                  int32_t pad_value, int32_t k_padded, const uint8_t *x,
+                                  int32_t oh, int32_t ow, int16_t *column)
+{
+    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 2);
+}
+
+Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                    int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
+                    int is_signed)
+{
+    if (is_signed == 2) {
+        fill_column_s8_offset(input, win, pad_value, k_padded, x, oh, ow, column);
+    } else if (is_signed) {
+        fill_column_s8(input, win, pad_value, k_padded, x, oh, ow, column);
+    } else {
+        fill_column_u8(input, win, pad_value, k_padded, x, oh, ow, column);
+    }
+}
+
+#if Q8_HAS_DSP
+/* acc[r][j] += weights row r . column j, for rows w0 (and w1) and columns c0 (and c1). */
+Q8_UNUSED static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
+                    int32_t groups, int32_t acc[4])
+{
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    int32_t i;
+    /* A down-counter and one base pointer per operand keep the loop in registers. */
+    for (i = groups; i > 0; i--) {
+        const uint32_t wa = q8_load32(w0), wb = q8_load32(w1);
+        const uint32_t wa_01 = q8_sxtb16(wa), wa_23 = q8_sxtb16(q8_ror8(wa));
+        const uint32_t wb_01 = q8_sxtb16(wb), wb_23 = q8_sxtb16(q8_ror8(wb));
+        const uint32_t x0_01 = q8_load32(c0), x0_23 = q8_load32(c0 + 2);
+        const uint32_t x1_01 = q8_load32(c1), x1_23 = q8_load32(c1 + 2);
+        a00 = q8_smlad(wa_01, x0_01, a00);
+        a00 = q8_smlad(wa_23, x0_23, a00);
+        a01 = q8_smlad(wa_01, x1_01, a01);
+        a01 = q8_smlad(wa_23, x1_23, a01);
+        a10 = q8_smlad(wb_01, x0_01, a10);
+        a10 = q8_smlad(wb_23, x0_23, a10);
+        a11 = q8_smlad(wb_01, x1_01, a11);
+        a11 = q8_smlad(wb_23, x1_23, a11);
+        w0 += 4;
+        w1 += 4;
+        c0 += 4;
+        c1 += 4;
+    }
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+Q8_UNUSED static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_t acc)
+{
+    int32_t i;
+    for (i = 0; i < groups; i++) {
+        const uint32_t wv = q8_load32(w);
+        acc = q8_smlad(q8_sxtb16(wv), q8_load32(c), acc);
+        acc = q8_smlad(q8_sxtb16(q8_ror8(wv)), q8_load32(c + 2), acc);
+        w += 4;
+        c += 4;
+    }
+    return acc;
+}
+#else
+/*
+ * Cores without the DSP extension: one 32-bit multiply-accumulate per tap, four taps per
+ * step with the weights in their stored order (w0, w2, w1, w3), modulo 2^32.
+ */
+Q8_INLINE uint32_t dot_group(const int8_t *w, const int16_t *c)
+{
+    return (uint32_t)(c[0] * w[0]) + (uint32_t)(c[1] * w[2]) + (uint32_t)(c[2] * w[1]) +
+           (uint32_t)(c[3] * w[3]);
+}
+
+Q8_UNUSED static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
+                    int32_t groups, int32_t acc[4])
+{
+    uint32_t a00 = (uint32_t)acc[0], a01 = (uint32_t)acc[1];
+    uint32_t a10 = (uint32_t)acc[2], a11 = (uint32_t)acc[3];
+    int32_t i;
+    for (i = groups; i > 0; i--) {
+        a00 += dot_group(w0, c0);
+        a01 += dot_group(w0, c1);
+        a10 += dot_group(w1, c0);
+        a11 += dot_group(w1, c1);
+        w0 += 4;
+        w1 += 4;
+        c0 += 4;
+        c1 += 4;
+    }
+    acc[0] = (int32_t)a00;
+    acc[1] = (int32_t)a01;
+    acc[2] = (int32_t)a10;
+    acc[3] = (int32_t)a11;
+}
+
+Q8_UNUSED static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_t acc)
+{
+    uint32_t sum = (uint32_t)acc;
+    int32_t i;
+    for (i = groups; i > 0; i--) {
+        sum += dot_group(w, c);
+        w += 4;
+        c += 4;
+    }
+    return (int32_t)sum;
+}
+#endif
+
+/*
+ * The wide-weight variant (q8_conv_*_im2col_w16_*): weights stored as int16, two rows
+ * interleaved per pair of taps ([row m: k, k+1][row m+1: k, k+1] ...), so one 64-bit load
+ * gives both rows' operands for two taps and no widening is left in the inner loop:
+ * 8 taps x 2 rows x 2 columns = 32 multiply-accumulates in 16 q8_smlad and 6 loads.
+ * It costs twice the weight bytes of the int8 layout; the generator picks it when the
+ * board's flash has room (--weights).
+ */
+#if Q8_HAS_DSP
+#define Q8_W16_STEP(W, X, Y)                                                                   \
+    do {                                                                                       \
+        a00 = q8_smlad((uint32_t)(W), (X), a00);                                               \
+        a01 = q8_smlad((uint32_t)(W), (Y), a01);                                               \
+        a10 = q8_smlad((uint32_t)((W) >> 32), (X), a10);                                       \
+        a11 = q8_smlad((uint32_t)((W) >> 32), (Y), a11);                                       \
+    } while (0)
+
+/* acc[2r + j] += row r . column j over blocks * 8 taps; all pointers 8-byte aligned. */
+Q8_UNUSED static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                        int32_t blocks, int32_t acc[4])
+{
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    const uint64_t *wp = (const uint64_t *)(const void *)w;
+    const uint64_t *p0 = (const uint64_t *)(const void *)c0;
+    const uint64_t *p1 = (const uint64_t *)(const void *)c1;
+    do {
+        uint64_t x = p0[0], y = p1[0], wv;
+        wv = wp[0];
+        Q8_W16_STEP(wv, (uint32_t)x, (uint32_t)y);
+        wv = wp[1];
+        Q8_W16_STEP(wv, (uint32_t)(x >> 32), (uint32_t)(y >> 32));
+        x = p0[1];
+        y = p1[1];
+        wv = wp[2];
+        Q8_W16_STEP(wv, (uint32_t)x, (uint32_t)y);
+        wv = wp[3];
+        Q8_W16_STEP(wv, (uint32_t)(x >> 32), (uint32_t)(y >> 32));
+        wp += 4;
+        p0 += 2;
+        p1 += 2;
+    } while (--blocks);
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+#else
+/* Plain 32-bit multiply-accumulates over the same layout, modulo 2^32. */
+Q8_UNUSED static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                        int32_t blocks, int32_t acc[4])
+{
+    uint32_t a00 = (uint32_t)acc[0], a01 = (uint32_t)acc[1];
+    uint32_t a10 = (uint32_t)acc[2], a11 = (uint32_t)acc[3];
+    int32_t i;
+    for (i = blocks * 4; i > 0; i--) {
+        const int32_t x0 = c0[0], x1 = c0[1], y0 = c1[0], y1 = c1[1];
+        a00 += (uint32_t)(w[0] * x0 + w[1] * x1);
+        a01 += (uint32_t)(w[0] * y0 + w[1] * y1);
+        a10 += (uint32_t)(w[2] * x0 + w[3] * x1);
+        a11 += (uint32_t)(w[2] * y0 + w[3] * y1);
+        w += 4;
+        c0 += 2;
+        c1 += 2;
+    }
+    acc[0] = (int32_t)a00;
+    acc[1] = (int32_t)a01;
+    acc[2] = (int32_t)a10;
+    acc[3] = (int32_t)a11;
+}
+#endif
+
+/*
+ * The block layout (q8_conv_*_im2col_w16b_*), for cores without the DSP extension and
+ * vectorizing compilers: each pair of rows interleaved in blocks of 8 taps ([row m: 8
+ * taps][row m+1: 8 taps] ...), so the loop over a block is a plain widening multiply-add
+ * reduction the compiler vectorizes (e.g. PMADDWD). The products are summed in int32 from
+ * zero, which the generator keeps exact (|w * x| <= 128 * 255 and k < 2^16), then added
+ * to the accumulators modulo 2^32.
+ */
+Q8_UNUSED static void dot_w16b_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                         int32_t blocks, int32_t acc[4])
+{
+    int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+    int32_t b, j;
+    for (b = 0; b < blocks; b++) {
+        for (j = 0; j < 8; j++) {
+            s00 += w[j] * c0[j];
+            s01 += w[j] * c1[j];
+            s10 += w[8 + j] * c0[j];
+            s11 += w[8 + j] * c1[j];
+        }
+        w += 16;
+        c0 += 8;
+        c1 += 8;
+    }
+    acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)s00);
+    acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)s01);
+    acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)s10);
+    acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)s11);
+}
+
+enum { W16_PAIRS, W16_BLOCKS };
+
+/* An output channel's requantization constants, read once per row. */
+typedef struct {
+    float scale, lo_f, hi_f;
+    int32_t mult, exp, lo, hi, zero_point;
+    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
+} row_requant;
+
+/*
+ * Loop invariants are copied into locals first: the kernels store bytes, and a byte store
+ * may alias anything, so fields read through the params pointer would be reloaded after
+ * every output.
+ */
+Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
+{
+    row_requant r;
+    r.lo = rq->act_min - rq->zero_point;
+    r.hi = rq->act_max - rq->zero_point;
+    r.lo_f = (float)r.lo;
+    r.hi_f = (float)r.hi;
+    r.zero_point = rq->zero_point;
+    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
+    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
+    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
+    r.scale = 0.0f;
+    r.mult = r.exp = 0;
+    return r;
+}
+
+Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const int32_t *mult,
+                                        const int32_t *exp, int32_t ch, int mode)
+{
+    if (mode == IM2COL_IREQ) {
+        r.mult = mult[ch];
+        r.exp = exp[ch];
+    } else {
+        r.scale = scale[ch];
+    }
+    return r;
+}
+
+Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
+{
+    row_requant r = layer_constants(rq);
+    const int32_t ch = rq->per_channel ? m : 0;
+    r.scale = mode != IM2COL_IREQ ? rq->scale[ch] : 0.0f;
+    r.mult = mode == IM2COL_IREQ ? rq->mult[ch] : 0;
+    r.exp = mode == IM2COL_IREQ ? rq->exp[ch] : 0;
+    return r;
+}
+
+Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
+{
+    if (mode == IM2COL_FREQ_BOUNDED) {
+        int32_t b = q8_requant_bits(acc, r->scale);
+        b = b < r->lo_bits ? r->lo_bits : b;
+        b = b > r->hi_bits ? r->hi_bits : b;
+        return (uint8_t)(b + r->zero_point_bits);
+    }
+    return (uint8_t)((mode == IM2COL_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+                                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
+                     r->zero_point);
+}
+
+Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
+                           uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch, int is_signed,
+                           int mode)
+{
+    const int32_t M = p->output.c, OW = p->output.w;
+    const int32_t pixels = p->output.h * OW, groups = p->k_padded / 4;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    int16_t *col0 = scratch, *col1 = scratch + p->k_padded;
+    int32_t n, px, m;
+    zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w,
+                      p->k_padded);
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (px = 0; px < pixels; px += 2) {
+            const int two = px + 1 < pixels;
+            fill(&p->input, &p->window, p->pad_value, p->k_padded, x_n, px / OW,
+                 px % OW, col0, is_signed);
+            if (two) {
+                fill(&p->input, &p->window, p->pad_value, p->k_padded, x_n, (px + 1) / OW,
+                     (px + 1) % OW, col1, is_signed);
+            }
+            for (m = 0; m < M; m += 2) {
+                const int8_t *w0 = p->weights + (size_t)m * (size_t)p->k_padded;
+                const row_requant r0 = row_constants(&p->requant, m, mode);
+                uint8_t *y0 = y_n + (size_t)m * (size_t)pixels + (size_t)px;
+                int32_t acc[4];
+                acc[0] = acc[1] = p->bias[m];
+                if (m + 1 < M) {
+                    const row_requant r1 = row_constants(&p->requant, m + 1, mode);
+                    uint8_t *y1 = y0 + pixels;
+                    acc[2] = acc[3] = p->bias[m + 1];
+                    if (two) {
+                        dot_2x2(w0, w0 + p->k_padded, col0, col1, groups, acc);
+                        y1[1] = requantize(&r1, acc[3], mode);
+                    } else {
+                        acc[0] = dot_1x1(w0, col0, groups, acc[0]);
+                        acc[2] = dot_1x1(w0 + p->k_padded, col0, groups, acc[2]);
+                    }
+                    y1[0] = requantize(&r1, acc[2], mode);
+                } else {
+                    acc[0] = dot_1x1(w0, col0, groups, acc[0]);
+                    if (two) {
+                        acc[1] = dot_1x1(w0, col1, groups, acc[1]);
+                    }
+                }
+                y0[0] = requantize(&r0, acc[0], mode);
+                if (two) {
+                    y0[1] = requantize(&r0, acc[1], mode);
+                }
+            }
+        }
+    }
+}
+
+
+/*
+ * Wide weights: rows in pairs (an odd last row is paired with a zero row whose outputs
+ * are not stored) and pixels in pairs (an odd last pixel is multiplied twice), so every
+ * block is one 2x2 call.
+ */
+/* Every output channel of one or two pixels (columns col0, c1): rows in pairs. Inlined
+ * with `two` a constant, so the loop over a pair of pixels carries no checks for a lone
+ * last pixel. */
+Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *layer,
+                        const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
+                        int two, int mode, int layout)
+{
+    const int32_t M = p->output.c, k_padded = p->k_padded, blocks = k_padded / 8;
+    const int16_t *const weights = p->weights;
+    const int32_t *const bias = p->bias;
+    const float *const scale = p->requant.scale;
+    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
+    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    int32_t m;
+    for (m = 0; m < M; m += 2) {
+        const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
+        int32_t acc[4];
+        acc[0] = acc[1] = bias[m];
+        acc[2] = acc[3] = bias[m + 1];
+        if (layout == W16_PAIRS) {
+            dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+        } else {
+            dot_w16b_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+        }
+        y0[0] = requantize(&r0, acc[0], mode);
+        if (two) {
+            y0[1] = requantize(&r0, acc[1], mode);
+        }
+        y0 += pixels;
+        if (m + 1 < M) {
+            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
+                                                     (m + 1) * ch_step, mode);
+            y0[0] = requantize(&r1, acc[2], mode);
+            if (two) {
+                y0[1] = requantize(&r1, acc[3], mode);
+            }
+            y0 += pixels;
+        }
+    }
+}
+
+Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,
+                               uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+                               int is_signed, int mode, int layout)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const row_requant layer = layer_constants(&p->requant);
+    int16_t *col0 = scratch, *col1 = scratch + k_padded;
+    int32_t n, px;
+    zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w, k_padded);
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (px = 0; px + 1 < pixels; px += 2) {
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+                 is_signed);
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                 (px + 1) % OW, col1, is_signed);
+            w16_rows(p, &layer, col0, col1, y_n + (size_t)px, pixels, 1, mode, layout);
+        }
+        if (px < pixels) { /* a last pixel alone */
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+                 is_signed);
+            w16_rows(p, &layer, col0, col0, y_n + (size_t)px, pixels, 0, mode, layout);
+        }
+    }
+}
+
+
+/*
+ * The unsigned-byte variant (q8_conv_*_im2col_b8_*), for cores without the DSP extension
+ * (Cortex-M0/M0+/M3): weights stored as u = w + 128 (one byte each, row by row) and
+ * the columns as x' = x + 128 for
+ * int8 inputs (x for uint8), both non-negative, so every operand is an unsigned load
+ * with an immediate offset, which is all Thumb-1 has. With S = sum x' over the column:
+ *   sum u x' - 128 S = sum w x + off * sum w        (off = 128 for int8 inputs, else 0)
+ * and bias[m] = B[m] - (x_zp + off) * sum w[m] (modulo 2^32) completes the accumulator.
+ */
+Q8_UNUSED static void dot_b8_1x2(const uint8_t *w, const int16_t *c0, const int16_t *c1,
+                       int32_t blocks, uint32_t acc[2])
+{
+    uint32_t a0 = acc[0], a1 = acc[1];
+    /* Written out, so that every load takes an immediate offset; one row and two
+     * columns keep all values in the eight low registers Thumb-1 multiplies with. */
+#define Q8_B8_TAP(J)                                                                           \
+    do {                                                                                       \
+        const uint32_t u = w[J];                                                               \
+        a0 += u * (uint16_t)c0[J];                                                             \
+        a1 += u * (uint16_t)c1[J];                                                             \
+    } while (0)
+    for (; blocks > 0; blocks--) {
+        Q8_B8_TAP(0);
+        Q8_B8_TAP(1);
+        Q8_B8_TAP(2);
+        Q8_B8_TAP(3);
+        Q8_B8_TAP(4);
+        Q8_B8_TAP(5);
+        Q8_B8_TAP(6);
+        Q8_B8_TAP(7);
+        w += 8;
+        c0 += 8;
+        c1 += 8;
+    }
+#undef Q8_B8_TAP
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
+/* Two rows (k_padded apart) by two columns, for Thumb-2 cores (M3), whose registers
+ * hold the four accumulators and whose MLA multiplies and adds in one instruction. */
+Q8_UNUSED static void dot_b8_2x2(const uint8_t *w0, int32_t k_padded, const int16_t *c0,
+                       const int16_t *c1, int32_t blocks, uint32_t acc[4])
+{
+    const uint8_t *w1 = w0 + k_padded;
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+#define Q8_B8_TAP2(J)                                                                          \
+    do {                                                                                       \
+        const uint32_t u0 = w0[J], u1 = w1[J];                                                 \
+        const uint32_t x0 = (uint16_t)c0[J], x1 = (uint16_t)c1[J];                             \
+        a00 += u0 * x0;                                                                        \
+        a01 += u0 * x1;                                                                        \
+        a10 += u1 * x0;                                                                        \
+        a11 += u1 * x1;                                                                        \
+    } while (0)
+    for (; blocks > 0; blocks--) {
+        Q8_B8_TAP2(0);
+        Q8_B8_TAP2(1);
+        Q8_B8_TAP2(2);
+        Q8_B8_TAP2(3);
+        Q8_B8_TAP2(4);
+        Q8_B8_TAP2(5);
+        Q8_B8_TAP2(6);
+        Q8_B8_TAP2(7);
+        w0 += 8;
+        w1 += 8;
+        c0 += 8;
+        c1 += 8;
+    }
+#undef Q8_B8_TAP2
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+/* Rows in pairs where the core has the registers for it (not Thumb-1). */
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB == 1
+#define Q8_B8_ROW_PAIRS 0
+#else
+#define Q8_B8_ROW_PAIRS 1
+#endif
+
+Q8_UNUSED static uint32_t column_sum(const int16_t *column, int32_t k_padded)
+{
+    uint32_t sum = 0;
+    int32_t k;
+    for (k = 0; k < k_padded; k++) {
+        sum += (uint16_t)column[k];
+    }
+    return sum;
+}
+
+Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *Q8_RESTRICT x,
+                              uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+                              int is_signed, int mode)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW, blocks = k_padded / 8;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const uint8_t *const weights = p->weights;
+    const int32_t *const bias = p->bias;
+    const float *const scale = p->requant.scale;
+    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
+    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    const row_requant layer = layer_constants(&p->requant);
+    const int fill_mode = is_signed ? 2 : 0;
+    int16_t *col0 = scratch, *col1 = scratch + k_padded;
+    int32_t n, px, m;
+    zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w, k_padded);
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (px = 0; px < pixels; px += 2) {
+            const int two = px + 1 < pixels;
+            const int16_t *c1 = two ? col1 : col0;
+            uint8_t *y0 = y_n + (size_t)px;
+            uint32_t s0, s1;
+            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+                 fill_mode);
+            if (two) {
+                fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                     (px + 1) % OW, col1, fill_mode);
+            }
+            s0 = column_sum(col0, k_padded) << 7;
+            s1 = two ? column_sum(col1, k_padded) << 7 : s0;
+            for (m = 0; Q8_B8_ROW_PAIRS && m + 1 < M; m += 2) {
+                const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
+                                                         mode);
+                const row_requant r1 = channel_constants(layer, scale, mult, exp,
+                                                         (m + 1) * ch_step, mode);
+                uint32_t acc[4];
+                acc[0] = (uint32_t)bias[m] - s0;
+                acc[1] = (uint32_t)bias[m] - s1;
+                acc[2] = (uint32_t)bias[m + 1] - s0;
+                acc[3] = (uint32_t)bias[m + 1] - s1;
+                dot_b8_2x2(weights + (size_t)m * (size_t)k_padded, k_padded, col0, c1, blocks,
+                           acc);
+                y0[0] = requantize(&r0, (int32_t)acc[0], mode);
+                y0[pixels] = requantize(&r1, (int32_t)acc[2], mode);
+                if (two) {
+                    y0[1] = requantize(&r0, (int32_t)acc[1], mode);
+                    y0[pixels + 1] = requantize(&r1, (int32_t)acc[3], mode);
+                }
+                y0 += 2 * pixels;
+            }
+            for (; m < M; m++) {
+                const row_requant r = channel_constants(layer, scale, mult, exp, m * ch_step,
+                                                        mode);
+                uint32_t acc[2];
+                acc[0] = (uint32_t)bias[m] - s0;
+                acc[1] = (uint32_t)bias[m] - s1;
+                dot_b8_1x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
+                y0[0] = requantize(&r, (int32_t)acc[0], mode);
+                if (two) {
+                    y0[1] = requantize(&r, (int32_t)acc[1], mode);
+                }
+                y0 += pixels;
+            }
+        }
+    }
+}
+
+#endif /* Q8_IM2COL_H */
