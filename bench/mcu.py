@@ -35,6 +35,8 @@ def main() -> int:
     parser.add_argument("--boards", default="cortex-m4f,cortex-m7,cortex-m33,cortex-m0plus")
     parser.add_argument("--models", default=",".join(MLPERF_TINY))
     parser.add_argument("--variant", default="i8-pc", help="zoo variant (default i8-pc)")
+    parser.add_argument("--weights", default="auto", choices=["auto", "int8", "int16"],
+                        help="weight storage of the fast kernels (default auto)")
     parser.add_argument("--per-layer", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = parser.parse_args()
@@ -49,9 +51,10 @@ def main() -> int:
     for board in args.boards.split(","):
         for name in args.models.split(","):
             model = zoo.quantized_model(name, args.variant)
-            gen = generate_sources(model, Options(board=board))
+            gen = generate_sources(model, Options(board=board, weights=args.weights))
             data = random_inputs(gen.program.inputs, 1, seed=0)
-            report = count_instructions(model, data, board=board, per_layer=args.per_layer)
+            report = count_instructions(model, data, board=board, per_layer=args.per_layer,
+                                        weights=args.weights)
             count = report.counts.per_sample[0]
             budget, _ = firmware_budget(gen, check=False)
             flash = budget.flash_bytes if budget is not None else 0
