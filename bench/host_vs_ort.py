@@ -29,7 +29,7 @@ import zoo  # noqa: E402
 from codegen.boards import load_board  # noqa: E402
 from codegen.build import encode_samples, host_compiler  # noqa: E402
 from codegen.emitter import STRICT_CFLAGS  # noqa: E402
-from codegen.pipeline import Options, generate_sources  # noqa: E402
+from codegen.pipeline import Options, generate_sources, with_native  # noqa: E402
 from codegen.project import write_files  # noqa: E402
 from codegen.verify import _session, ort_version  # noqa: E402
 
@@ -76,17 +76,15 @@ int main(int argc, char **argv)
 """
 
 
-EXTRA_CFLAGS: list[str] = []
-
-
-def time_generated_c(model: object, x: np.ndarray, repeats: int, work: Path) -> list[float]:
-    gen = generate_sources(model, Options(name="net"))  # type: ignore[arg-type]
+def time_generated_c(model: object, x: np.ndarray, repeats: int, work: Path,
+                     native: bool) -> list[float]:
+    gen = generate_sources(model, Options(name="net", native=native))  # type: ignore[arg-type]
     write_files(work, gen.files)
     (work / "timer.c").write_text(TIMER.replace("PREFIX", "NET").replace("NAME", "net"))
     sources = ["timer.c", "net.c", *sorted(f for f in gen.files if f.startswith("runtime/")
                                            and f.endswith(".c"))]
-    subprocess.run([host_compiler(), *STRICT_CFLAGS, *gen.board.cflags, *EXTRA_CFLAGS, "-I.",
-                    "-Iruntime", "-o", "timer", *sources, "-lm"], cwd=work, check=True)
+    subprocess.run([host_compiler(), *STRICT_CFLAGS, *gen.board.cflags, "-I.", "-Iruntime",
+                    "-o", "timer", *sources, "-lm"], cwd=work, check=True)
     (work / "in.bin").write_bytes(encode_samples(gen.program.inputs,
                                                  [{gen.program.inputs[0].name: x}]))
     out = subprocess.run([str(work / "timer"), str(work / "in.bin"), str(repeats)],
@@ -113,9 +111,7 @@ def main() -> int:
     parser.add_argument("--variant", default="u8-pc")
     parser.add_argument("--native", action="store_true", help="add -march=native")
     args = parser.parse_args()
-    if args.native:
-        EXTRA_CFLAGS.append("-march=native")
-    flags = " ".join([*load_board("host").cflags, *EXTRA_CFLAGS])
+    flags = " ".join(with_native(load_board("host"), args.native).cflags)
     print(f"onnxruntime {ort_version()}, 1 thread; generated C: {host_compiler()} {flags}; "
           f"{args.repeats} runs each, median")
     print(f"{'model':<20} {'C (ms)':>10} {'ORT (ms)':>10} {'C / ORT':>8}")
@@ -123,7 +119,7 @@ def main() -> int:
         model = zoo.quantized_model(name, args.variant)
         x = zoo.sample_inputs(name, 1)[0]
         with tempfile.TemporaryDirectory() as tmp:
-            c_times = time_generated_c(model, x, args.repeats, Path(tmp))
+            c_times = time_generated_c(model, x, args.repeats, Path(tmp), args.native)
         ort_times = time_ort(model, x, args.repeats)
         c_ms, ort_ms = statistics.median(c_times) * 1e3, statistics.median(ort_times) * 1e3
         print(f"{name:<20} {c_ms:>10.3f} {ort_ms:>10.3f} {c_ms / ort_ms:>8.2f}")
