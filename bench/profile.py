@@ -36,7 +36,8 @@ from codegen.verify import random_inputs  # noqa: E402
 
 def profiler_plugin() -> Path:
     cc = host_compiler()
-    files = {"pcprofile.c": (ROOT / "qemu" / "pcprofile.c").read_bytes()}
+    files = {name: (ROOT / "qemu" / name).read_bytes()
+             for name in ("pcprofile.c", "qemu_plugin_api.h")}
     flags = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
     entry, _ = cached_build(
         cache_key(compiler_identity(cc) + "pc profile", flags, files), files,

@@ -85,8 +85,8 @@ def run_firmware(elf: Path, board: Board, inputs: Sequence[Tensor], outputs: Seq
 def plugin_library() -> Path:
     """The counting plugin, built once with the host compiler (cached)."""
     cc = host_compiler()
-    source = (data_dir("qemu") / "insncount.c").read_bytes()
-    files = {"insncount.c": source}
+    folder = data_dir("qemu")
+    files = {name: (folder / name).read_bytes() for name in ("insncount.c", "qemu_plugin_api.h")}
     flags = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
     entry, _ = cached_build(
         cache_key(compiler_identity(cc) + "qemu plugin", flags, files), files,
