@@ -5,19 +5,6 @@
  */
 #include "q8_im2col.h"
 
-#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
-    void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
-              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
-    {                                                                                        \
-        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
-            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, IM2COL_FREQ_BOUNDED, LAYOUT);                            \
-        } else {                                                                             \
-            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, MODE, LAYOUT);                                           \
-        }                                                                                    \
-    }
-
 Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16b_freq, uint8_t, 0, IM2COL_FREQ, W16_BLOCKS)
 Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16b_freq, int8_t, 1, IM2COL_FREQ, W16_BLOCKS)
 Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16b_ireq, uint8_t, 0, IM2COL_IREQ, W16_BLOCKS)

@@ -38,12 +38,13 @@ Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
 }
 
 /*
- * Gather the taps of output pixel (oh, ow) of image x into column (k_padded int16), in
- * (c, kh, kw) order. A window inside the input is copied without bounds checks.
+ * Gather the k = C * KH * KW taps of output pixel (oh, ow) of image x into column (int16),
+ * in (c, kh, kw) order. A window inside the input is copied without bounds checks; the
+ * column's padding taps past k are zeroed once per call (zero_column_tails).
  */
 Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t pad_value,
-                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
-                           int16_t *column, int is_signed)
+                           const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
+                           int is_signed)
 {
     const int32_t C = input->c, H = input->h, W = input->w;
     const int32_t KH = win->kernel_h, KW = win->kernel_w;
@@ -128,8 +129,6 @@ Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t p
             }
         }
     }
-    (void)k_padded; /* the taps past k were zeroed once, by zero_column_tails */
-    (void)out;
 }
 
 /* The padding taps of both columns (k .. k_padded) meet zero weights; they must hold
@@ -147,37 +146,36 @@ Q8_INLINE void zero_column_tails(int16_t *scratch, int32_t k, int32_t k_padded)
  * Out of line, one per input type: inlined into the kernels, the fill loops run short of
  * registers and spill their pointers.
  */
-Q8_UNUSED static void fill_column_s8(const q8_dims *input, const q8_window *win, int32_t pad_value,
-                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
-                           int16_t *column)
+Q8_UNUSED static void fill_column_s8(const q8_dims *input, const q8_window *win,
+                                     int32_t pad_value, const uint8_t *x, int32_t oh,
+                                     int32_t ow, int16_t *column)
 {
-    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 1);
+    fill_column(input, win, pad_value, x, oh, ow, column, 1);
 }
 
-Q8_UNUSED static void fill_column_u8(const q8_dims *input, const q8_window *win, int32_t pad_value,
-                           int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow,
-                           int16_t *column)
+Q8_UNUSED static void fill_column_u8(const q8_dims *input, const q8_window *win,
+                                     int32_t pad_value, const uint8_t *x, int32_t oh,
+                                     int32_t ow, int16_t *column)
 {
-    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 0);
+    fill_column(input, win, pad_value, x, oh, ow, column, 0);
 }
 
 Q8_UNUSED static void fill_column_s8_offset(const q8_dims *input, const q8_window *win,
-                                  int32_t pad_value, int32_t k_padded, const uint8_t *x,
-                                  int32_t oh, int32_t ow, int16_t *column)
+                                            int32_t pad_value, const uint8_t *x, int32_t oh,
+                                            int32_t ow, int16_t *column)
 {
-    fill_column(input, win, pad_value, k_padded, x, oh, ow, column, 2);
+    fill_column(input, win, pad_value, x, oh, ow, column, 2);
 }
 
 Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_value,
-                    int32_t k_padded, const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
-                    int is_signed)
+                    const uint8_t *x, int32_t oh, int32_t ow, int16_t *column, int is_signed)
 {
     if (is_signed == 2) {
-        fill_column_s8_offset(input, win, pad_value, k_padded, x, oh, ow, column);
+        fill_column_s8_offset(input, win, pad_value, x, oh, ow, column);
     } else if (is_signed) {
-        fill_column_s8(input, win, pad_value, k_padded, x, oh, ow, column);
+        fill_column_s8(input, win, pad_value, x, oh, ow, column);
     } else {
-        fill_column_u8(input, win, pad_value, k_padded, x, oh, ow, column);
+        fill_column_u8(input, win, pad_value, x, oh, ow, column);
     }
 }
 
@@ -454,10 +452,10 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px < pixels; px += 2) {
             const int two = px + 1 < pixels;
-            fill(&p->input, &p->window, p->pad_value, p->k_padded, x_n, px / OW,
+            fill(&p->input, &p->window, p->pad_value, x_n, px / OW,
                  px % OW, col0, is_signed);
             if (two) {
-                fill(&p->input, &p->window, p->pad_value, p->k_padded, x_n, (px + 1) / OW,
+                fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
                      (px + 1) % OW, col1, is_signed);
             }
             for (m = 0; m < M; m += 2) {
@@ -555,14 +553,14 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px + 1 < pixels; px += 2) {
-            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+            fill(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col0,
                  is_signed);
-            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+            fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
                  (px + 1) % OW, col1, is_signed);
             w16_rows(p, &layer, col0, col1, y_n + (size_t)px, pixels, 1, mode, layout);
         }
         if (px < pixels) { /* a last pixel alone */
-            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+            fill(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col0,
                  is_signed);
             w16_rows(p, &layer, col0, col0, y_n + (size_t)px, pixels, 0, mode, layout);
         }
@@ -688,10 +686,10 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
             const int16_t *c1 = two ? col1 : col0;
             uint8_t *y0 = y_n + (size_t)px;
             uint32_t s0, s1;
-            fill(&p->input, &p->window, p->pad_value, k_padded, x_n, px / OW, px % OW, col0,
+            fill(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col0,
                  fill_mode);
             if (two) {
-                fill(&p->input, &p->window, p->pad_value, k_padded, x_n, (px + 1) / OW,
+                fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
                      (px + 1) % OW, col1, fill_mode);
             }
             s0 = column_sum(col0, k_padded) << 7;
@@ -732,5 +730,20 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
         }
     }
 }
+
+/* The exported wide-weight kernels (conv_im2col_w16.c, conv_im2col_w16b.c): the bounded
+ * float requantization is chosen per call, from the parameters. */
+#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
+    void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
+              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    {                                                                                        \
+        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
+            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
+                            SIGNED, IM2COL_FREQ_BOUNDED, LAYOUT);                            \
+        } else {                                                                             \
+            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
+                            SIGNED, MODE, LAYOUT);                                           \
+        }                                                                                    \
+    }
 
 #endif /* Q8_IM2COL_H */
