@@ -34,7 +34,8 @@ from .version import __version__
 
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 RUNTIME_HEADERS = ("q8_arith.h", "q8_dsp.h", "q8_dwconv.h", "q8_float.h", "q8_im2col.h",
-                   "q8_index.h", "q8_runtime.h", "q8_softfloat.h", "q8_window.h")
+                   "q8_index.h", "q8_requant_row.h", "q8_runtime.h", "q8_softfloat.h",
+                   "q8_window.h")
 
 
 # ------------------------------------------------------------------ C text helpers

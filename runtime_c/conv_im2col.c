@@ -8,16 +8,16 @@
     void NAME(const q8_conv_im2col_params *params, const TX *Q8_RESTRICT input,              \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
-        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
+        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
-                        IM2COL_FREQ_BOUNDED);                                                \
+                        Q8_RQ_FREQ_BOUNDED);                                                \
         } else {                                                                             \
             conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
                         MODE);                                                               \
         }                                                                                    \
     }
 
-Q8_DEFINE_IM2COL(q8_conv_u8_im2col_freq, uint8_t, 0, IM2COL_FREQ)
-Q8_DEFINE_IM2COL(q8_conv_s8_im2col_freq, int8_t, 1, IM2COL_FREQ)
-Q8_DEFINE_IM2COL(q8_conv_u8_im2col_ireq, uint8_t, 0, IM2COL_IREQ)
-Q8_DEFINE_IM2COL(q8_conv_s8_im2col_ireq, int8_t, 1, IM2COL_IREQ)
+Q8_DEFINE_IM2COL(q8_conv_u8_im2col_freq, uint8_t, 0, Q8_RQ_FREQ)
+Q8_DEFINE_IM2COL(q8_conv_s8_im2col_freq, int8_t, 1, Q8_RQ_FREQ)
+Q8_DEFINE_IM2COL(q8_conv_u8_im2col_ireq, uint8_t, 0, Q8_RQ_IREQ)
+Q8_DEFINE_IM2COL(q8_conv_s8_im2col_ireq, int8_t, 1, Q8_RQ_IREQ)

@@ -9,16 +9,16 @@
     void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
               void *Q8_RESTRICT output)                                                  \
     {                                                                                    \
-        if (MODE == DW_FREQ && params->requant.bounded) {                                \
+        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, SIGNED, \
-                       DW_FREQ_BOUNDED);                                                 \
+                       Q8_RQ_FREQ_BOUNDED);                                                 \
         } else {                                                                         \
             dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, SIGNED, \
                        MODE);                                                            \
         }                                                                                \
     }
 
-Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_freq, uint8_t, 0, DW_FREQ)
-Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_freq, int8_t, 1, DW_FREQ)
-Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_ireq, uint8_t, 0, DW_IREQ)
-Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_ireq, int8_t, 1, DW_IREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_freq, uint8_t, 0, Q8_RQ_FREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_freq, int8_t, 1, Q8_RQ_FREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_ireq, uint8_t, 0, Q8_RQ_IREQ)
+Q8_DEFINE_DWCONV(q8_dwconv_s8_3x3_ireq, int8_t, 1, Q8_RQ_IREQ)

@@ -10,16 +10,16 @@
     void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
               void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                       \
     {                                                                                    \
-        if (MODE == DW_FREQ && params->requant.bounded) {                                \
+        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \
-                       (uint8_t *)scratch, 1, SIGNED, DW_FREQ_BOUNDED);                     \
+                       (uint8_t *)scratch, 1, SIGNED, Q8_RQ_FREQ_BOUNDED);                     \
         } else {                                                                         \
             dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \
                        (uint8_t *)scratch, 1, SIGNED, MODE);                                \
         }                                                                                \
     }
 
-Q8_DEFINE_DWCONV_PADDED(q8_dwconv_u8_3x3_padded_freq, uint8_t, 0, DW_FREQ)
-Q8_DEFINE_DWCONV_PADDED(q8_dwconv_s8_3x3_padded_freq, int8_t, 1, DW_FREQ)
-Q8_DEFINE_DWCONV_PADDED(q8_dwconv_u8_3x3_padded_ireq, uint8_t, 0, DW_IREQ)
-Q8_DEFINE_DWCONV_PADDED(q8_dwconv_s8_3x3_padded_ireq, int8_t, 1, DW_IREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_u8_3x3_padded_freq, uint8_t, 0, Q8_RQ_FREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_s8_3x3_padded_freq, int8_t, 1, Q8_RQ_FREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_u8_3x3_padded_ireq, uint8_t, 0, Q8_RQ_IREQ)
+Q8_DEFINE_DWCONV_PADDED(q8_dwconv_s8_3x3_padded_ireq, int8_t, 1, Q8_RQ_IREQ)

@@ -14,52 +14,14 @@
 
 #include "q8_arith.h"
 #include "q8_dsp.h"
+#include "q8_requant_row.h"
 #include "q8_runtime.h"
-
-enum { DW_FREQ, DW_IREQ, DW_FREQ_BOUNDED };
 
 Q8_INLINE int32_t load_x(const uint8_t *p, int is_signed)
 {
     return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
 }
 
-/* A channel's requantization constants, read once per channel. */
-typedef struct {
-    float scale, lo_f, hi_f;
-    int32_t mult, exp, lo, hi, zero_point;
-    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
-} channel_requant;
-
-Q8_INLINE channel_requant channel_constants(const q8_requant_params *rq, int32_t c, int mode)
-{
-    channel_requant r;
-    const int32_t ch = rq->per_channel ? c : 0;
-    r.lo = rq->act_min - rq->zero_point;
-    r.hi = rq->act_max - rq->zero_point;
-    r.lo_f = (float)r.lo;
-    r.hi_f = (float)r.hi;
-    r.zero_point = rq->zero_point;
-    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
-    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
-    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
-    r.scale = mode != DW_IREQ ? rq->scale[ch] : 0.0f;
-    r.mult = mode == DW_IREQ ? rq->mult[ch] : 0;
-    r.exp = mode == DW_IREQ ? rq->exp[ch] : 0;
-    return r;
-}
-
-Q8_INLINE uint8_t requantize(const channel_requant *r, int32_t acc, int mode)
-{
-    if (mode == DW_FREQ_BOUNDED) {
-        int32_t b = q8_requant_bits(acc, r->scale);
-        b = b < r->lo_bits ? r->lo_bits : b;
-        b = b > r->hi_bits ? r->hi_bits : b;
-        return (uint8_t)(b + r->zero_point_bits);
-    }
-    return (uint8_t)((mode == DW_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
-                                      : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
-                     r->zero_point);
-}
 
 /* Two int16 weights in one word: lo, hi. */
 Q8_INLINE int32_t weight_pair(const int16_t *w)
@@ -77,7 +39,7 @@ Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, in
                              int32_t pad_top, int32_t pad_left, uint8_t *y_c, int32_t c,
                              const int16_t *w, int is_signed, int mode)
 {
-    const channel_requant rq = channel_constants(&p->requant, c, mode);
+    const row_requant rq = row_constants(&p->requant, c, mode);
     const int32_t OH = p->output.h, OW = p->output.w, sh = p->stride_h, sw = p->stride_w;
     const int32_t w01 = weight_pair(w), w23 = weight_pair(w + 2), w45 = weight_pair(w + 4);
     const int32_t w67 = weight_pair(w + 6), w8 = (int32_t)w[8];

@@ -25,10 +25,10 @@
 
 #include "q8_arith.h"
 #include "q8_dsp.h"
+#include "q8_requant_row.h"
 #include "q8_runtime.h"
 #include "q8_window.h"
 
-enum { IM2COL_FREQ, IM2COL_IREQ, IM2COL_FREQ_BOUNDED };
 
 /* is_signed: 0 uint8, 1 int8, 2 int8 stored plus 128 (for the unsigned-byte variant). */
 Q8_INLINE int16_t widen(const uint8_t *p, int is_signed)
@@ -373,69 +373,6 @@ Q8_UNUSED static void dot_w16b_2x2(const int16_t *w, const int16_t *c0, const in
 
 enum { W16_PAIRS, W16_BLOCKS };
 
-/* An output channel's requantization constants, read once per row. */
-typedef struct {
-    float scale, lo_f, hi_f;
-    int32_t mult, exp, lo, hi, zero_point;
-    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
-} row_requant;
-
-/*
- * Loop invariants are copied into locals first: the kernels store bytes, and a byte store
- * may alias anything, so fields read through the params pointer would be reloaded after
- * every output.
- */
-Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
-{
-    row_requant r;
-    r.lo = rq->act_min - rq->zero_point;
-    r.hi = rq->act_max - rq->zero_point;
-    r.lo_f = (float)r.lo;
-    r.hi_f = (float)r.hi;
-    r.zero_point = rq->zero_point;
-    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
-    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
-    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
-    r.scale = 0.0f;
-    r.mult = r.exp = 0;
-    return r;
-}
-
-Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const int32_t *mult,
-                                        const int32_t *exp, int32_t ch, int mode)
-{
-    if (mode == IM2COL_IREQ) {
-        r.mult = mult[ch];
-        r.exp = exp[ch];
-    } else {
-        r.scale = scale[ch];
-    }
-    return r;
-}
-
-Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
-{
-    row_requant r = layer_constants(rq);
-    const int32_t ch = rq->per_channel ? m : 0;
-    r.scale = mode != IM2COL_IREQ ? rq->scale[ch] : 0.0f;
-    r.mult = mode == IM2COL_IREQ ? rq->mult[ch] : 0;
-    r.exp = mode == IM2COL_IREQ ? rq->exp[ch] : 0;
-    return r;
-}
-
-Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
-{
-    if (mode == IM2COL_FREQ_BOUNDED) {
-        int32_t b = q8_requant_bits(acc, r->scale);
-        b = b < r->lo_bits ? r->lo_bits : b;
-        b = b > r->hi_bits ? r->hi_bits : b;
-        return (uint8_t)(b + r->zero_point_bits);
-    }
-    return (uint8_t)((mode == IM2COL_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
-                                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
-                     r->zero_point);
-}
-
 Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
                            uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch, int is_signed,
                            int mode)
@@ -737,9 +674,9 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
     void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
-        if (MODE == IM2COL_FREQ && params->requant.bounded) {                                \
+        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, IM2COL_FREQ_BOUNDED, LAYOUT);                            \
+                            SIGNED, Q8_RQ_FREQ_BOUNDED, LAYOUT);                            \
         } else {                                                                             \
             conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
                             SIGNED, MODE, LAYOUT);                                           \

@@ -1,0 +1,79 @@
+/*
+ * q8_requant_row.h - requantization constants of one output channel, read once per row of
+ * outputs, and the requantization of an accumulator with them: shared by the fast
+ * convolution kernels (q8_im2col.h, q8_dwconv.h). Modes: float32 as ORT (Q8_RQ_FREQ), the
+ * exact integer method (Q8_RQ_IREQ), and float32 where the generator proved
+ * |acc * scale| < 2^21 (Q8_RQ_FREQ_BOUNDED, q8_requant_bits).
+ */
+#ifndef Q8_REQUANT_ROW_H
+#define Q8_REQUANT_ROW_H
+
+#include "q8_arith.h"
+#include "q8_runtime.h"
+
+enum { Q8_RQ_FREQ, Q8_RQ_IREQ, Q8_RQ_FREQ_BOUNDED };
+
+/* An output channel's requantization constants, read once per row. */
+typedef struct {
+    float scale, lo_f, hi_f;
+    int32_t mult, exp, lo, hi, zero_point;
+    int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
+} row_requant;
+
+/*
+ * Loop invariants are copied into locals first: the kernels store bytes, and a byte store
+ * may alias anything, so fields read through the params pointer would be reloaded after
+ * every output.
+ */
+Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
+{
+    row_requant r;
+    r.lo = rq->act_min - rq->zero_point;
+    r.hi = rq->act_max - rq->zero_point;
+    r.lo_f = (float)r.lo;
+    r.hi_f = (float)r.hi;
+    r.zero_point = rq->zero_point;
+    r.lo_bits = r.lo + Q8_ROUNDING_BITS;
+    r.hi_bits = r.hi + Q8_ROUNDING_BITS;
+    r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
+    r.scale = 0.0f;
+    r.mult = r.exp = 0;
+    return r;
+}
+
+Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const int32_t *mult,
+                                        const int32_t *exp, int32_t ch, int mode)
+{
+    if (mode == Q8_RQ_IREQ) {
+        r.mult = mult[ch];
+        r.exp = exp[ch];
+    } else {
+        r.scale = scale[ch];
+    }
+    return r;
+}
+
+Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
+{
+    row_requant r = layer_constants(rq);
+    const int32_t ch = rq->per_channel ? m : 0;
+    r.scale = mode != Q8_RQ_IREQ ? rq->scale[ch] : 0.0f;
+    r.mult = mode == Q8_RQ_IREQ ? rq->mult[ch] : 0;
+    r.exp = mode == Q8_RQ_IREQ ? rq->exp[ch] : 0;
+    return r;
+}
+
+Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
+{
+    if (mode == Q8_RQ_FREQ_BOUNDED) {
+        int32_t b = q8_requant_bits(acc, r->scale);
+        b = b < r->lo_bits ? r->lo_bits : b;
+        b = b > r->hi_bits ? r->hi_bits : b;
+        return (uint8_t)(b + r->zero_point_bits);
+    }
+    return (uint8_t)((mode == Q8_RQ_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+                                          : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
+                     r->zero_point);
+}
+
+#endif /* Q8_REQUANT_ROW_H */
