@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import OutputError
@@ -60,6 +63,22 @@ def write_project(out: Path, files: Mapping[str, bytes], force: bool = False) ->
         raise
 
 
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered at the end) while the folders are swapped
+    and the replaced one removed: an interruption inside that removal would leave half
+    of the old folder behind. Only the main thread of a POSIX process can do it."""
+    if (not hasattr(signal, "pthread_sigmask")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _replace_folder(out: Path, files: Mapping[str, bytes]) -> None:
     """Write `files` into a hidden sibling of `out`, then swap it in by rename."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -67,11 +86,15 @@ def _replace_folder(out: Path, files: Mapping[str, bytes]) -> None:
     old: Path | None = None
     try:
         write_files(staging, files)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.rmdir(old)
-            os.rename(out, old)
-        os.rename(staging, out)
+        with signals_deferred():
+            if out.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+                os.rmdir(old)
+                os.rename(out, old)
+            os.rename(staging, out)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+                old = None
     except BaseException:
         if old is not None and old.exists() and not out.exists():
             os.rename(old, out)
