@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from .boards import Board
 from .build import build_host, run_binary
-from .errors import BudgetError, InputDataError, OutputError, UnsupportedError
+from .errors import BudgetError, InputDataError, OptionError, OutputError
 from .firmware import (
     Budget,
     build_firmware,
@@ -23,7 +23,7 @@ from .firmware import (
 )
 from .importer import ModelSource
 from .limits import DEFAULT_LIMITS, Limits
-from .pipeline import Generated, Options, generate_sources
+from .pipeline import Generated, Options, generate_sources, resolve_target
 from .project import check_output_dir, write_project
 from .qemu import InstructionCounts, run_firmware
 from .qemu import count_instructions as qemu_count
@@ -188,14 +188,24 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                        qdq_rules: str = "auto", weights: str = "auto",
                        native: bool = False, limits: Limits = DEFAULT_LIMITS) -> CountReport:
     """Instructions the model executes per inference on a Cortex-M board, in QEMU."""
-    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits))
-    if not gen.board.is_cortex_m:
-        raise UnsupportedError(f"board '{board}': instruction counts need a Cortex-M board "
-                               "(see `onnx2mcu boards`)")
+    target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
+                                     qdq_rules, weights, native, limits))
+    check_counting_board(target.board)
+    gen = generate_sources(model, target)
     names = [t.name for t in gen.program.inputs]
     given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-    data = [match_inputs(sample, names) for sample in given]
+    return count_generated(gen, [match_inputs(sample, names) for sample in given], per_layer)
+
+
+def check_counting_board(board: Board) -> None:
+    if not board.is_cortex_m:
+        raise OptionError(f"board '{board.name}': instruction counts need a Cortex-M board "
+                          "(see `onnx2mcu boards`)")
+
+
+def count_generated(gen: Generated, data: Samples, per_layer: bool) -> CountReport:
+    """Run the generated firmware in QEMU on `data` and count its instructions."""
+    check_counting_board(gen.board)
     build = build_firmware(gen.files, gen.name, gen.board, layer_marks=per_layer)
     calls = gen.program.calls
     _, counts = qemu_count(build.elf, gen.board, gen.program.inputs, gen.program.outputs,
@@ -213,19 +223,18 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer."""
-    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits))
-    if count and not gen.board.is_cortex_m:
-        raise UnsupportedError(f"board '{gen.board.name}': instruction counts need a "
-                               "Cortex-M board (see `onnx2mcu boards`)")
+    target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
+                                     qdq_rules, weights, native, limits))
+    if count:
+        check_counting_board(target.board)
+    gen = generate_sources(model, target)
     budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
     counts = None
     if count:
-        data = inputs if inputs is not None else random_inputs(gen.program.inputs, 1, seed)[0]
-        counts = count_instructions(model, data, board=board, requant=requant,
-                                    input_shapes=input_shapes, per_layer=True,
-                                    integer_only=integer_only, qdq_rules=qdq_rules,
-                                    weights=weights, native=native, limits=limits).counts
+        names = [t.name for t in gen.program.inputs]
+        data = match_inputs(inputs, names) if inputs is not None else \
+            random_inputs(gen.program.inputs, 1, seed)[0]
+        counts = count_generated(gen, [data], per_layer=True).counts
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 

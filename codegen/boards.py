@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
-from .errors import UnsupportedError
+from .errors import OptionError, UnsupportedError
 from .resources import boards_dir
 
 
@@ -88,6 +88,6 @@ def load_board(name: str) -> Board:
     path = boards_dir() / f"{name}.toml"
     if not name.replace("-", "").replace("_", "").isalnum() or not path.is_file():
         known = ", ".join(p.stem for p in sorted(boards_dir().glob("*.toml")))
-        raise UnsupportedError(f"unknown board '{name}'; known boards: {known}")
+        raise OptionError(f"unknown board '{name}'; known boards: {known}")
     with path.open("rb") as f:
         return _parse_board(name, tomllib.load(f))

@@ -32,6 +32,7 @@ from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
 from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
+from .pipeline import Options, resolve_target
 from .verify import ORT_LEVELS, VerifyReport
 from .version import __version__
 
@@ -220,11 +221,16 @@ def print_report(report: VerifyReport) -> None:
         print(f"result: MISMATCH ({bad} of {total} output elements differ from ONNX Runtime)")
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"board": args.board, "requant": args.requant,
-            "input_shapes": _input_shapes(args.input_shape),
-            "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
-            "weights": args.weights, "native": args.native, "limits": _limits(args)}
+def _options(args: argparse.Namespace, counting: bool = False) -> dict[str, Any]:
+    """The pipeline options of a command, checked before any file is read."""
+    options = {"board": args.board, "requant": args.requant,
+               "input_shapes": _input_shapes(args.input_shape),
+               "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
+               "weights": args.weights, "native": args.native, "limits": _limits(args)}
+    target = resolve_target(Options(**options))
+    if counting:
+        api.check_counting_board(target.board)
+    return options
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -240,7 +246,6 @@ def cmd_boards(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from .inspection import format_inspection, inspect_model
-    from .pipeline import Options
 
     inspection = inspect_model(args.model, Options(**_options(args)))
     print(format_inspection(inspection))
@@ -266,13 +271,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputDataError("--per-layer goes with --count-instructions (for verify, use "
                              "verify --per-layer)")
     if args.count_instructions:
+        options = _options(args, counting=True)
         report = api.count_instructions(args.model, _load_npz(args.inputs),
-                                        per_layer=args.per_layer, **_options(args))
+                                        per_layer=args.per_layer, **options)
         print_counts(report)
         return 0
     if not args.output:
         raise InputDataError("run needs --output (or --count-instructions)")
-    outputs = api.run(args.model, _load_npz(args.inputs), **_options(args))
+    options = _options(args)
+    outputs = api.run(args.model, _load_npz(args.inputs), **options)
     out = save_npz(Path(args.output), outputs)
     print(f"wrote {out} ({visible(', '.join(outputs))})")
     return 0
@@ -318,14 +325,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.inputs and not args.count_instructions:
         raise InputDataError("--inputs goes with --count-instructions")
+    options = _options(args, counting=args.count_instructions)
     targets = [Path(p) for p in (args.output, args.svg) if p]
     if len(targets) == 2 and targets[0].resolve() == targets[1].resolve():
         raise InputDataError("--output and --svg name the same file")
     for target in targets:  # refuse before any work: a report can take a while
         check_output_file(target, args.force)
     inputs = _load_npz(args.inputs) if args.inputs else None
-    report = api.report(args.model, count=args.count_instructions, inputs=inputs,
-                        **_options(args))
+    report = api.report(args.model, count=args.count_instructions, inputs=inputs, **options)
     text = FORMATS[args.format](report)
     if args.svg:
         write_output_file(Path(args.svg), render_arena_svg(report).encode(), args.force)
@@ -345,10 +352,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    options = _options(args)
     inputs = _load_npz(args.inputs) if args.inputs else None
     report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
                         per_layer=args.per_layer, progress=_terminal_progress(),
-                        ort_level=args.ort_level, **_options(args))
+                        ort_level=args.ort_level, **options)
     _terminal_progress_done()
     print_report(report)
     return 0 if report.ok else 1

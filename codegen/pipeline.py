@@ -11,14 +11,14 @@ import onnx
 
 from .boards import Board, load_board
 from .emitter import emit_project, estimate_source_bytes
-from .errors import OptionError, UnsupportedError
+from .errors import OptionError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
 from .lowering import lower_graph
 from .names import default_name, name_problem, quoted
 from .ops import LoweringOptions
-from .passes import check_qdq_rules, expose_intermediates, run_passes
+from .passes import Recipes, check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
 from .schedule import schedule_for_memory
@@ -92,16 +92,52 @@ def with_native(board: Board, native: bool) -> Board:
     if not native:
         return board
     if board.is_cortex_m:
-        raise UnsupportedError(f"--native is for the host board; board '{board.name}' has "
-                               "its own -mcpu flags")
+        raise OptionError(f"--native is for the host board; board '{board.name}' has "
+                          "its own -mcpu flags")
     return replace(board, cflags=(*board.cflags, "-march=native"))
 
 
-def choose_weight_width(choice: str, graph: Graph, board: Board) -> bool:
+def _choice(option: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise OptionError(f"{option} '{value}': choose one of {', '.join(choices)}")
+    return value
+
+
+@dataclass(frozen=True)
+class Target:
+    """The options resolved against the board: everything that decides which kernels
+    run, checked before any model is read. inspect, report, generate, run and verify
+    all lower through one Target, so they cannot disagree about the code."""
+
+    board: Board
+    requant: str
+    kernels: str
+    weights: str  # "auto", "int8" or "int16"; auto is settled per model by wide_weights
+    dsp: bool  # lay kernels out for the DSP extension
+    options: Options
+
+
+def resolve_target(options: Options) -> Target:
+    """Check every option and settle the board's defaults. Raises OptionError."""
+    board = with_native(load_board(options.board), options.native)
+    requant = _choice("--requant", options.requant or board.requant, REQUANT_MODES)
+    kernels = _choice("--kernels", options.kernels, KERNEL_SETS)
+    weights = _choice("--weights", options.weights, WEIGHT_WIDTHS)
+    check_qdq_rules(options.qdq_rules)
+    if options.name is not None:
+        model_name("", options.name)
+    dsp = board.dsp if options.dsp is None else options.dsp
+    # The DSP layouts' portable C runs anywhere on the host (the tests use it); a
+    # Cortex-M core without the extension cannot execute their SMLAD/SXTB16.
+    if dsp and board.is_cortex_m and not board.dsp:
+        raise OptionError(f"board '{board.name}' ({board.cpu}) has no DSP extension: its "
+                          "kernels cannot use the DSP layouts")
+    return Target(board, requant, kernels, weights, dsp, options)
+
+
+def wide_weights(choice: str, graph: Graph, board: Board) -> bool:
     """True for wide (int16) weights. auto: wide unless the 8-bit constants, doubled,
     would take more than WIDE_WEIGHTS_FLASH_SHARE of the board's flash."""
-    if choice not in WEIGHT_WIDTHS:
-        raise UnsupportedError(f"--weights '{choice}': choose one of {', '.join(WEIGHT_WIDTHS)}")
     if choice != "auto":
         return choice == "int16"
     if board.flash_bytes is None:
@@ -109,6 +145,13 @@ def choose_weight_width(choice: str, graph: Graph, board: Board) -> bool:
     eight_bit = sum(int(v.nbytes) for v in graph.constants.values()
                     if v.dtype in (np.int8, np.uint8))
     return 2 * eight_bit <= WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes
+
+
+def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
+    """How `graph` is lowered for `target`: the one place kernel choices are made."""
+    return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
+                           wide_weights=wide_weights(target.weights, graph, target.board),
+                           cortex_m=target.board.is_cortex_m)
 
 
 def check_sizes(program: Program, plan: ArenaPlan, limits: Limits) -> None:
@@ -121,32 +164,28 @@ def check_sizes(program: Program, plan: ArenaPlan, limits: Limits) -> None:
                 estimate, limits, "max_source_bytes")
 
 
-def generate_sources(source: ModelSource, options: Options) -> Generated:
+def prepare_graph(model: onnx.ModelProto, target: Target) -> Recipes:
+    """Import the model and apply the QDQ recipes (ORT's, or --integer-only's)."""
+    options = target.options
+    graph = import_model(model, options.input_shapes, options.limits)
+    return run_passes(graph, options.integer_only, options.qdq_rules)
+
+
+def generate_sources(source: ModelSource, options: Options | Target) -> Generated:
     """Run every stage in memory; nothing is written to disk."""
-    board = with_native(load_board(options.board), options.native)
-    requant = options.requant or board.requant
-    if requant not in REQUANT_MODES:
-        raise UnsupportedError(f"--requant '{requant}': choose one of {', '.join(REQUANT_MODES)}")
+    target = options if isinstance(options, Target) else resolve_target(options)
+    options = target.options
     name = model_name(source, options.name)
     model = load_model(source, options.limits)
-    graph = import_model(model, options.input_shapes, options.limits)
-    check_qdq_rules(options.qdq_rules)
-    recipes = run_passes(graph, options.integer_only, options.qdq_rules)
+    recipes = prepare_graph(model, target)
     graph = recipes.graph
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
     graph = schedule_for_memory(graph)
-    if options.kernels not in KERNEL_SETS:
-        raise UnsupportedError(f"--kernels '{options.kernels}': choose one of "
-                               f"{', '.join(KERNEL_SETS)}")
-    wide = choose_weight_width(options.weights, graph, board)
-    program = lower_graph(graph, name, LoweringOptions(requant=requant, kernels=options.kernels,
-                                                       dsp=board.dsp if options.dsp is None
-                                                       else options.dsp, wide_weights=wide,
-                                                       cortex_m=board.is_cortex_m))
+    program = lower_graph(graph, name, lowering_options(target, graph))
     plan = plan_arena(program)
     check_sizes(program, plan, options.limits)
     note = model.graph.name or ""
-    files = emit_project(program, plan, board, source_note=note)
-    return Generated(model, graph, program, plan, board, files, recipes.rewrites,
+    files = emit_project(program, plan, target.board, source_note=note)
+    return Generated(model, graph, program, plan, target.board, files, recipes.rewrites,
                      recipes.qdq_rules)

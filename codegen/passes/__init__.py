@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .. import ops
-from ..errors import UnsupportedError
+from ..errors import OptionError
 from ..ir import Graph
 from .constants import fold_constant_chains
 from .float_fusions import fuse_matmul_add
@@ -54,7 +54,7 @@ QDQ_RULES = ("auto", "x86", "arm")
 
 def check_qdq_rules(rules: str) -> None:
     if rules not in QDQ_RULES:
-        raise UnsupportedError(f"--qdq-rules '{rules}': choose one of {', '.join(QDQ_RULES)}")
+        raise OptionError(f"--qdq-rules '{rules}': choose one of {', '.join(QDQ_RULES)}")
 
 
 def ort_passes(rules: str) -> list[Rewrite]:
