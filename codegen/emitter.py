@@ -243,18 +243,16 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
     )
 
     definitions: list[str] = []
-    weight_bytes = 0
+    weight_bytes = program.weight_bytes
     for i, name_c in enumerate(sorted(program.constants)):
         value = program.constants[name_c]
         array = CArray(f"const{i}", c_type(str(value.dtype)), value)
         definitions.append(f"/* constant {c_comment(name_c, 60)} */")
         definitions.append(format_array(f"const{i}", array))
-        weight_bytes += value.nbytes
     calls = []
     for i, call in enumerate(program.calls):
         for array in call.arrays:
             definitions.append(format_array(f"L{i}_{array.name}", array))
-            weight_bytes += np.asarray(array.values).nbytes
         if call.params is not None:
             definitions.append(format_struct(f"L{i}_params", call.params, f"L{i}"))
         calls.append({"comment": c_comment(call.node, 100), "function": call.function,

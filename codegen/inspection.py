@@ -9,16 +9,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ops
-from .boards import load_board
 from .errors import UnsupportedError
 from .importer import ModelSource, load_model, survey_model
 from .ir import Graph, Node, QuantParams, Tensor
 from .names import visible
 from .ops import LoweringOptions
-from .passes import check_qdq_rules, run_passes
+from .passes import run_passes
 from .passes.qdq import fusion_refusal
-from .pipeline import Options, generate_sources
+from .pipeline import Generated, Options, generate_sources, lowering_options, resolve_target
 from .program import ComputedConstant, KernelCall
+
+ALIAS = "alias (no copy)"
+CONSTANT = "constant"
+COPY_OP = "(copy)"  # the op shown for a copy into an output buffer (not an ONNX node)
 
 
 @dataclass(frozen=True)
@@ -39,45 +42,82 @@ class Inspection:
     problems: tuple[str, ...]
     rewrites: Mapping[str, list[str]]
     requant: str
-    arena_bytes: int | None  # None when some node could not be imported
+    arena_bytes: int | None  # None when some node could not be imported or lowered
     arena_lower_bound: int | None
+    board: str
     float_islands: tuple[str, ...] = ()
+    # The const bytes of the generated C (None when it cannot be generated); the nodes'
+    # weight bytes add up to it.
+    weight_bytes: int | None = None
 
 
-def summarize_node(node: Node, graph: Graph, options: LoweringOptions) -> NodeSummary:
-    """What a node lowers to; a node that cannot be lowered shows as 'unsupported'
-    (lower_problems says why)."""
-    opdef = ops.lookup(node)
-    assert opdef is not None
-    try:
-        lowered = opdef.lower(node, graph, options)
-    except UnsupportedError:
-        lowered = []
-        kernels: tuple[str, ...] = ("unsupported",)
-    else:
-        calls = [c for c in lowered if isinstance(c, KernelCall)]
-        kernels = tuple(c.function for c in calls) or (
-            ("constant",) if any(isinstance(c, ComputedConstant) for c in lowered)
-            else ("alias (no copy)",))
-    calls = [c for c in lowered if isinstance(c, KernelCall)]
+def _read_tensors(node: Node, graph: Graph) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    """The runtime tensors a node reads, and the quantized constants (weights) it reads;
+    scales and zero points show in the tensors' quantization instead."""
     read = [n for n in node.inputs if n]
-    return NodeSummary(
-        node=node, kernels=kernels,
-        inputs=tuple(graph.tensors[n] for n in read if n not in graph.constants),
-        # Quantized constants are weights; scales and zero points show in their quant.
-        constants=tuple(graph.tensors[n] for n in read if n in graph.constants
-                        and n in graph.tensors and graph.tensors[n].quant is not None),
-        outputs=tuple(graph.tensors[o] for o in node.outputs if o in graph.tensors),
-        macs=sum(c.macs for c in calls),
-        weight_bytes=sum(call_weight_bytes(c, graph) for c in calls),
-    )
+    return (tuple(graph.tensors[n] for n in read if n not in graph.constants),
+            tuple(graph.tensors[n] for n in read if n in graph.constants
+                  and n in graph.tensors and graph.tensors[n].quant is not None))
 
 
-def call_weight_bytes(call: KernelCall, graph: Graph) -> int:
-    """The const bytes one kernel call reads: its own arrays (packed weights, per-channel
-    constants) and the graph constants it takes as inputs."""
-    return (sum(int(np.asarray(a.values).nbytes) for a in call.arrays)
-            + sum(int(graph.constants[t].nbytes) for t in call.inputs if t in graph.constants))
+def summarize_program(gen: Generated) -> tuple[NodeSummary, ...]:
+    """One summary per node of the generated program, read from its kernel calls: the
+    functions the C calls, their MACs and the const bytes they bring, in call order.
+    The output copies lowering adds show after the nodes."""
+    program = gen.program
+    weights = program.weight_bytes_per_call()
+    calls_of: dict[str, list[int]] = {}
+    for index, call in enumerate(program.calls):
+        calls_of.setdefault(call.node, []).append(index)
+    summaries = []
+    for node in gen.graph.nodes:
+        indexes = calls_of.pop(node.describe(), [])
+        kernels = tuple(program.calls[i].function for i in indexes) or (
+            (ALIAS,) if any(o in program.aliases for o in node.outputs) else (CONSTANT,))
+        inputs, constants = _read_tensors(node, gen.graph)
+        summaries.append(NodeSummary(
+            node=node, kernels=kernels, inputs=inputs, constants=constants,
+            outputs=tuple(gen.graph.tensors[o] for o in node.outputs if o in gen.graph.tensors),
+            macs=sum(program.calls[i].macs for i in indexes),
+            weight_bytes=sum(weights[i] for i in indexes)))
+    for description, indexes in calls_of.items():  # the copies into output buffers
+        call = program.calls[indexes[0]]
+        copy = Node(description, COPY_OP, "", call.inputs, call.outputs)
+        summaries.append(NodeSummary(
+            node=copy, kernels=tuple(program.calls[i].function for i in indexes),
+            inputs=tuple(program.tensors[t] for t in call.inputs),
+            constants=(), outputs=tuple(program.tensors[t] for t in call.outputs),
+            macs=0, weight_bytes=sum(weights[i] for i in indexes)))
+    return tuple(summaries)
+
+
+def summarize_unlowered(graph: Graph, options: LoweringOptions) -> tuple[NodeSummary, ...]:
+    """Node summaries of a graph that does not lower whole (some node is refused): each
+    node lowered on its own with the options generate would use; a refused node shows
+    as 'unsupported' (lower_problems says why)."""
+    summaries = []
+    for node in graph.nodes:
+        opdef = ops.lookup(node)
+        assert opdef is not None
+        try:
+            lowered = opdef.lower(node, graph, options)
+        except UnsupportedError:
+            lowered = []
+            kernels: tuple[str, ...] = ("unsupported",)
+        else:
+            kernels = tuple(c.function for c in lowered if isinstance(c, KernelCall)) or (
+                (CONSTANT,) if any(isinstance(c, ComputedConstant) for c in lowered)
+                else (ALIAS,))
+        calls = [c for c in lowered if isinstance(c, KernelCall)]
+        inputs, constants = _read_tensors(node, graph)
+        summaries.append(NodeSummary(
+            node=node, kernels=kernels, inputs=inputs, constants=constants,
+            outputs=tuple(graph.tensors[o] for o in node.outputs if o in graph.tensors),
+            macs=sum(c.macs for c in calls),
+            weight_bytes=sum(int(np.asarray(a.values).nbytes) for c in calls for a in c.arrays)
+            + sum(int(graph.constants[t].nbytes) for c in calls for t in c.inputs
+                  if t in graph.constants)))
+    return tuple(summaries)
 
 
 def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
@@ -94,28 +134,28 @@ def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
 
 
 def inspect_model(source: ModelSource, options: Options) -> Inspection:
-    board = load_board(options.board)
-    requant = options.requant or board.requant
+    """What generate would build, with the same options: read from the very program
+    generate emits when the model lowers; otherwise every problem at once."""
+    target = resolve_target(options)
     model = load_model(source, options.limits)
     graph, problems = survey_model(model, options.input_shapes, options.limits)
-    messages = [str(error) for _, error in problems]
-    rewrites: Mapping[str, list[str]] = {}
-    rules = "arm"
-    if not problems:
-        check_qdq_rules(options.qdq_rules)
-        recipes = run_passes(graph, options.integer_only, options.qdq_rules)
-        graph, rewrites, rules = recipes.graph, recipes.rewrites, recipes.qdq_rules
-    lowering = LoweringOptions(requant=requant, kernels=options.kernels, dsp=board.dsp)
-    if not problems:
-        messages = lower_problems(graph, lowering)
-    nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
-    islands = float_islands(graph, rules == "x86") if not problems else []
-    arena = lower_bound = None
-    if not messages:
-        gen = generate_sources(model, options)
-        arena, lower_bound = gen.plan.size, gen.plan.lower_bound
-    return Inspection(graph, nodes, tuple(messages), rewrites, requant, arena, lower_bound,
-                      tuple(islands))
+    if problems:
+        lowering = lowering_options(target, graph)
+        return Inspection(graph, summarize_unlowered(graph, lowering),
+                          tuple(str(error) for _, error in problems), {}, target.requant,
+                          None, None, target.board.name)
+    recipes = run_passes(graph, options.integer_only, options.qdq_rules)
+    islands = tuple(float_islands(recipes.graph, recipes.qdq_rules == "x86"))
+    lowering = lowering_options(target, recipes.graph)
+    messages = lower_problems(recipes.graph, lowering)
+    if messages:
+        return Inspection(recipes.graph, summarize_unlowered(recipes.graph, lowering),
+                          tuple(messages), recipes.rewrites, target.requant, None, None,
+                          target.board.name, islands)
+    gen = generate_sources(model, target)
+    return Inspection(gen.graph, summarize_program(gen), (), gen.rewrites, target.requant,
+                      gen.plan.size, gen.plan.lower_bound, target.board.name, islands,
+                      gen.program.weight_bytes)
 
 
 def float_islands(graph: Graph, x86: bool) -> list[str]:
@@ -157,7 +197,7 @@ def format_tensor(t: Tensor) -> str:
 def format_inspection(result: Inspection) -> str:
     g = result.graph
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(g.opsets.items()))
-    lines = [f"model '{g.name}' ({opsets}); requant {result.requant}"]
+    lines = [f"model '{g.name}' ({opsets}); board {result.board}, requant {result.requant}"]
     for kind, names in (("input", g.inputs), ("output", g.outputs)):
         for name in names:
             if name in g.tensors:
@@ -174,8 +214,12 @@ def format_inspection(result: Inspection) -> str:
         lines.append(f"rewrite {rule}: {', '.join(changed)}")
     macs = sum(s.macs for s in result.nodes)
     weights = sum(s.weight_bytes for s in result.nodes)
-    total = f"total: {len(result.nodes)} nodes, {macs} MACs, {weights} weight bytes"
+    nodes = sum(1 for s in result.nodes if s.node.op_type != COPY_OP)
+    total = f"total: {nodes} nodes, {macs} MACs, {weights} weight bytes"
     if result.arena_bytes is not None:
+        calls = sum(len(s.kernels) for s in result.nodes
+                    if s.kernels[0] not in (ALIAS, CONSTANT))
+        total += f", {calls} kernel calls"
         total += (f", arena {result.arena_bytes} bytes (lower bound "
                   f"{result.arena_lower_bound})")
     lines.append(total)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from numpy.typing import NDArray
 
 from .ir import Tensor
@@ -124,6 +125,28 @@ class Program:
         while tensor in self.aliases:
             tensor = self.aliases[tensor]
         return tensor
+
+    def weight_bytes_per_call(self) -> list[int]:
+        """The const bytes each call brings into the image: its own arrays (packed
+        weights, per-channel constants) and the program constants it is the first to
+        read. They add up to every const array the emitter writes, each counted once."""
+        counted: set[str] = set()
+        sizes = []
+        for call in self.calls:
+            size = sum(int(np.asarray(a.values).nbytes) for a in call.arrays)
+            for tensor in call.inputs:
+                root = self.root(tensor)
+                if root in self.constants and root not in counted:
+                    counted.add(root)
+                    size += int(np.asarray(self.constants[root]).nbytes)
+            sizes.append(size)
+        return sizes
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of const data: weights, biases, tables and per-channel constants."""
+        return (sum(int(np.asarray(v).nbytes) for v in self.constants.values())
+                + sum(int(np.asarray(a.values).nbytes) for c in self.calls for a in c.arrays))
 
     @property
     def sources(self) -> list[str]:

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .firmware import Budget
-from .inspection import call_weight_bytes
 from .ir import Tensor
 from .pipeline import Generated
 from .planner import ALIGNMENT, scratch_name
@@ -132,6 +131,7 @@ def build_layers(gen: Generated, instructions: Sequence[int] | None) -> tuple[La
     program, plan = gen.program, gen.plan
     nodes = _node_ops(gen)
     constants = set(program.constants) | set(gen.graph.constants)
+    weights = program.weight_bytes_per_call()
     layers = []
     for step, call in enumerate(program.calls):
         # The output copies lowering adds have no node: their description names them.
@@ -142,7 +142,7 @@ def build_layers(gen: Generated, instructions: Sequence[int] | None) -> tuple[La
             inputs=tuple(_tensor_info(program.tensors[t], gen) for t in call.inputs
                          if program.root(t) not in constants and t in program.tensors),
             outputs=tuple(_tensor_info(program.tensors[t], gen) for t in call.outputs),
-            macs=call.macs, weight_bytes=call_weight_bytes(call, gen.graph),
+            macs=call.macs, weight_bytes=weights[step],
             scratch_offset=scratch.offset if scratch else None,
             scratch_bytes=scratch.size if scratch else 0,
             instructions=instructions[step] if instructions is not None else None))

@@ -104,15 +104,23 @@ def test_progress_on_a_terminal() -> None:
     assert b"BIT-EXACT" in stdout
 
 
-def test_inspect_shows_kernels_and_totals() -> None:
-    result = cli("inspect", EXAMPLE)
+@pytest.mark.parametrize("board,kernel", [
+    ("host", "q8_conv_u8_im2col_w16b_freq"), ("cortex-m4f", "q8_conv_u8_im2col_w16_freq"),
+    ("cortex-m0plus", "q8_conv_u8_im2col_b8_ireq")])
+def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str) -> None:
+    result = cli("inspect", EXAMPLE, "--board", board)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
+    assert f"board {board}" in lines[0]
     conv = next(line for line in lines if "'conv2_quant'" in line)
-    assert "QLinearConv -> q8_conv_u8_im2col_freq" in conv
+    assert f"QLinearConv -> {kernel} |" in conv
+    program = codegen.pipeline.generate_sources(
+        EXAMPLE, codegen.pipeline.Options(board=board)).program
+    assert kernel in [c.function for c in program.calls]
     assert "in uint8[1,8,32,32]" in conv and "out uint8[1,16,16,16]" in conv
     assert "MACs 294912" in conv and "per-axis(0) x16" in conv
     assert lines[-1].startswith("total: 6 nodes, 593920 MACs")
+    assert f"{program.weight_bytes} weight bytes, 6 kernel calls" in lines[-1]
     assert "arena 12576 bytes" in lines[-1]
 
 
@@ -131,4 +139,4 @@ def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
     assert "node 'erf' (Erf, domain ai.onnx): operator not supported" in result.stdout
     assert "node 'gelu' (Gelu, domain com.microsoft): operator not supported" in result.stdout
     assert "node 'sin' (Sin, domain ai.onnx): operator not supported" in result.stdout
-    assert "'conv' QLinearConv -> q8_conv_u8_im2col_freq" in result.stdout
+    assert "'conv' QLinearConv -> q8_conv_u8_im2col_w16b_freq" in result.stdout
