@@ -10,7 +10,9 @@ generated C changes, which must be proven against ONNX Runtime first."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterator
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -222,6 +224,58 @@ def test_logistic_constants_round_once_as_c_float_literals() -> None:
     then to float32. The two roundings agree for every coefficient."""
     for c in (*numerics.LOGISTIC_P, *numerics.LOGISTIC_Q):
         assert F32(c) == numerics.round_to_f32(Fraction(repr(c))), c
+
+
+
+def nearest_double(value: Fraction, candidate: float) -> bool:
+    """No double is nearer to value than candidate (ties: either)."""
+    error = abs(value - Fraction(candidate))
+    return all(error <= abs(value - Fraction(math.nextafter(candidate, toward)))
+               for toward in (-math.inf, math.inf))
+
+
+# Arguments where glibc 2.36's exp is 0.5015 ulp off (the double next to the nearest),
+# the arguments of the softmax tables' extremes, and a spread.
+EXP_ARGUMENTS = (float.fromhex("0x1.91be6765b50f0p+1"), float.fromhex("0x1.81d8cfb645998p+7"),
+                 float.fromhex("-0x1.8b747c9109c1dp+1"), 83.72, -745.2, -745.0, 709.78,
+                 -1e-300, 0.0, 1e-17, *(k / 7 - 300.0 for k in range(0, 4000, 37)))
+LOG_ARGUMENTS = (5e-324, 1e-300, 0.5, 0.9999999999999999, 1.0000000000000002, 2.0, 148.4,
+                 float(F32(numerics.FLT_MAX) / F32(1000)), numerics.FLT_MAX,
+                 1.7976931348623157e308, *(1.37 ** k for k in range(-500, 500, 23)))
+
+
+def test_exp_and_log_are_correctly_rounded() -> None:
+    """Against a 120-digit reference (the decimal module's correctly rounded exp and
+    ln): the double returned is the nearest."""
+    with localcontext() as context:
+        context.prec = 120
+        for x in EXP_ARGUMENTS:
+            r = numerics.exp_f64(x)
+            assert r > 0.0 or x < -745.13, x
+            assert nearest_double(Fraction(Decimal(x).exp()), r), x.hex()
+        for x in LOG_ARGUMENTS:
+            r = numerics.log_f64(x)
+            assert nearest_double(Fraction(Decimal(x).ln()), r), x.hex()
+    assert numerics.exp_f64(-746.5) == 0.0 and numerics.exp_f64(710.5) == math.inf
+    assert numerics.log_f64(1.0) == 0.0
+
+
+def test_no_c_math_function_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables are built with no libm or numpy transcendental function at all."""
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a C math library function was called")
+
+    for name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "pow", "tanh",
+                 "sinh", "cosh", "erf", "sqrt"):
+        monkeypatch.setattr(math, name, forbidden)
+    for name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "power",
+                 "float_power", "tanh", "sqrt"):
+        monkeypatch.setattr(np, name, forbidden)
+    numerics.softmax_exp_table(0.05, 1000, "int8")
+    numerics.sigmoid_table(0.05, 3, 0.004, 0, "uint8")
+    numerics.leaky_relu_table(0.1, 0.05, 3, 0.01, 0, "uint8")
+    numerics.requantize_table(0.05, 3, 0.01, 0, "uint8")
+    numerics.softmax_output_multiplier(1e-45)
 
 
 if __name__ == "__main__":
