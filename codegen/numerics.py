@@ -1,14 +1,18 @@
-"""Float32 arithmetic done exactly at generation time: the constants and 256-entry
-tables that reproduce ONNX Runtime's table-based and FMA-based operators.
+"""Float arithmetic done exactly at generation time: the constants and 256-entry tables
+that reproduce ONNX Runtime's table-based and FMA-based operators.
 
-Everything here is pure and deterministic: numpy float32 operations are single IEEE
-roundings, and `fma32` computes a fused multiply-add exactly with Python integers, so
-the results do not depend on the machine running the generator.
+Everything here is pure and deterministic, and depends on no C math library and on no
+numpy SIMD path: float32 and double values are combined only with IEEE basic operations
+(+ - * /, conversions, comparisons, rint), which every IEEE 754 machine rounds correctly;
+`fma32` computes a fused multiply-add exactly with Python integers, and the exponential
+and logarithm of the softmax table are correctly rounded with the decimal module. So the
+generated C is the same whatever machine, operating system or numpy build generates it.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_EVEN, Context, Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -19,28 +23,51 @@ F32 = np.float32
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
+def _scaled(num: int, den: int, e: int) -> tuple[int, int]:
+    """num / den / 2^e as an integer numerator and denominator."""
+    return (num, den << e) if e >= 0 else (num << -e, den)
+
+
+def round_binary(value: Fraction, bits: int, min_exponent: int) -> tuple[int, int]:
+    """|value| rounded to `bits` significant bits, ties to even, with a quantum no finer
+    than 2^min_exponent (subnormals): (m, e) with the result m * 2^e, m <= 2^bits. Integer
+    arithmetic only."""
+    num, den = abs(value.numerator), value.denominator
+    if num == 0:
+        return 0, min_exponent
+    # num / den / 2^e lands in [2^(bits-1), 2^(bits+1)); one step brings it below 2^bits.
+    e = num.bit_length() - den.bit_length() - bits
+    n, d = _scaled(num, den, e)
+    if n >= d << bits:
+        e += 1
+    e = max(e, min_exponent)
+    n, d = _scaled(num, den, e)
+    m, rem = divmod(n, d)
+    if 2 * rem > d or (2 * rem == d and m & 1):
+        m += 1
+    return m, e
+
+
+def _round_to_format(value: Fraction, bits: int, min_exponent: int,
+                     max_exponent: int) -> float:
+    """value rounded to a binary format (ties to even, overflow to +-inf), as a double.
+    ldexp only scales an exactly representable result by a power of two: it is exact."""
+    m, e = round_binary(value, bits, min_exponent)
+    sign = -1.0 if value < 0 else 1.0
+    # Overflow when the rounded magnitude reaches 2^(max_exponent + 1).
+    if e + m.bit_length() - 1 > max_exponent:
+        return sign * math.inf
+    return sign * math.ldexp(m, e)
+
+
 def round_to_f32(value: Fraction) -> np.float32:
     """The float32 nearest to an exact rational, ties to even (overflow: +-inf)."""
-    if value == 0:
-        return F32(0.0)
-    sign = -1.0 if value < 0 else 1.0
-    mag = abs(value)
-    # exponent e with 2^23 <= mag / 2^e < 2^24, then not below the subnormal quantum.
-    e = mag.numerator.bit_length() - mag.denominator.bit_length() - 24
-    while mag / Fraction(2) ** e >= 2**24:
-        e += 1
-    while mag / Fraction(2) ** e < 2**23:
-        e -= 1
-    e = max(e, -149)
-    scaled = mag / Fraction(2) ** e
-    m, rem = divmod(scaled.numerator, scaled.denominator)
-    twice = 2 * rem
-    if twice > scaled.denominator or (twice == scaled.denominator and m & 1):
-        m += 1
-    result = m * 2.0**e if e < 128 - 24 else float(m) * 2.0**e
-    if result > FLT_MAX:
-        return F32(sign * math.inf)
-    return F32(sign * result)
+    return F32(_round_to_format(value, 24, -149, 127))
+
+
+def round_to_f64(value: Fraction) -> float:
+    """The double nearest to an exact rational, ties to even (overflow: +-inf)."""
+    return _round_to_format(value, 53, -1074, 1023)
 
 
 def fma32(a: Any, b: Any, c: Any) -> np.float32:
@@ -49,6 +76,41 @@ def fma32(a: Any, b: Any, c: Any) -> np.float32:
     if not (np.isfinite(fa) and np.isfinite(fb) and np.isfinite(fc)):
         raise ValueError("fma32 needs finite operands")
     return round_to_f32(Fraction(float(fa)) * Fraction(float(fb)) + Fraction(float(fc)))
+
+
+def _correctly_rounded(function: str, x: float) -> float:
+    """exp(x) or log(x) correctly rounded to double (what a correctly rounded C library
+    returns), by Ziv's method: the decimal module's exp and ln are correctly rounded to
+    the context's digits, so the exact value lies within one unit of the last digit of
+    the result; widen the digits until both ends of that interval round to the same
+    double (they always do in the end: the values are transcendental, never halfway)."""
+    for digits in (40, 80, 160, 320, 640):
+        # A context of its own: nothing the embedding program set applies.
+        with localcontext(Context(prec=digits, rounding=ROUND_HALF_EVEN, Emin=-999999,
+                                  Emax=999999)):
+            result = Decimal(x).exp() if function == "exp" else Decimal(x).ln()
+            unit = Fraction(Decimal(1).scaleb(result.adjusted() - digits + 1))
+        low, high = (round_to_f64(Fraction(result) - unit),
+                     round_to_f64(Fraction(result) + unit))
+        if low == high:
+            return low
+    raise ArithmeticError(f"{function}({x!r}) did not round")  # pragma: no cover
+
+
+def exp_f64(x: float) -> float:
+    """exp(x) correctly rounded to double, for a finite x."""
+    if x < -746.0:  # exp(x) < 2^-1076, below half the smallest subnormal: rounds to 0
+        return 0.0
+    if x > 710.0:  # exp(x) > 2^1024: rounds to inf
+        return math.inf
+    return _correctly_rounded("exp", x)
+
+
+def log_f64(x: float) -> float:
+    """log(x) correctly rounded to double, for a finite x > 0."""
+    if not x > 0.0 or not math.isfinite(x):
+        raise ValueError(f"log_f64 needs a finite positive value, got {x!r}")
+    return 0.0 if x == 1.0 else _correctly_rounded("log", x)
 
 
 # ------------------------------------------------------------------ QuantizeLinear
@@ -81,7 +143,10 @@ def requantize_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,
 
 # ------------------------------------------------------------------ logistic (sigmoid)
 
-# MlasComputeLogistic's rational approximation (FMA3 kernel), float32 constants.
+# MlasComputeLogistic's rational approximation (FMA3 kernel), float32 constants. MLAS
+# writes them as float literals (one rounding from the decimal); CPython parses these to
+# the nearest double with its own correctly rounded parser, and F32() rounds that to
+# float32: the same float32 for each (tests/test_exact_tables.py checks it).
 LOGISTIC_P = (4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05,
               8.51377133304701e-03, 2.48287947061529e-01)
 LOGISTIC_Q = (6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06,
@@ -90,7 +155,9 @@ LOGISTIC_Q = (6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06,
 
 def mlas_logistic(x: Any) -> np.float32:
     """One value of ORT's sigmoid on x86 (FMA3): clamp to [-18, 18], odd polynomial p
-    and even polynomial q in x^2 by FMA steps, p/q + 0.5, max with 0."""
+    and even polynomial q in x^2 by FMA steps, p/q + 0.5, max with 0. This reproduces
+    MLAS's own float32 arithmetic with IEEE basic operations only (numpy float32 scalar
+    *, /, +, min/max, and the exact fma32), so no C library is involved."""
     v = F32(x)
     if np.isnan(v):
         return v
@@ -125,25 +192,32 @@ def leaky_relu_table(alpha: float, x_scale: float, x_zp: int, y_scale: float, y_
 def softmax_exp_table(x_scale: float, row_length: int, dtype: str) -> NDArray[Any]:
     """ORT's QLinearSoftmax table: exp(((i - 255) + bias) * x_scale) in double, rounded to
     float32, for the 256 offsets of a value from its row's maximum. bias keeps the sum of
-    a row below FLT_MAX: max(0, logf(FLT_MAX / D) - 5) / x_scale."""
+    a row below FLT_MAX: max(0, logf(FLT_MAX / D) - 5) / x_scale.
+
+    ORT calls its C library's exp and log; here they are correctly rounded (exp_f64,
+    log_f64, rounded once more to float32 where ORT's value is a float), which is what
+    those libraries return for all but the rarest arguments. The rest are IEEE basic
+    operations on doubles and float32 values, as in ORT."""
     xs = float(F32(x_scale))
-    q = F32(F32(FLT_MAX) / F32(row_length))
-    bias = float(F32(math.log(float(q)))) - 5.0
+    q = F32(F32(FLT_MAX) / round_to_f32(Fraction(row_length)))
+    bias = float(F32(log_f64(float(q)))) - 5.0
     bias = bias if bias > 0.0 else 0.0
     bias = bias / xs
     table = np.zeros(256, F32)
     for i in range(256):
-        value = math.exp((float(i) - 255.0 + bias) * xs)
+        value = exp_f64((float(i) - 255.0 + bias) * xs)
         with np.errstate(over="ignore"):
             table[(i - 128) & 0xFF if dtype == "int8" else i] = F32(value)
     return table
 
 
 def softmax_output_multiplier(y_scale: float) -> float:
-    """floorf(1.0f / y_scale), as ORT scales its probabilities."""
-    m = float(np.floor(F32(F32(1.0) / F32(y_scale))))
+    """floorf(1.0f / y_scale), as ORT scales its probabilities (in double where the
+    float32 quotient overflows). IEEE division and floor: exact everywhere."""
+    with np.errstate(over="ignore"):
+        m = float(np.floor(F32(F32(1.0) / F32(y_scale))))
     if not math.isfinite(m):
-        m = math.floor(1.0 / float(F32(y_scale)))
+        m = float(math.floor(1.0 / float(F32(y_scale))))
     return m
 
 

@@ -16,6 +16,11 @@ type, a multi-line message, more than TIMEOUT_S seconds, or running into the mem
     python tests/fuzz_models.py --seed 1 --case 123    # replay one case with a traceback
 
 Every case is determined by (seed, case index), so a crash is reproducible by its index.
+
+The mutators are checked too, so that a broken one cannot quietly shrink the campaign:
+their calls, the models they changed and their exceptions are counted, and one that raises
+on an intact seed model or too often, or changes no model at all, fails the campaign (this
+script's exit code, `make fuzz`, and tests/test_fuzz.py).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -92,6 +97,16 @@ def seed_models() -> dict[str, bytes]:
 # folder, and returns what it did, or None when it does not apply to this model.
 # --------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Attempt:
+    """One call of a mutator: it applied (its step), did not apply (None), or raised."""
+
+    mutator: str
+    step: str | None
+    error: str = ""  # the exception, when it raised
+    first: bool = True  # called on the intact seed model (no earlier step applied)
+
+
 @dataclass
 class Mutated:
     """A broken model: serialized, or a file in `folder` when it needs side files."""
@@ -100,6 +115,7 @@ class Mutated:
     steps: list[str]
     needs_file: bool = False
     must_refuse: bool = False  # accepting it would be a bug (escapes, absurd sizes)
+    attempts: list[Attempt] = field(default_factory=list)
 
 
 @dataclass
@@ -111,6 +127,7 @@ class Context:
 
 
 Mutator = Callable[[onnx.ModelProto, Context], str | None]
+ByteMutator = Callable[[bytes, random.Random], tuple[bytes, str]]
 
 
 def _pick(ctx: Context, items: list[object] | tuple[object, ...]) -> object:
@@ -401,6 +418,8 @@ def graph_outputs(m: onnx.ModelProto, ctx: Context) -> str | None:
     if choice == 0:
         del m.graph.output[:]
         return "no graph outputs"
+    if not m.graph.output:  # an earlier step removed them
+        return None
     out = _pick(ctx, list(m.graph.output))
     assert isinstance(out, onnx.ValueInfoProto)
     if choice == 1:
@@ -452,8 +471,10 @@ def external_data(m: onnx.ModelProto, ctx: Context) -> str | None:
     elif choice == 2:
         location = "weights.bin"
         (ctx.folder / location).write_bytes(payload)
-        offset, length = int(_pick(ctx, ((len(payload), length), (0, length + 1),
-                                         (2**40, length), (-1, length), (0, 2**40))))  # type: ignore[misc]
+        # Out of bounds: past the end, one byte too long, far away, negative, huge.
+        bounds = ((len(payload), length), (0, length + 1), (2**40, length), (-1, length),
+                  (0, 2**40))
+        offset, length = bounds[ctx.rng.randrange(len(bounds))]
     else:
         location = str(_pick(ctx, ("missing.bin", "", ".", "sub")))
     _make_external(init, location, offset, length)
@@ -510,23 +531,38 @@ def flip_bits(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     return bytes(buf), f"flip {count} bits"
 
 
-def mutate(seed_data: bytes, rng: random.Random, folder: Path) -> Mutated:
-    """One to three structural mutations, or a byte-level one."""
+BYTE_MUTATORS: tuple[ByteMutator, ...] = (truncate_bytes, flip_bits)
+
+
+def _error_line(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(exc)).strip().splitlines()[-1][:300]
+
+
+def mutate(seed_data: bytes, rng: random.Random, folder: Path,
+           mutators: Sequence[Mutator] | None = None) -> Mutated:
+    """One to three structural mutations, or a byte-level one. A mutator that raises is
+    recorded in the attempts (the campaign counts them), and the case goes on without
+    its step."""
     if rng.random() < 0.2:
-        byte_mutator = rng.choice((truncate_bytes, flip_bits))
+        byte_mutator = rng.choice(BYTE_MUTATORS)
         data, step = byte_mutator(seed_data, rng)
-        return Mutated(data, [step])
+        return Mutated(data, [step], attempts=[Attempt(byte_mutator.__name__, step)])
     model = onnx.load_from_string(seed_data)
     ctx = Context(rng, folder)
     steps: list[str] = []
+    attempts: list[Attempt] = []
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        mutator = rng.choice(mutators or PROTO_MUTATORS)
         try:
-            step = rng.choice(PROTO_MUTATORS)(model, ctx)
-        except Exception:
-            step = None  # does not apply after an earlier step (e.g. an unreadable dtype)
+            step = mutator(model, ctx)
+        except Exception as exc:
+            attempts.append(Attempt(mutator.__name__, None, _error_line(exc), not attempts))
+            continue
+        attempts.append(Attempt(mutator.__name__, step, first=not attempts))
         if step is not None:
             steps.append(step)
-    return Mutated(model.SerializeToString(), steps, ctx.needs_file, ctx.must_refuse)
+    return Mutated(model.SerializeToString(), steps, ctx.needs_file, ctx.must_refuse,
+                   attempts)
 
 
 # --------------------------------------------------------------------------------------
@@ -609,6 +645,62 @@ class Crash:
 
 
 @dataclass
+class MutatorStats:
+    """What one mutator did over a campaign."""
+
+    calls: int = 0
+    applied: int = 0  # calls that changed the model (returned a step)
+    raised: int = 0
+    raised_on_seed: int = 0  # of those, on an intact seed model: always a bug
+    first_error: str = ""  # "case N: the exception", the first time it raised
+
+    def record(self, case: int, attempt: Attempt) -> None:
+        self.calls += 1
+        self.applied += attempt.step is not None
+        if attempt.error:
+            self.raised += 1
+            self.raised_on_seed += attempt.first
+            self.first_error = self.first_error or f"case {case}: {attempt.error}"
+
+
+# A mutator may raise on a model an earlier step broke (an initializer's dims made
+# inconsistent, say): that step is then skipped. Once on an intact seed model, or in more
+# than MAX_RAISED_SHARE of its calls (and more than MAX_RAISED_FLOOR times, for short
+# campaigns), means the mutator itself is broken, and so does producing no model in
+# MIN_CALLS_JUDGED calls or more: the campaign fails. Seed 0 over 4000 models: at most
+# 2 raises in 185 calls (1.1%), none on a seed model.
+MAX_RAISED_SHARE = 0.03
+MAX_RAISED_FLOOR = 2
+MIN_CALLS_JUDGED = 50
+
+
+def mutator_problems(stats: dict[str, MutatorStats]) -> list[str]:
+    """One line per mutator that raised too often or produced no model."""
+    problems = []
+    for name, s in sorted(stats.items()):
+        first = f" (first error {s.first_error})" if s.raised else ""
+        if s.raised_on_seed:
+            problems.append(f"{name} raised on {s.raised_on_seed} intact seed models{first}")
+        elif s.raised > max(MAX_RAISED_FLOOR, MAX_RAISED_SHARE * s.calls):
+            problems.append(f"{name} raised in {s.raised} of {s.calls} calls, over "
+                            f"{MAX_RAISED_SHARE:.0%}{first}")
+        elif s.applied == 0 and s.calls >= MIN_CALLS_JUDGED:
+            problems.append(f"{name} produced no model in {s.calls} calls{first}")
+    return problems
+
+
+def unjudged_mutators(stats: dict[str, MutatorStats]) -> list[str]:
+    """Mutators called too rarely to tell whether they still produce models."""
+    return [name for name, s in sorted(stats.items()) if s.calls < MIN_CALLS_JUDGED]
+
+
+def mutator_registry(mutators: Sequence[Mutator]) -> dict[str, MutatorStats]:
+    """Empty statistics for every mutator a campaign can pick, so that one never picked
+    or never applying shows up with zero models."""
+    return {m.__name__: MutatorStats() for m in (*mutators, *BYTE_MUTATORS)}
+
+
+@dataclass
 class Report:
     tried: int = 0
     accepted: int = 0
@@ -616,20 +708,36 @@ class Report:
     crashes: list[Crash] = field(default_factory=list)
     seconds: float = 0.0
     refused_samples: list[tuple[int, str]] = field(default_factory=list)
+    mutators: dict[str, MutatorStats] = field(default_factory=dict)
+
+    @property
+    def mutator_problems(self) -> list[str]:
+        return mutator_problems(self.mutators)
+
+    @property
+    def ok(self) -> bool:
+        return not self.crashes and not self.mutator_problems
 
     def summary(self) -> str:
         refused = ", ".join(f"{k} {v}" for k, v in self.refused.most_common())
+        raised = sum(s.raised for s in self.mutators.values())
         return (f"{self.tried} models in {self.seconds:.1f} s: {self.accepted} accepted, "
                 f"{sum(self.refused.values())} refused ({refused}), "
-                f"crashes={len(self.crashes)}")
+                f"crashes={len(self.crashes)}; {len(self.mutators)} mutators raised "
+                f"{raised} times, {len(self.mutator_problems)} broken")
+
+    def mutator_table(self) -> str:
+        """calls, models produced and exceptions of each mutator, one line each."""
+        return "\n".join(f"  {name:24} {s.calls:6} calls {s.applied:6} applied "
+                         f"{s.raised:5} raised" for name, s in sorted(self.mutators.items()))
 
 
 def case_rng(seed: int, case: int) -> random.Random:
     return random.Random(seed * 1_000_003 + case)
 
 
-def build_case(seeds: dict[str, bytes], seed: int, case: int,
-               workdir: Path) -> tuple[str, Mutated, bytes | Path]:
+def build_case(seeds: dict[str, bytes], seed: int, case: int, workdir: Path,
+               mutators: Sequence[Mutator] | None = None) -> tuple[str, Mutated, bytes | Path]:
     """The mutated model of one case, and what to hand the pipeline: bytes, or a path
     when the model has side files."""
     rng = case_rng(seed, case)
@@ -637,7 +745,7 @@ def build_case(seeds: dict[str, bytes], seed: int, case: int,
     seed_name = names[rng.randrange(len(names))]
     folder = workdir / f"case{case}" / "model"
     folder.mkdir(parents=True)
-    mutated = mutate(seeds[seed_name], rng, folder)
+    mutated = mutate(seeds[seed_name], rng, folder, mutators)
     source: bytes | Path = mutated.data
     if mutated.needs_file:
         source = folder / "model.onnx"
@@ -647,9 +755,12 @@ def build_case(seeds: dict[str, bytes], seed: int, case: int,
 
 def run_campaign(count: int, seed: int = 0, time_budget: float | None = None,
                  seeds: dict[str, bytes] | None = None,
-                 progress: Callable[[Report], None] | None = None) -> Report:
+                 progress: Callable[[Report], None] | None = None,
+                 mutators: Sequence[Mutator] | None = None) -> Report:
+    """`mutators`: the structural mutators to pick from (default PROTO_MUTATORS)."""
     seeds = seeds or seed_models()
-    report = Report()
+    mutators = mutators or PROTO_MUTATORS
+    report = Report(mutators=mutator_registry(mutators))
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-fuzz-") as tmp, \
             memory_cap(MEMORY_HEADROOM):
@@ -657,7 +768,9 @@ def run_campaign(count: int, seed: int = 0, time_budget: float | None = None,
             if time_budget is not None and time.monotonic() - start > time_budget:
                 break
             casedir = Path(tmp) / f"c{case}"
-            seed_name, mutated, source = build_case(seeds, seed, case, casedir)
+            seed_name, mutated, source = build_case(seeds, seed, case, casedir, mutators)
+            for attempt in mutated.attempts:
+                report.mutators[attempt.mutator].record(case, attempt)
             outcome = run_oracle(source, mutated.must_refuse)
             report.tried += 1
             if outcome.kind == "accepted":
@@ -688,6 +801,9 @@ def replay(seed: int, case: int) -> None:
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-fuzz-") as tmp:
         seed_name, mutated, source = build_case(seeds, seed, case, Path(tmp))
         print(f"case {case}: {seed_name}: {'; '.join(mutated.steps)}")
+        for attempt in mutated.attempts:
+            if attempt.error:
+                print(f"mutator {attempt.mutator} raised: {attempt.error}")
         try:
             generate_sources(source, Options())
             print("accepted" + (" (but must be refused)" if mutated.must_refuse else ""))
@@ -710,8 +826,14 @@ def main(argv: list[str] | None = None) -> int:
     for crash in report.crashes:
         print(f"CRASH case {crash.case} ({crash.seed_model}: {'; '.join(crash.steps)}): "
               f"{crash.outcome.detail}: {crash.outcome.message[:200]}")
+    print("mutators:\n" + report.mutator_table())
+    for problem in report.mutator_problems:
+        print(f"BROKEN MUTATOR {problem}")
+    unjudged = unjudged_mutators(report.mutators)
+    if unjudged:
+        print(f"note: fewer than {MIN_CALLS_JUDGED} calls, not judged: {', '.join(unjudged)}")
     print(report.summary())
-    return 1 if report.crashes else 0
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """No undefined behaviour for any int8/uint8 input: every kernel family runs under ASan and
-UBSan (and -fsanitize=float-cast-overflow) on constants and inputs at their limits.
+UBSan (and -fsanitize=float-cast-overflow where cc has it; where it has not, the summary
+says so: test_float_to_int_overflow_is_checked is skipped with the reason) on constants
+and inputs at their limits.
 
 Weights all at the type's minimum or maximum or alternating between them, zero points at
 the limits (0, 255, -128, 127), biases near INT32_MIN and INT32_MAX, large K (a 1x1
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,13 +37,49 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PATTERNS = ("min", "max", "zero", "alternating", "alternating_reversed")
 
 
+FLOAT_CAST_OVERFLOW = "-fsanitize=float-cast-overflow"
+NO_FLOAT_CAST_OVERFLOW = (f"cc lacks {FLOAT_CAST_OVERFLOW}: float-to-int overflow is "
+                          "unchecked in the extreme-input tests")
+
+
+def compiler_accepts(flag: str) -> bool:
+    """Whether cc compiles a one-line C file with `flag`."""
+    probe = subprocess.run(["cc", flag, "-x", "c", "-c", "-o", "/dev/null", "-"],
+                           input=b"int x;\n", capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@cache
+def has_float_cast_overflow() -> bool:
+    return compiler_accepts(FLOAT_CAST_OVERFLOW)  # probed once per test process
+
+
 @cache
 def sanitize_flags() -> tuple[str, ...]:
-    """SANITIZE plus -fsanitize=float-cast-overflow where the compiler has it."""
-    extra = "-fsanitize=float-cast-overflow"
-    probe = subprocess.run(["cc", extra, "-x", "c", "-c", "-o", "/dev/null", "-"],
-                           input=b"int x;\n", capture_output=True, check=False)
-    return (*SANITIZE, extra) if probe.returncode == 0 else SANITIZE
+    """SANITIZE plus -fsanitize=float-cast-overflow where the compiler has it; where it
+    has not, test_float_to_int_overflow_is_checked is skipped, saying so in the summary."""
+    return (*SANITIZE, FLOAT_CAST_OVERFLOW) if has_float_cast_overflow() else SANITIZE
+
+
+def test_float_to_int_overflow_is_checked(tmp_path: Path) -> None:
+    """The extreme-input tests' flags catch a float-to-int conversion out of range (and
+    without the sanitizer the run says so, instead of losing the check silently)."""
+    if not has_float_cast_overflow():
+        pytest.skip(NO_FLOAT_CAST_OVERFLOW)
+    source, exe = tmp_path / "cast.c", tmp_path / "cast"
+    source.write_text("int main(int argc, char **argv) {\n"
+                      "    volatile float big = 3e9f * (float)argc;\n"
+                      "    (void)argv;\n"
+                      "    return (int)big == 0;\n"
+                      "}\n")
+    subprocess.run(["cc", *sanitize_flags(), "-o", str(exe), str(source)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+    assert run.returncode != 0 and "outside the range" in run.stderr, run.stderr
+
+
+def test_the_sanitizer_probe_sees_a_missing_check() -> None:
+    assert not compiler_accepts("-fsanitize=no-such-check")
+    assert compiler_accepts("-fsanitize=undefined")
 
 
 def fill(dtype: str, shape: tuple[int, ...] | list[int], pattern: str) -> NDArray[Any]:

@@ -1,6 +1,8 @@
 """Hostile and broken models: a bounded fuzz campaign over structural mutations of real
-models (tests/fuzz_models.py), the command line on a sample of them, and the resource
-limits and external-data rules the campaign relies on, each checked directly.
+models (tests/fuzz_models.py), with every mutator accounted for (one that raises or stops
+changing models fails the campaign; a deliberately broken one shows it), the command line
+on a sample of them, and the resource limits and external-data rules the campaign relies
+on, each checked directly.
 
 The campaign: ONNX2MCU_FUZZ_COUNT models (default 4000, about 25 s alone on one core),
 seed ONNX2MCU_FUZZ_SEED (default 0), stopped after ONNX2MCU_FUZZ_SECONDS (default 120)
@@ -15,10 +17,23 @@ import sys
 import time
 from pathlib import Path
 
+import fuzz_models
 import numpy as np
 import onnx
 import pytest
-from fuzz_models import EXAMPLE, Report, build_case, run_campaign, seed_models
+from fuzz_models import (
+    EXAMPLE,
+    MIN_CALLS_JUDGED,
+    Context,
+    MutatorStats,
+    Report,
+    build_case,
+    drop_initializer,
+    mutator_problems,
+    run_campaign,
+    seed_models,
+    unjudged_mutators,
+)
 from onnx import TensorProto, numpy_helper
 
 from codegen.errors import LimitError, ModelError
@@ -51,6 +66,73 @@ def test_campaign_has_no_crashes(campaign: Report) -> None:
     assert campaign.tried >= min(COUNT, MIN_MODELS), campaign.summary()
     # The mutations must reach past the file checks, and some models must survive them.
     assert campaign.accepted > 0 and len(campaign.refused) >= 3, campaign.summary()
+    # Every mutator was called often enough to judge it, and none is broken: a mutator
+    # that raises is not allowed to shrink the campaign unnoticed.
+    table = campaign.mutator_table()
+    assert not unjudged_mutators(campaign.mutators), table
+    assert not campaign.mutator_problems, "\n".join([*campaign.mutator_problems, table])
+
+
+# --------------------------------------------------------------------------------------
+# A broken mutator fails the campaign
+# --------------------------------------------------------------------------------------
+
+def always_raises(m: onnx.ModelProto, ctx: Context) -> str | None:
+    raise KeyError("a mutator with a bug")
+
+
+def never_applies(m: onnx.ModelProto, ctx: Context) -> str | None:
+    return None
+
+
+BROKEN_REGISTRY = (drop_initializer, always_raises, never_applies)
+TINY_SEEDS = {"tiny_cnn_qop": EXAMPLE.read_bytes()}
+
+
+def test_a_broken_mutator_fails_the_campaign() -> None:
+    report = run_campaign(160, 0, seeds=TINY_SEEDS, mutators=BROKEN_REGISTRY)
+    assert not report.crashes and not report.ok
+    assert [p.split()[0] for p in report.mutator_problems] == ["always_raises",
+                                                               "never_applies"]
+    raised = report.mutators["always_raises"]
+    assert raised.raised == raised.calls >= MIN_CALLS_JUDGED
+    assert "KeyError: 'a mutator with a bug'" in raised.first_error
+    assert report.mutators["never_applies"].applied == 0
+    assert report.mutators["drop_initializer"].applied > 0
+    assert "2 broken" in report.summary()
+
+
+def test_make_fuzz_exits_non_zero_for_a_broken_mutator(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """tests/fuzz_models.py's exit code (what `make fuzz` returns); a short campaign, in
+    which raising on a seed model is judged already, and a rarely called mutator noted."""
+    monkeypatch.setattr(fuzz_models, "PROTO_MUTATORS", BROKEN_REGISTRY)
+    monkeypatch.setattr(fuzz_models, "seed_models", lambda: TINY_SEEDS)
+    assert fuzz_models.main(["--count", "20"]) == 1
+    out = capsys.readouterr().out
+    assert "BROKEN MUTATOR always_raises raised on" in out
+    assert f"note: fewer than {MIN_CALLS_JUDGED} calls, not judged: " in out
+    monkeypatch.setattr(fuzz_models, "PROTO_MUTATORS", (drop_initializer, never_applies))
+    assert fuzz_models.main(["--count", "20"]) == 0
+
+
+def test_mutator_rules() -> None:
+    """Raising after an earlier step broke the model is tolerated up to a small share;
+    on an intact seed model never; a mutator that changes no model fails once judged."""
+    def stats(calls: int, applied: int, raised: int = 0, on_seed: int = 0) -> MutatorStats:
+        return MutatorStats(calls, applied, raised, on_seed, "case 1: ValueError: x")
+
+    assert mutator_problems({"m": stats(200, 198, raised=2)}) == []
+    assert mutator_problems({"m": stats(200, 194, raised=6)}) == []
+    assert mutator_problems({"m": stats(200, 193, raised=7)}) == [
+        "m raised in 7 of 200 calls, over 3% (first error case 1: ValueError: x)"]
+    assert mutator_problems({"m": stats(20, 17, raised=3)})  # more than 2, short campaign
+    assert mutator_problems({"m": stats(200, 199, raised=1, on_seed=1)}) == [
+        "m raised on 1 intact seed models (first error case 1: ValueError: x)"]
+    assert mutator_problems({"m": stats(MIN_CALLS_JUDGED, 0)}) == [
+        f"m produced no model in {MIN_CALLS_JUDGED} calls"]
+    assert mutator_problems({"m": stats(MIN_CALLS_JUDGED - 1, 0)}) == []
+    assert unjudged_mutators({"m": stats(MIN_CALLS_JUDGED - 1, 0)}) == ["m"]
 
 
 # --------------------------------------------------------------------------------------

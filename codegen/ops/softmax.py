@@ -1,5 +1,6 @@
 """com.microsoft QLinearSoftmax, as ORT computes it: a float32 table of exponentials
-(computed here in double precision, as ORT does with exp()), a float32 sum per row, and
+(computed in double precision as ORT does with exp(), here correctly rounded, so that the
+table does not depend on the generating machine's C library), a float32 sum per row, and
 a double-precision scaling by floorf(1 / y_scale). The 'opset' attribute selects the
 axis semantics: before 13 the tensor is flattened to 2-D at axis, from 13 each
 1-D slice along axis is normalized."""

@@ -1,6 +1,7 @@
 """com.microsoft QLinearSigmoid and QLinearLeakyRelu: 256-entry tables, computed at
 generation time with ORT's own float32 arithmetic (MLAS's logistic approximation with
-its fused multiply-adds, then MLAS's QuantizeLinear)."""
+its fused multiply-adds, then MLAS's QuantizeLinear), in IEEE basic operations only, so
+the tables are the same on every generating machine (codegen/numerics.py)."""
 
 from __future__ import annotations
 
