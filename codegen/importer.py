@@ -3,6 +3,7 @@ each operator module validate its node and infer its outputs."""
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,7 +108,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
     # Sizes first: the checker's own messages about absurd tensors name no limit.
     for tensor, where in model_tensors(model):
         check_declared_size(tensor, where, limits)
-    _check_model(model)
+    model = _check_model(model)
     opsets = _opsets(model)
     g = model.graph
     constants = _initializers(g, limits)
@@ -183,9 +184,14 @@ def _first_readers(g: onnx.GraphProto) -> dict[str, str]:
     return readers
 
 
-def _check_model(model: onnx.ModelProto) -> None:
+def _check_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Check the model; returns it with its nodes in topological order (a sorted copy
+    when the file's order is not one: the caller's ModelProto is never reordered)."""
     if not model.HasField("graph"):
         raise ModelError("model has no graph")
+    _check_names(model.graph)
+    _check_references(model.graph)
+    model = topologically_sorted(model)
     # The checker insists on a shape field for graph inputs and outputs, which ORT does
     # not; exporters often leave output shapes out. Give it an empty one meanwhile.
     g = model.graph
@@ -193,8 +199,6 @@ def _check_model(model: onnx.ModelProto) -> None:
                  if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
     for ttype in shapeless:
         ttype.shape.SetInParent()
-    _check_names(g)
-    _check_references(g)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:  # ValidationError, or protobuf errors on broken fields
@@ -202,6 +206,7 @@ def _check_model(model: onnx.ModelProto) -> None:
     finally:
         for ttype in shapeless:
             ttype.ClearField("shape")
+    return model
 
 
 def _is_text_name(name: str | bytes) -> bool:
@@ -228,21 +233,99 @@ def _check_names(g: onnx.GraphProto) -> None:
 
 
 def _check_references(g: onnx.GraphProto) -> None:
-    """Name the node when an input is missing or defined after its use (the checker's
-    own message for these spans many lines)."""
+    """Name the node when an input is missing (the checker's own message spans many
+    lines). An input produced by a later node is fine: the nodes get sorted."""
     defined = {i.name for i in g.input} | {i.name for i in g.initializer} | {""}
-    produced_later = {o for n in g.node for o in n.output}
+    defined |= {o for n in g.node for o in n.output}
     for index, proto in enumerate(g.node):
-        node = Node(proto.name or f"{proto.op_type}_{index}", proto.op_type, proto.domain, (), ())
         for name in proto.input:
-            if name in defined:
-                continue
-            if name in produced_later:
-                raise ModelError(f"{node.describe()}: input '{name}' is produced by a later "
-                                 "node; the graph must be topologically sorted")
-            raise ModelError(f"{node.describe()}: input '{name}' is not produced by any node, "
-                             "initializer or graph input")
-        defined.update(proto.output)
+            if name not in defined:
+                raise ModelError(f"{_describe_proto(proto, index)}: input '{name}' is not "
+                                 "produced by any node, initializer or graph input")
+
+
+def _describe_proto(proto: onnx.NodeProto, index: int) -> str:
+    return Node(proto.name or f"{proto.op_type}_{index}", proto.op_type, proto.domain, (),
+                ()).describe()
+
+
+def _node_dependencies(g: onnx.GraphProto) -> list[set[int]]:
+    """For each node (by index), the nodes producing its inputs. A name that is also a
+    graph input or initializer counts as that (the checker refuses the clash)."""
+    available = {i.name for i in g.input} | {i.name for i in g.initializer} | {""}
+    producer: dict[str, int] = {}
+    for index, proto in enumerate(g.node):
+        for out in proto.output:
+            producer.setdefault(out, index)
+    return [{producer[name] for name in proto.input
+             if name not in available and name in producer} for proto in g.node]
+
+
+def topological_node_order(g: onnx.GraphProto) -> list[int]:
+    """The node indices in a topological order, stable: of the nodes ready to run, the
+    one earliest in the file comes first (Kahn's algorithm with a heap), so a sorted
+    graph keeps its order and an unsorted one moves only what its dependencies force.
+    A cycle is refused, naming its nodes."""
+    depends = _node_dependencies(g)
+    users: list[list[int]] = [[] for _ in depends]
+    for index, producers in enumerate(depends):
+        for producer in producers:
+            users[producer].append(index)
+    waiting = [len(producers) for producers in depends]
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(index)
+        for user in users[index]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
+    if len(order) < len(depends):
+        raise ModelError(_cycle_message(g, depends, set(range(len(depends))) - set(order)))
+    return order
+
+
+MAX_CYCLE_NODES_SHOWN = 12
+
+
+def _cycle_message(g: onnx.GraphProto, depends: list[set[int]], stuck: set[int]) -> str:
+    """One line naming the nodes of one cycle among the nodes Kahn could not order. Each
+    of those waits on another of them, so walking from one to a producer it waits on
+    must come back to a node already seen: that loop is a cycle."""
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    index = min(stuck)
+    while index not in seen:
+        seen[index] = len(path)
+        path.append(index)
+        index = min(depends[index] & stuck)
+    cycle = path[seen[index]:][::-1]  # walked from consumer to producer: reverse it
+    first = cycle.index(min(cycle))  # start at the node earliest in the file
+    cycle = cycle[first:] + cycle[:first]
+    if len(cycle) == 1:
+        return f"{_describe_proto(g.node[cycle[0]], cycle[0])}: reads its own output (a cycle)"
+    labels = [f"'{g.node[i].name or f'{g.node[i].op_type}_{i}'}' ({g.node[i].op_type})"
+              for i in cycle]
+    if len(labels) > MAX_CYCLE_NODES_SHOWN:
+        labels = [*labels[:MAX_CYCLE_NODES_SHOWN], f"... ({len(cycle)} nodes in all)"]
+    return f"the graph has a cycle: nodes {' -> '.join(labels)} -> {labels[0]} (each " \
+        "feeds the next)"
+
+
+def topologically_sorted(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its nodes in topological order: the model itself when they are
+    (nothing copied), else a sorted copy. ONNX wants sorted graphs, ONNX Runtime sorts
+    what it loads, and some tools (AMD Quark) write unsorted ones."""
+    order = topological_node_order(model.graph)
+    if order == sorted(order):
+        return model
+    ordered = onnx.ModelProto()
+    ordered.CopyFrom(model)
+    del ordered.graph.node[:]
+    ordered.graph.node.extend(model.graph.node[i] for i in order)
+    return ordered
 
 
 def _opsets(model: onnx.ModelProto) -> dict[str, int]:
