@@ -117,19 +117,22 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
 
     tensors: dict[str, Tensor] = {}
     inputs: list[str] = []
+    notes: list[str] = []
     readers = _first_readers(g)
     for value in g.input:
         if value.name in constants:
             continue  # IR < 4 lists initializers among the inputs
         try:
-            tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name),
-                                               limits)
+            tensors[value.name], note = _graph_input(
+                value, (input_shapes or {}).get(value.name), limits)
         except (UnsupportedError, ShapeError) as exc:
             reader = readers.get(value.name)
             if reader is None:
                 raise
             raise type(exc)(f"{reader}: {exc}") from None
         inputs.append(value.name)
+        if note is not None:
+            notes.append(note)
     for name, array in constants.items():
         dtype = str(array.dtype)
         if dtype in DTYPES:
@@ -138,7 +141,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
     nodes = _nodes(g, opsets, constants, tensors, limits)
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
-                  doc=model.doc_string)
+                  doc=model.doc_string, notes=notes)
     if problems is None:
         _check_supported(nodes)
     for node in _topological_order(nodes, set(inputs) | set(constants)):
@@ -369,7 +372,8 @@ def _initializers(g: onnx.GraphProto, limits: Limits) -> dict[str, NDArray[Any]]
 
 
 def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
-                 limits: Limits) -> Tensor:
+                 limits: Limits) -> tuple[Tensor, str | None]:
+    """The input's tensor, and a note when a dynamic batch axis was taken as 1."""
     if not value.type.HasField("tensor_type"):
         raise UnsupportedError(f"graph input '{value.name}' is not a tensor")
     ttype = value.type.tensor_type
@@ -383,7 +387,7 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
         if override is None:
             raise ShapeError(f"graph input '{value.name}' has no shape; pass --input-shape "
                              f"{value.name}=D0xD1x...")
-        return Tensor(value.name, dtype, override)
+        return Tensor(value.name, dtype, override), None
     dims = list(ttype.shape.dim)
     if override is not None:
         if len(override) != len(dims) or any(
@@ -393,21 +397,48 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
             raise ShapeError(f"--input-shape {value.name}={'x'.join(map(str, override))} "
                              f"does not match the declared shape {declared}")
         _check_size(override, dtype, f"graph input '{value.name}'", limits)
-        return Tensor(value.name, dtype, override)
-    shape: list[int] = []
-    for axis, d in enumerate(dims):
-        if d.HasField("dim_value") and d.dim_value == 0:
-            raise UnsupportedError(f"graph input '{value.name}' has a dimension of size 0: "
-                                   "empty tensors are not supported")
-        if not d.HasField("dim_value") or d.dim_value < 1:
-            symbol = d.dim_param or "?"
-            example = "x".join(str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0
-                               else "1" for x in dims)
-            raise ShapeError(f"graph input '{value.name}' has dynamic dimension '{symbol}' "
-                             f"(axis {axis}); pass --input-shape {value.name}={example}")
-        shape.append(int(d.dim_value))
-    _check_size(tuple(shape), dtype, f"graph input '{value.name}'", limits)
-    return Tensor(value.name, dtype, tuple(shape))
+        return Tensor(value.name, dtype, override), None
+    if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
+        raise UnsupportedError(f"graph input '{value.name}' has a dimension of size 0: "
+                               "empty tensors are not supported")
+    dynamic = [axis for axis, d in enumerate(dims) if _is_dynamic(d)]
+    note = None
+    if dynamic == [0] and len(dims) > 1:
+        note = _batch_note(value.name, dims)
+        dynamic = []
+    if dynamic:
+        # Name an axis the user must choose; a dynamic batch axis alone would be taken.
+        axis = next((a for a in dynamic if a > 0), dynamic[0])
+        symbol = dims[axis].dim_param or "?"
+        raise ShapeError(f"graph input '{value.name}' has dynamic dimension '{symbol}' "
+                         f"(axis {axis}); pass --input-shape {value.name}="
+                         f"{_example_shape(dims, 1)}")
+    shape = tuple(1 if _is_dynamic(d) else int(d.dim_value) for d in dims)
+    _check_size(shape, dtype, f"graph input '{value.name}'", limits)
+    return Tensor(value.name, dtype, shape), note
+
+
+def _is_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:
+    """A dimension with no size: a dim_param ('N', 'batch_size', 'unk__123'), nothing at
+    all, or a negative dim_value (-1, as some exporters write)."""
+    return not dim.HasField("dim_value") or dim.dim_value < 1
+
+
+def _example_shape(dims: list[onnx.TensorShapeProto.Dimension], batch: int) -> str:
+    """The declared shape for --input-shape: `batch` on axis 0 when it is dynamic, 1 on
+    the other dynamic axes."""
+    return "x".join(str(batch if axis == 0 else 1) if _is_dynamic(d) else str(d.dim_value)
+                    for axis, d in enumerate(dims))
+
+
+def _batch_note(name: str, dims: list[onnx.TensorShapeProto.Dimension]) -> str:
+    """A leading batch axis is the one dynamic dimension of most exports with dynamic
+    axes (torch.onnx.export's dynamic_axes, tf2onnx's 'unk__N' and 'N'): the generated
+    code runs one sample at a time, so it is taken as 1, and said so. A rank-1 input is
+    not taken: its only axis is the data itself, not a batch of it."""
+    symbol = f" '{dims[0].dim_param}'" if dims[0].dim_param else ""
+    return (f"input '{name}': dynamic batch axis{symbol} taken as 1 (pass --input-shape "
+            f"{name}={_example_shape(dims, 4)} for another)")
 
 
 def _check_size(shape: tuple[int, ...], dtype: str, what: str, limits: Limits) -> None:
