@@ -7,12 +7,16 @@ SIGINT and SIGTERM behave alike: the work in progress is abandoned, its temporar
 are removed (outputs and cache entries only ever appear by rename, so nothing half
 written is left), one line is printed, and the exit status is 128 + the signal number,
 as a shell reports a process killed by it: 130 for SIGINT, 143 for SIGTERM.
+
+A closed standard output (`onnx2mcu boards | head -1`) is the reader having had enough:
+the command ends quietly, with status 141 (128 + SIGPIPE), as a Unix tool does.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 import threading
@@ -340,12 +344,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         write_output_file(Path(args.output), text.encode(), args.force)
         print(f"wrote {args.output}" + (f" and {args.svg}" if args.svg else ""))
     else:
-        try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except BrokenPipeError:  # `onnx2mcu report ... | head`: the reader has enough
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 141  # as a process killed by SIGPIPE
+        sys.stdout.write(text)
+        sys.stdout.flush()  # a closed pipe shows here, before the line below (see main)
         if args.svg:
             print(f"wrote {args.svg}", file=sys.stderr)
     return 0
@@ -435,23 +435,66 @@ def error_text(exc: Onnx2McuError) -> str:
     return "\n  ".join(visible(line) for line in (head, *detail))
 
 
+# A process killed by SIGPIPE, as a shell reports it. Python ignores SIGPIPE, so writing
+# to a closed pipe raises BrokenPipeError instead; main() turns that into this status.
+BROKEN_PIPE_STATUS = 128 + signal.SIGPIPE
+
+
+def stdout_closed() -> bool:
+    """Is standard output a pipe (or socket) whose reader has gone, as in `onnx2mcu
+    boards | head -1`? Then a BrokenPipeError is the reader having had enough, not a bug.
+    poll reports POLLERR (pipe) or POLLHUP (socket) for such a descriptor."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # replaced (tests) or already closed
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def quiet_broken_pipe() -> int:
+    """Exit as a well-behaved Unix tool whose reader has gone: no message, status 141.
+    Standard output is pointed at /dev/null so that the interpreter's final flush of
+    what is still buffered does not fail again (and print "Exception ignored")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return BROKEN_PIPE_STATUS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         with interrupt_handling():
-            return COMMANDS[args.command](args)
+            status = COMMANDS[args.command](args)
+            # Buffered output reaches a closed pipe here at the latest, not at exit.
+            sys.stdout.flush()
+            return status
     except Onnx2McuError as exc:
         print(f"onnx2mcu: error: {error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         return interrupted_status(exc)
+    except BrokenPipeError as exc:
+        if stdout_closed():
+            return quiet_broken_pipe()
+        return internal_error(exc)  # a pipe of onnx2mcu's own: a bug
     except Exception as exc:  # a bug in onnx2mcu, not in the user's input
-        if os.environ.get("ONNX2MCU_DEBUG"):
-            traceback.print_exc()
-        print(f"onnx2mcu: internal error: {type(exc).__name__}: {visible(str(exc))} (set "
-              "ONNX2MCU_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
-        return 3
+        return internal_error(exc)
+
+
+def internal_error(exc: Exception) -> int:
+    if os.environ.get("ONNX2MCU_DEBUG"):
+        traceback.print_exception(exc)
+    print(f"onnx2mcu: internal error: {type(exc).__name__}: {visible(str(exc))} (set "
+          "ONNX2MCU_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ each operator module validate its node and infer its outputs."""
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,7 +108,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
     # Sizes first: the checker's own messages about absurd tensors name no limit.
     for tensor, where in model_tensors(model):
         check_declared_size(tensor, where, limits)
-    _check_model(model)
+    model = _check_model(model)
     opsets = _opsets(model)
     g = model.graph
     constants = _initializers(g, limits)
@@ -116,19 +117,22 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
 
     tensors: dict[str, Tensor] = {}
     inputs: list[str] = []
+    notes: list[str] = []
     readers = _first_readers(g)
     for value in g.input:
         if value.name in constants:
             continue  # IR < 4 lists initializers among the inputs
         try:
-            tensors[value.name] = _graph_input(value, (input_shapes or {}).get(value.name),
-                                               limits)
+            tensors[value.name], note = _graph_input(
+                value, (input_shapes or {}).get(value.name), limits)
         except (UnsupportedError, ShapeError) as exc:
             reader = readers.get(value.name)
             if reader is None:
                 raise
             raise type(exc)(f"{reader}: {exc}") from None
         inputs.append(value.name)
+        if note is not None:
+            notes.append(note)
     for name, array in constants.items():
         dtype = str(array.dtype)
         if dtype in DTYPES:
@@ -137,7 +141,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
     nodes = _nodes(g, opsets, constants, tensors, limits)
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
-                  doc=model.doc_string)
+                  doc=model.doc_string, notes=notes)
     if problems is None:
         _check_supported(nodes)
     for node in _topological_order(nodes, set(inputs) | set(constants)):
@@ -183,9 +187,14 @@ def _first_readers(g: onnx.GraphProto) -> dict[str, str]:
     return readers
 
 
-def _check_model(model: onnx.ModelProto) -> None:
+def _check_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Check the model; returns it with its nodes in topological order (a sorted copy
+    when the file's order is not one: the caller's ModelProto is never reordered)."""
     if not model.HasField("graph"):
         raise ModelError("model has no graph")
+    _check_names(model.graph)
+    _check_references(model.graph)
+    model = topologically_sorted(model)
     # The checker insists on a shape field for graph inputs and outputs, which ORT does
     # not; exporters often leave output shapes out. Give it an empty one meanwhile.
     g = model.graph
@@ -193,8 +202,6 @@ def _check_model(model: onnx.ModelProto) -> None:
                  if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
     for ttype in shapeless:
         ttype.shape.SetInParent()
-    _check_names(g)
-    _check_references(g)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:  # ValidationError, or protobuf errors on broken fields
@@ -202,6 +209,7 @@ def _check_model(model: onnx.ModelProto) -> None:
     finally:
         for ttype in shapeless:
             ttype.ClearField("shape")
+    return model
 
 
 def _is_text_name(name: str | bytes) -> bool:
@@ -228,21 +236,99 @@ def _check_names(g: onnx.GraphProto) -> None:
 
 
 def _check_references(g: onnx.GraphProto) -> None:
-    """Name the node when an input is missing or defined after its use (the checker's
-    own message for these spans many lines)."""
+    """Name the node when an input is missing (the checker's own message spans many
+    lines). An input produced by a later node is fine: the nodes get sorted."""
     defined = {i.name for i in g.input} | {i.name for i in g.initializer} | {""}
-    produced_later = {o for n in g.node for o in n.output}
+    defined |= {o for n in g.node for o in n.output}
     for index, proto in enumerate(g.node):
-        node = Node(proto.name or f"{proto.op_type}_{index}", proto.op_type, proto.domain, (), ())
         for name in proto.input:
-            if name in defined:
-                continue
-            if name in produced_later:
-                raise ModelError(f"{node.describe()}: input '{name}' is produced by a later "
-                                 "node; the graph must be topologically sorted")
-            raise ModelError(f"{node.describe()}: input '{name}' is not produced by any node, "
-                             "initializer or graph input")
-        defined.update(proto.output)
+            if name not in defined:
+                raise ModelError(f"{_describe_proto(proto, index)}: input '{name}' is not "
+                                 "produced by any node, initializer or graph input")
+
+
+def _describe_proto(proto: onnx.NodeProto, index: int) -> str:
+    return Node(proto.name or f"{proto.op_type}_{index}", proto.op_type, proto.domain, (),
+                ()).describe()
+
+
+def _node_dependencies(g: onnx.GraphProto) -> list[set[int]]:
+    """For each node (by index), the nodes producing its inputs. A name that is also a
+    graph input or initializer counts as that (the checker refuses the clash)."""
+    available = {i.name for i in g.input} | {i.name for i in g.initializer} | {""}
+    producer: dict[str, int] = {}
+    for index, proto in enumerate(g.node):
+        for out in proto.output:
+            producer.setdefault(out, index)
+    return [{producer[name] for name in proto.input
+             if name not in available and name in producer} for proto in g.node]
+
+
+def topological_node_order(g: onnx.GraphProto) -> list[int]:
+    """The node indices in a topological order, stable: of the nodes ready to run, the
+    one earliest in the file comes first (Kahn's algorithm with a heap), so a sorted
+    graph keeps its order and an unsorted one moves only what its dependencies force.
+    A cycle is refused, naming its nodes."""
+    depends = _node_dependencies(g)
+    users: list[list[int]] = [[] for _ in depends]
+    for index, producers in enumerate(depends):
+        for producer in producers:
+            users[producer].append(index)
+    waiting = [len(producers) for producers in depends]
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(index)
+        for user in users[index]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
+    if len(order) < len(depends):
+        raise ModelError(_cycle_message(g, depends, set(range(len(depends))) - set(order)))
+    return order
+
+
+MAX_CYCLE_NODES_SHOWN = 12
+
+
+def _cycle_message(g: onnx.GraphProto, depends: list[set[int]], stuck: set[int]) -> str:
+    """One line naming the nodes of one cycle among the nodes Kahn could not order. Each
+    of those waits on another of them, so walking from one to a producer it waits on
+    must come back to a node already seen: that loop is a cycle."""
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    index = min(stuck)
+    while index not in seen:
+        seen[index] = len(path)
+        path.append(index)
+        index = min(depends[index] & stuck)
+    cycle = path[seen[index]:][::-1]  # walked from consumer to producer: reverse it
+    first = cycle.index(min(cycle))  # start at the node earliest in the file
+    cycle = cycle[first:] + cycle[:first]
+    if len(cycle) == 1:
+        return f"{_describe_proto(g.node[cycle[0]], cycle[0])}: reads its own output (a cycle)"
+    labels = [f"'{g.node[i].name or f'{g.node[i].op_type}_{i}'}' ({g.node[i].op_type})"
+              for i in cycle]
+    if len(labels) > MAX_CYCLE_NODES_SHOWN:
+        labels = [*labels[:MAX_CYCLE_NODES_SHOWN], f"... ({len(cycle)} nodes in all)"]
+    return f"the graph has a cycle: nodes {' -> '.join(labels)} -> {labels[0]} (each " \
+        "feeds the next)"
+
+
+def topologically_sorted(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its nodes in topological order: the model itself when they are
+    (nothing copied), else a sorted copy. ONNX wants sorted graphs, ONNX Runtime sorts
+    what it loads, and some tools (AMD Quark) write unsorted ones."""
+    order = topological_node_order(model.graph)
+    if order == sorted(order):
+        return model
+    ordered = onnx.ModelProto()
+    ordered.CopyFrom(model)
+    del ordered.graph.node[:]
+    ordered.graph.node.extend(model.graph.node[i] for i in order)
+    return ordered
 
 
 def _opsets(model: onnx.ModelProto) -> dict[str, int]:
@@ -286,7 +372,8 @@ def _initializers(g: onnx.GraphProto, limits: Limits) -> dict[str, NDArray[Any]]
 
 
 def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
-                 limits: Limits) -> Tensor:
+                 limits: Limits) -> tuple[Tensor, str | None]:
+    """The input's tensor, and a note when a dynamic batch axis was taken as 1."""
     if not value.type.HasField("tensor_type"):
         raise UnsupportedError(f"graph input '{value.name}' is not a tensor")
     ttype = value.type.tensor_type
@@ -300,7 +387,7 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
         if override is None:
             raise ShapeError(f"graph input '{value.name}' has no shape; pass --input-shape "
                              f"{value.name}=D0xD1x...")
-        return Tensor(value.name, dtype, override)
+        return Tensor(value.name, dtype, override), None
     dims = list(ttype.shape.dim)
     if override is not None:
         if len(override) != len(dims) or any(
@@ -310,21 +397,48 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
             raise ShapeError(f"--input-shape {value.name}={'x'.join(map(str, override))} "
                              f"does not match the declared shape {declared}")
         _check_size(override, dtype, f"graph input '{value.name}'", limits)
-        return Tensor(value.name, dtype, override)
-    shape: list[int] = []
-    for axis, d in enumerate(dims):
-        if d.HasField("dim_value") and d.dim_value == 0:
-            raise UnsupportedError(f"graph input '{value.name}' has a dimension of size 0: "
-                                   "empty tensors are not supported")
-        if not d.HasField("dim_value") or d.dim_value < 1:
-            symbol = d.dim_param or "?"
-            example = "x".join(str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0
-                               else "1" for x in dims)
-            raise ShapeError(f"graph input '{value.name}' has dynamic dimension '{symbol}' "
-                             f"(axis {axis}); pass --input-shape {value.name}={example}")
-        shape.append(int(d.dim_value))
-    _check_size(tuple(shape), dtype, f"graph input '{value.name}'", limits)
-    return Tensor(value.name, dtype, tuple(shape))
+        return Tensor(value.name, dtype, override), None
+    if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
+        raise UnsupportedError(f"graph input '{value.name}' has a dimension of size 0: "
+                               "empty tensors are not supported")
+    dynamic = [axis for axis, d in enumerate(dims) if _is_dynamic(d)]
+    note = None
+    if dynamic == [0] and len(dims) > 1:
+        note = _batch_note(value.name, dims)
+        dynamic = []
+    if dynamic:
+        # Name an axis the user must choose; a dynamic batch axis alone would be taken.
+        axis = next((a for a in dynamic if a > 0), dynamic[0])
+        symbol = dims[axis].dim_param or "?"
+        raise ShapeError(f"graph input '{value.name}' has dynamic dimension '{symbol}' "
+                         f"(axis {axis}); pass --input-shape {value.name}="
+                         f"{_example_shape(dims, 1)}")
+    shape = tuple(1 if _is_dynamic(d) else int(d.dim_value) for d in dims)
+    _check_size(shape, dtype, f"graph input '{value.name}'", limits)
+    return Tensor(value.name, dtype, shape), note
+
+
+def _is_dynamic(dim: onnx.TensorShapeProto.Dimension) -> bool:
+    """A dimension with no size: a dim_param ('N', 'batch_size', 'unk__123'), nothing at
+    all, or a negative dim_value (-1, as some exporters write)."""
+    return not dim.HasField("dim_value") or dim.dim_value < 1
+
+
+def _example_shape(dims: list[onnx.TensorShapeProto.Dimension], batch: int) -> str:
+    """The declared shape for --input-shape: `batch` on axis 0 when it is dynamic, 1 on
+    the other dynamic axes."""
+    return "x".join(str(batch if axis == 0 else 1) if _is_dynamic(d) else str(d.dim_value)
+                    for axis, d in enumerate(dims))
+
+
+def _batch_note(name: str, dims: list[onnx.TensorShapeProto.Dimension]) -> str:
+    """A leading batch axis is the one dynamic dimension of most exports with dynamic
+    axes (torch.onnx.export's dynamic_axes, tf2onnx's 'unk__N' and 'N'): the generated
+    code runs one sample at a time, so it is taken as 1, and said so. A rank-1 input is
+    not taken: its only axis is the data itself, not a batch of it."""
+    symbol = f" '{dims[0].dim_param}'" if dims[0].dim_param else ""
+    return (f"input '{name}': dynamic batch axis{symbol} taken as 1 (pass --input-shape "
+            f"{name}={_example_shape(dims, 4)} for another)")
 
 
 def _check_size(shape: tuple[int, ...], dtype: str, what: str, limits: Limits) -> None:

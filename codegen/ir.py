@@ -105,3 +105,6 @@ class Graph:
     constants: dict[str, NDArray[Any]]
     opsets: dict[str, int]
     doc: str = ""
+    # What the importer decided for the user and they should hear about, one line each
+    # (e.g. a dynamic batch axis taken as 1). Passes carry it over to the graphs they make.
+    notes: list[str] = field(default_factory=list)

@@ -5,9 +5,9 @@ moved into place by rename at the end."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -79,16 +79,30 @@ def signals_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def new_folder(parent: Path, prefix: str) -> Path:
+    """A new empty folder in `parent` with a unique name starting with `prefix`. Not
+    tempfile.mkdtemp: its mode 0700 would stick to the folder once renamed into place;
+    os.mkdir gives 0777 less the user's umask, as any folder the user makes."""
+    for _ in range(100):
+        folder = parent / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"no free name for a folder {prefix}* in {parent}")
+
+
 def _replace_folder(out: Path, files: Mapping[str, bytes]) -> None:
     """Write `files` into a hidden sibling of `out`, then swap it in by rename."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    staging = new_folder(out.parent, f".{out.name}.tmp-")
     old: Path | None = None
     try:
         write_files(staging, files)
         with signals_deferred():
             if out.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+                old = new_folder(out.parent, f".{out.name}.old-")
                 os.rmdir(old)
                 os.rename(out, old)
             os.rename(staging, out)

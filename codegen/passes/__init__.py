@@ -103,7 +103,7 @@ class Recipes:
 def _apply(graph: Graph, rewrites: list[Rewrite]) -> tuple[Graph, dict[str, list[str]]]:
     """Apply each rewrite once, in order, to a private copy of the graph."""
     graph = replace(graph, nodes=list(graph.nodes), constants=dict(graph.constants),
-                    opsets=dict(graph.opsets),
+                    opsets=dict(graph.opsets), notes=list(graph.notes),
                     tensors={k: replace(v) for k, v in graph.tensors.items()})
     fired: dict[str, list[str]] = {}
     for rewrite in rewrites:
