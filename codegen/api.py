@@ -53,6 +53,7 @@ class GenerateResult:
     board: Board
     budget: Budget | None = None  # measured on a Cortex-M build; None on the host
     budget_note: str = ""
+    notes: tuple[str, ...] = ()  # what the import assumed (a dynamic batch taken as 1)
 
 
 def io_bytes(gen: Generated) -> int:
@@ -107,7 +108,8 @@ def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: 
     budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
-                          gen.plan.lower_bound, gen.program.requant, gen.board, budget, note)
+                          gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
+                          tuple(gen.graph.notes))
 
 
 def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, Any]:
@@ -179,6 +181,7 @@ class CountReport:
     macs: int
     layers: tuple[tuple[str, str, int], ...]  # (node, kernel, MACs) per kernel call
     board: str
+    notes: tuple[str, ...] = ()
 
 
 def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, *,
@@ -211,7 +214,8 @@ def count_generated(gen: Generated, data: Samples, per_layer: bool) -> CountRepo
     _, counts = qemu_count(build.elf, gen.board, gen.program.inputs, gen.program.outputs,
                            data, len(calls) if per_layer else None)
     return CountReport(counts, sum(c.macs for c in calls),
-                       tuple((c.node, c.function, c.macs) for c in calls), gen.board.name)
+                       tuple((c.node, c.function, c.macs) for c in calls), gen.board.name,
+                       tuple(gen.graph.notes))
 
 
 def report(model: ModelSource, *, board: str = "host", requant: str | None = None,
@@ -239,16 +243,29 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 
 
-def run(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
-        requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-        cflags: Sequence[str] = (), integer_only: bool = False,
-        qdq_rules: str = "auto", weights: str = "auto",
-        native: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[Any]]:
+@dataclass(frozen=True)
+class RunResult:
+    outputs: dict[str, NDArray[Any]]  # keyed by ONNX output name
+    notes: tuple[str, ...]  # what the import assumed (a dynamic batch taken as 1)
+
+
+def run_model(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
+              requant: str | None = None,
+              input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+              cflags: Sequence[str] = (), integer_only: bool = False,
+              qdq_rules: str = "auto", weights: str = "auto",
+              native: bool = False, limits: Limits = DEFAULT_LIMITS) -> RunResult:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
                                            qdq_rules, weights, native, limits))
     names = [t.name for t in gen.program.inputs]
-    return run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
+    outputs = run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
+    return RunResult(outputs, tuple(gen.graph.notes))
+
+
+def run(model: ModelSource, inputs: Mapping[str, Any], **options: Any) -> dict[str, NDArray[Any]]:
+    """run_model's outputs alone."""
+    return run_model(model, inputs, **options).outputs
 
 
 def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = None,
@@ -294,5 +311,5 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
                         samples=len(data), seed=used_seed, ort_version=ort_version(),
                         ort_level=ort_level, reference=reference.description,
                         requant=gen.program.requant, board=gen.board.name,
-                        notes=reference.notes,
+                        notes=[*gen.graph.notes, *reference.notes],
                         layers=layer_reports(gen.graph, compared) if per_layer else None)

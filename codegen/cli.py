@@ -259,6 +259,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     result = api.generate(args.model, args.output, name=args.name, force=args.force,
                           budget_check=not args.no_budget_check, **_options(args))
+    print_notes(result.notes)
     print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
           f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
     if result.board.is_cortex_m:
@@ -283,9 +284,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.output:
         raise InputDataError("run needs --output (or --count-instructions)")
     options = _options(args)
-    outputs = api.run(args.model, _load_npz(args.inputs), **options)
-    out = save_npz(Path(args.output), outputs)
-    print(f"wrote {out} ({visible(', '.join(outputs))})")
+    result = api.run_model(args.model, _load_npz(args.inputs), **options)
+    out = save_npz(Path(args.output), result.outputs)
+    print_notes(result.notes)
+    print(f"wrote {out} ({visible(', '.join(result.outputs))})")
     return 0
 
 
@@ -306,7 +308,13 @@ def save_npz(path: Path, arrays: dict[str, NDArray[Any]]) -> Path:
     return out
 
 
+def print_notes(notes: Sequence[str]) -> None:
+    for note in notes:
+        print(f"note: {visible(note)}")
+
+
 def print_counts(report: api.CountReport) -> None:
+    print_notes(report.notes)
     counts = report.counts
     first = counts.per_sample[0]
     per_mac = f", {first / report.macs:.2f} per MAC" if report.macs else ""

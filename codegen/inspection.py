@@ -197,7 +197,8 @@ def format_tensor(t: Tensor) -> str:
 def format_inspection(result: Inspection) -> str:
     g = result.graph
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(g.opsets.items()))
-    lines = [f"model '{g.name}' ({opsets}); board {result.board}, requant {result.requant}"]
+    lines = [f"model '{g.name}' ({opsets}); board {result.board}, requant {result.requant}",
+             *(f"note: {note}" for note in g.notes)]
     for kind, names in (("input", g.inputs), ("output", g.outputs)):
         for name in names:
             if name in g.tensors:

@@ -109,6 +109,7 @@ class Report:
     steps: tuple[Step, ...]
     alignment: int
     totals: Totals
+    notes: tuple[str, ...] = ()  # what the import assumed (a dynamic batch taken as 1)
 
 
 # ------------------------------------------------------------------ building
@@ -213,7 +214,8 @@ def build_report(gen: Generated, *, source: str = "", budget: Budget | None = No
     return Report(model=gen.name, source=source, board=gen.board.name,
                   requant=gen.program.requant, layers=layers, buffers=buffers,
                   steps=build_steps(gen, buffers), alignment=ALIGNMENT,
-                  totals=build_totals(gen, layers, budget, budget_note, counts))
+                  totals=build_totals(gen, layers, budget, budget_note, counts),
+                  notes=tuple(gen.graph.notes))
 
 
 # ------------------------------------------------------------------ strings
@@ -305,7 +307,8 @@ def format_report_text(report: Report) -> str:
 
     source = f" ({printable(report.source)})" if report.source else ""
     lines = [f"model '{printable(report.model)}'{source}: board {report.board}, "
-             f"requant {report.requant}", line(header)]
+             f"requant {report.requant}",
+             *(f"note: {printable(note)}" for note in report.notes), line(header)]
     lines.extend(line(r) for r in rows)
     lines.extend(format_totals(report))
     return "\n".join(lines) + "\n"

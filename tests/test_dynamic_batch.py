@@ -256,3 +256,24 @@ def test_real_torch_export_with_dynamic_batch(quant_format: str) -> None:
     report = codegen.verify(model, samples=3, seed=0)
     assert report.ok, report.outputs
     assert report.outputs[0].elements == 30
+
+
+def test_every_command_prints_the_batch_note(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """generate, run, verify, inspect and report say once, on one line, that they took
+    the dynamic batch as 1."""
+    from codegen import cli
+
+    path = TORCH_MODELS / "torch_cnn_dynamic_batch_qop.onnx"
+    note = ("note: input 'input': dynamic batch axis 'batch_size' taken as 1 (pass "
+            "--input-shape input=4x3x16x16 for another)")
+    np.savez(tmp_path / "in.npz", input=np.zeros((1, 3, 16, 16), np.float32))
+    for args in (["generate", str(path), "-o", str(tmp_path / "out")],
+                 ["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--output",
+                  str(tmp_path / "out.npz")],
+                 ["verify", str(path), "--samples", "1"],
+                 ["inspect", str(path)],
+                 ["report", str(path)]):
+        assert cli.main(args) == 0, args
+        out = capsys.readouterr().out
+        assert out.splitlines().count(note) == 1, (args, out)
