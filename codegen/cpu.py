@@ -152,13 +152,13 @@ def current_profile(probe: Callable[[], bool] | None = None) -> CpuProfile:
     """This CPU's profile, or the one ONNX2MCU_CPU_PROFILE forces. probe() asks ORT
     whether it saturates u8 x s8 products; it is not called for a forced profile."""
     name = os.environ.get(PROFILE_ENV, "").strip()
+    forced = os.environ.get(SATURATION_ENV)
     if name:
         profile = replace(profile_named(name), forced_by=PROFILE_ENV)
     else:
         profile = _flags_profile()
-        if probe is not None:
+        if probe is not None and forced not in ("0", "1"):
             profile = with_saturation(profile, probe())
-    forced = os.environ.get(SATURATION_ENV)
     if forced in ("0", "1"):
         by = f"{profile.forced_by} and {SATURATION_ENV}" if profile.forced_by else SATURATION_ENV
         profile = replace(with_saturation(profile, forced == "1"), forced_by=by)
@@ -208,7 +208,7 @@ FAMILIES = (
         "on ARM a fixed-point NEON kernel", "fma"),
     KernelFamily(
         "qlinear-mul", frozenset({("com.microsoft", "QLinearMul")}),
-        "QLinearMul node(s)", "ORT's x86-64 SSE2 kernel",
+        "QLinearMul node(s)", "ORT's x86 SSE2 kernel",
         "off x86-64, ORT's QLinearMul is another (NEON) kernel", "x86"),
 )
 FAMILY_KEYS = tuple(f.key for f in FAMILIES)
@@ -223,9 +223,9 @@ class FamilyUse:
     op_types: tuple[str, ...]  # sorted, distinct
 
     def note(self, profile: CpuProfile) -> str:
-        """One short line: these nodes may differ on this CPU."""
+        """One short line: these nodes may differ on this CPU (its details tell why)."""
         return (f"{len(self.nodes)} {self.family.what} follow {self.family.follows}; "
-                f"this CPU ({profile.label}) runs others: may differ")
+                f"ORT on {profile.name} may differ")
 
     def detail(self, profile: CpuProfile) -> str:
         here = ("ORT runs them on this CPU" if self.family.holds_on(profile)
