@@ -23,7 +23,14 @@ from numpy.typing import NDArray
 
 import codegen
 from codegen import api
-from codegen.cpu import FAMILIES, CpuProfile, FamilyUse, KernelFamily, differences
+from codegen.cpu import (
+    FAMILIES,
+    CpuProfile,
+    FamilyUse,
+    KernelFamily,
+    current_profile,
+    differences,
+)
 from codegen.errors import OptionError
 from codegen.pipeline import Options, generate_sources
 from codegen.verify import VerifyReport, reference_model, run_ort
@@ -41,6 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["ONNX2MCU_CACHE_DIR"] = tempfile.mkdtemp(prefix="onnx2mcu-test-cache-")
     os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
     os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+    try:  # a misspelt ONNX2MCU_CPU_PROFILE stops the run here, not in every test
+        current_profile()
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line(
         "markers", "ort_kernels(*families): the test compares with ORT kernels of these "
         f"codegen.cpu families ({', '.join(FAMILY_BY_KEY)}); skipped on a CPU profile whose "
@@ -51,11 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    try:
-        profile = local_cpu_profile()
-    except OptionError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    return f"onnx2mcu: {profile.describe()}"
+    return f"onnx2mcu: {local_cpu_profile().describe()}"
 
 
 def family_reason(family: KernelFamily, profile: CpuProfile) -> str:
