@@ -69,16 +69,18 @@ test: lint pytest
 # The tests whose comparisons with ORT depend on ORT's CPU (codegen/cpu.py), run under
 # each forced profile (ONNX2MCU_CPU_PROFILE): green each time, the checks that would not
 # hold on that CPU skipped with the reason, the modelled u8 x s8 paths exercised.
+# CPU_PROFILES, CPU_PROFILE_TESTS and CPU_PROFILE_PYTEST_ARGS (say, -k) narrow it.
 CPU_PROFILES ?= x86-avx512-vnni x86-avx512 x86-avx2-vnni x86-avx2 x86-sse arm64 unknown
 CPU_PROFILE_TESTS ?= tests/test_cpu_profiles.py tests/test_u8s8_reference.py \
 	tests/test_float_islands.py tests/test_recipes.py tests/test_qdq.py tests/test_zoo.py \
 	tests/test_elementwise_ops.py tests/test_extreme_inputs.py tests/test_matrix_ops.py \
 	tests/test_quantized_cnn.py
+CPU_PROFILE_PYTEST_ARGS ?=
 test-cpu-profiles: $(VENV)/.installed-test
 	@for profile in $(CPU_PROFILES); do \
 		echo "== ONNX2MCU_CPU_PROFILE=$$profile"; \
 		ONNX2MCU_CPU_PROFILE=$$profile $(BIN)/python -m pytest -n $(JOBS) -q -ra \
-			$(CPU_PROFILE_TESTS) || exit 1; \
+			$(CPU_PROFILE_PYTEST_ARGS) $(CPU_PROFILE_TESTS) || exit 1; \
 	done
 
 # The CI campaign (tests/test_fuzz.py) uses seed 0; this one explores further. A crash
