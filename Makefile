@@ -2,6 +2,7 @@
 #   make demo   set up, then generate, build and verify C for the shipped example model
 #   make test   set up with the test extras, then lint, type-check and run the whole suite
 #   make fuzz   a long fuzz campaign of broken models (FUZZ_COUNT, FUZZ_SEED)
+#   make test-cpu-profiles   the CPU-sensitive tests under each forced CPU profile
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ JOBS ?= auto
 FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
-.PHONY: demo test lint pytest fuzz example clean cortex-m-tools
+.PHONY: demo test lint pytest fuzz example clean cortex-m-tools test-cpu-profiles
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -64,6 +65,23 @@ cortex-m-tools:
 	fi
 
 test: lint pytest
+
+# The tests whose comparisons with ORT depend on ORT's CPU (codegen/cpu.py), run under
+# each forced profile (ONNX2MCU_CPU_PROFILE): green each time, the checks that would not
+# hold on that CPU skipped with the reason, the modelled u8 x s8 paths exercised.
+# CPU_PROFILES, CPU_PROFILE_TESTS and CPU_PROFILE_PYTEST_ARGS (say, -k) narrow it.
+CPU_PROFILES ?= x86-avx512-vnni x86-avx512 x86-avx2-vnni x86-avx2 x86-sse arm64 unknown
+CPU_PROFILE_TESTS ?= tests/test_cpu_profiles.py tests/test_u8s8_reference.py \
+	tests/test_float_islands.py tests/test_recipes.py tests/test_qdq.py tests/test_zoo.py \
+	tests/test_elementwise_ops.py tests/test_extreme_inputs.py tests/test_matrix_ops.py \
+	tests/test_quantized_cnn.py
+CPU_PROFILE_PYTEST_ARGS ?=
+test-cpu-profiles: $(VENV)/.installed-test
+	@for profile in $(CPU_PROFILES); do \
+		echo "== ONNX2MCU_CPU_PROFILE=$$profile"; \
+		ONNX2MCU_CPU_PROFILE=$$profile $(BIN)/python -m pytest -n $(JOBS) -q -ra \
+			$(CPU_PROFILE_PYTEST_ARGS) $(CPU_PROFILE_TESTS) || exit 1; \
+	done
 
 # The CI campaign (tests/test_fuzz.py) uses seed 0; this one explores further. A crash
 # prints its case number: replay it with tests/fuzz_models.py --seed S --case N.

@@ -311,5 +311,6 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
                         samples=len(data), seed=used_seed, ort_version=ort_version(),
                         ort_level=ort_level, reference=reference.description,
                         requant=gen.program.requant, board=gen.board.name,
-                        notes=[*gen.graph.notes, *reference.notes],
+                        notes=[*gen.graph.notes, *reference.notes], details=reference.details,
+                        cpu_differences=reference.cpu_differences,
                         layers=layer_reports(gen.graph, compared) if per_layer else None)

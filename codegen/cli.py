@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--per-layer", action="store_true",
                    help="compare every intermediate tensor and name the first layer that "
                         "differs")
+    v.add_argument("--verbose", action="store_true",
+                   help="explain each note: the CPU profile, the fusion rules, the reference")
 
     i = sub.add_parser("inspect", help="print the graph as onnx2mcu sees it, one line per node")
     _common(i)
@@ -194,11 +196,13 @@ def _terminal_progress_done() -> None:
         sys.stderr.flush()
 
 
-def print_report(report: VerifyReport) -> None:
+def print_report(report: VerifyReport, verbose: bool = False) -> None:
     print(f"reference: onnxruntime {report.ort_version} (CPUExecutionProvider, "
           f"1 thread, {ORT_LEVELS[report.ort_level]}) on {report.reference}")
     for note in report.notes:
         print(f"note: {note}")
+    for detail in report.details if verbose else []:
+        print(f"detail: {detail}")
     source = "random inputs, seed " + str(report.seed) if report.seed is not None else \
         "given inputs"
     print(f"generated C: board {report.board}, requant {report.requant}; "
@@ -366,7 +370,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                         per_layer=args.per_layer, progress=_terminal_progress(),
                         ort_level=args.ort_level, **options)
     _terminal_progress_done()
-    print_report(report)
+    print_report(report, verbose=args.verbose)
     return 0 if report.ok else 1
 
 
@@ -377,7 +381,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     print(f"wrote {out.out}")
     if out.float_islands:
         how = ("with session.qdqisint8allowed=1 (ORT's ARM behaviour)" if out.qdq_rules == "arm"
-               else "with ORT's default x86 behaviour")
+               else "with session.qdqisint8allowed=0 (ORT's x86 behaviour)")
         print(f"{out.float_islands} float island(s) left, computed in float as ONNX Runtime "
               f"computes them {how}")
     return 0

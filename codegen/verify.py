@@ -5,13 +5,12 @@ documented exception: on x86 CPUs without VNNI, ORT's u8 x s8 kernels add pairs 
 products with int16 saturation (vpmaddubsw). The generated C computes the exact sum, as
 the ONNX specification and ORT on ARM/VNNI do. `verify` probes the local ORT once; when
 it saturates, the reference is the same model with its int8 weights moved to uint8
-(+128, zero points +128): identical mathematics that ORT computes exactly.
+(+128, zero points +128): identical mathematics that ORT computes exactly. Where other
+kernels of ORT depend on the CPU (codegen.cpu), verify notes what may differ here.
 """
 
 from __future__ import annotations
 
-import os
-import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,13 +21,13 @@ import onnx
 from numpy.typing import NDArray
 from onnx import helper, numpy_helper
 
+from .cpu import SATURATION_ENV as SATURATION_ENV  # re-exported: tests force the probe
+from .cpu import CpuProfile, current_profile, differences, family_uses
 from .errors import Onnx2McuError
 from .ir import DTYPES, QUANT_RANGE, Graph, Tensor
 
 ORT_LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED",
               "basic": "ORT_ENABLE_BASIC", "disable": "ORT_DISABLE_ALL"}
-# Set to 1/0 to override the saturation probe (tests use it to exercise both paths).
-SATURATION_ENV = "ONNX2MCU_ORT_U8S8_SATURATES"
 
 
 class OrtError(Onnx2McuError):
@@ -90,12 +89,16 @@ def _probe_saturation() -> bool:
     return int(out.reshape(-1)[0]) == -32768  # exact: -65280
 
 
+def cpu_profile() -> CpuProfile:
+    """This CPU's profile (codegen.cpu), its u8 x s8 behaviour measured on the local ORT;
+    or the profile ONNX2MCU_CPU_PROFILE forces."""
+    return current_profile(_probe_saturation)
+
+
 def ort_saturates_u8s8() -> bool:
-    """Does the local ORT saturate u8 x s8 products in int16 pairs (x86 without VNNI)?"""
-    forced = os.environ.get(SATURATION_ENV)
-    if forced in ("0", "1"):
-        return forced == "1"
-    return _probe_saturation()
+    """Does the local ORT saturate u8 x s8 products in int16 pairs (x86 without VNNI)?
+    ONNX2MCU_ORT_U8S8_SATURATES or ONNX2MCU_CPU_PROFILE can force the answer."""
+    return cpu_profile().u8s8_saturates
 
 
 # Operators whose ORT kernel is MLAS's u8 x s8 GEMM: op -> (B slot, B zero point slot).
@@ -244,8 +247,12 @@ class VerifyReport:
     reference: str
     requant: str
     board: str
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # one short line each
     layers: list[LayerReport] | None = None  # per-layer mode only, in execution order
+    details: list[str] = field(default_factory=list)  # the notes' longer story (--verbose)
+    # Kernel families (codegen.cpu) that ORT computes with other kernels on this CPU:
+    # where any is listed, a mismatch may be ORT's CPU rather than the generated C.
+    cpu_differences: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -322,16 +329,37 @@ class Reference:
 
     model: onnx.ModelProto
     description: str
-    notes: list[str]
+    notes: list[str]  # one short line each
     config: dict[str, str]
+    details: list[str] = field(default_factory=list)  # the longer story (verify --verbose)
+    # Kernel families (codegen.cpu) that ORT computes differently on this CPU.
+    cpu_differences: list[str] = field(default_factory=list)
 
 
 # ORT on x86 converts int8 QDQ activations to uint8 and fuses them, except where a
 # tensor fans out (or a Clip sits between Q and DQ): those units then run in float. ORT
 # on ARM fuses int8 units as they are, but not units whose input and output types
-# differ, which x86's conversion makes equal. This session option gives x86 ORT the ARM
-# behaviour, so the reference follows whichever rules the generated code follows.
+# differ, which x86's conversion makes equal. ORT's default is x86's rules on x86 and
+# ARM's on ARM; this session option sets them, so the reference follows whichever rules
+# the generated code follows on any CPU.
 INT8_QDQ_CONFIG = {"session.qdqisint8allowed": "1"}
+X86_QDQ_CONFIG = {"session.qdqisint8allowed": "0"}
+ARM_RULES_DETAIL = (
+    "int8 QDQ units: the generated C follows ORT's ARM rules (int8 units fused as they "
+    "are), which fuse more of this model than x86's; the reference runs with "
+    "session.qdqisint8allowed=1, ORT's ARM behaviour (--qdq-rules x86 follows x86 instead)")
+X86_RULES_DETAIL = (
+    "int8 QDQ units: the generated C follows ORT's x86 rules (int8 Q/DQ pairs converted to "
+    "uint8; no Conv or MatMul fused on int8 input); the reference runs with "
+    "session.qdqisint8allowed=0, ORT's x86 behaviour, on any CPU")
+U8S8_SATURATION_DETAIL = (
+    "u8 x s8: this CPU's ORT saturates int16 pairs of u8 x s8 products (x86 without VNNI); "
+    "the generated C computes the exact sum, as ONNX specifies, so the reference is the "
+    "same model with int8 weights moved to uint8 (+128, zero points +128), which ORT "
+    "computes exactly")
+U8S8_EXACT_DETAIL = (
+    "u8 x s8: this CPU's ORT computes u8 x s8 products exactly (VNNI, AMX, SSE2 or ARM), "
+    "as the generated C does: the reference is the model as given")
 
 
 def int8_qdq_activations(model: onnx.ModelProto) -> int:
@@ -357,69 +385,73 @@ def _is_int8_constant(model: onnx.ModelProto, name: str) -> bool:
     return False
 
 
-def cpu_flags() -> set[str] | None:
-    """This CPU's feature flags (Linux), or None when they cannot be read."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
-            for line in info:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        return None
-    return None
+FLOAT_ISLAND_DETAIL = (
+    "float islands: computed in float32 in the order of ORT's x86-64 kernels (AVX-512F for "
+    "SGEMM, convolutions, pools and softmax; FMA3 for logistic and tanh), on one thread, "
+    "as the reference runs")
 
 
-def float_island_notes(graph: Graph) -> list[str]:
-    """Float islands follow ORT's x86-64 AVX-512F kernels run on one thread; say so, and
-    warn where the local ORT runs other kernels."""
+@dataclass(frozen=True)
+class CpuNotes:
+    """What this CPU means for a graph's comparison with ORT."""
+
+    notes: list[str]  # one short line each
+    details: list[str]  # for verify --verbose
+    differences: list[str]  # keys of the kernel families ORT computes otherwise here
+
+
+def cpu_notes(graph: Graph, profile: CpuProfile) -> CpuNotes:
+    """A short note on the float islands, and one per kernel family (codegen.cpu) that
+    ORT computes with other kernels on this CPU; the details name the profile and say,
+    for every family the graph uses, whether ORT runs the kernels the C follows."""
     from . import ops
 
     islands = [n for n in graph.nodes if (opdef := ops.lookup(n)) is not None
                and opdef.float_island]
-    if not islands:
-        return []
-    notes = [f"{len(islands)} float island(s) computed in float32 in the order of ORT's "
-             "x86-64 AVX-512F kernels, one thread (the reference runs with one)"]
-    flags = cpu_flags()
-    if platform.machine().lower() not in ("x86_64", "amd64") or (
-            flags is not None and "avx512f" not in flags):
-        notes.append("this CPU is not an x86-64 with AVX-512F: ORT runs other float kernels "
-                     "here (Softmax, NCHWc pools, ARM NEON), so float islands may differ")
-    return notes
+    notes = [f"{len(islands)} float island(s) computed in float32 as ORT's x86-64 kernels "
+             "do, on one thread"] if islands else []
+    details = [profile.describe()] + ([FLOAT_ISLAND_DETAIL] if islands else [])
+    details += [use.detail(profile) for use in family_uses(graph)]
+    differing = differences(graph, profile)
+    notes += [use.note(profile) for use in differing]
+    return CpuNotes(notes, details, [use.family.key for use in differing])
+
+
+def float_island_notes(graph: Graph) -> list[str]:
+    """The notes on float islands and CPU-dependent kernels for this CPU."""
+    return cpu_notes(graph, cpu_profile()).notes
 
 
 def reference_model(model: onnx.ModelProto, graph: Graph, qdq_rules: str = "x86") -> Reference:
     """The model ORT should run and how, a one-line description of it, and notes.
     qdq_rules is the platform whose int8 QDQ rules the generated code follows."""
     notes: list[str] = []
-    config: dict[str, str] = {}
+    details: list[str] = []
+    # Set either way: ORT's default is x86's rules on x86 and ARM's on ARM.
+    config: dict[str, str] = dict(INT8_QDQ_CONFIG if qdq_rules == "arm" else X86_QDQ_CONFIG)
     int8_units = int8_qdq_activations(model)
     if int8_units and qdq_rules == "arm":
-        config.update(INT8_QDQ_CONFIG)
-        notes.append(
-            f"{int8_units} int8 QDQ activation(s): the generated C follows ORT's ARM rules "
-            "for them (int8 units fused as they are), which fuse more of this model than "
-            "x86's; the reference runs with session.qdqisint8allowed=1, ORT's ARM "
-            "behaviour (--qdq-rules x86 follows x86 instead)")
+        notes.append(f"{int8_units} int8 QDQ activation(s) follow ORT's ARM rules "
+                     "(session.qdqisint8allowed=1)")
+        details.append(ARM_RULES_DETAIL)
     elif int8_units:
-        notes.append(
-            f"{int8_units} int8 QDQ activation(s): the generated C follows ORT's x86 rules "
-            "for them (int8 Q/DQ pairs converted to uint8; no Conv or MatMul fused on int8 "
-            "input); the reference is ORT's default x86 behaviour")
-    notes.extend(float_island_notes(graph))
+        notes.append(f"{int8_units} int8 QDQ activation(s) follow ORT's x86 rules "
+                     "(session.qdqisint8allowed=0)")
+        details.append(X86_RULES_DETAIL)
+    profile = cpu_profile()
+    cpu = cpu_notes(graph, profile)
+    notes.extend(cpu.notes)
+    details.extend(cpu.details)
     nodes = u8s8_nodes(graph)
     if not nodes:
-        return Reference(model, "the model as given", notes, config)
-    forced = " (forced by " + SATURATION_ENV + ")" if os.environ.get(SATURATION_ENV) in (
-        "0", "1") else ""
-    if not ort_saturates_u8s8():
+        return Reference(model, "the model as given", notes, config, details, cpu.differences)
+    if not profile.u8s8_saturates:
         notes.append(f"{len(nodes)} u8 x s8 node(s): this CPU's ORT computes them exactly "
-                     f"(VNNI or ARM){forced}")
-        return Reference(model, "the model as given", notes, config)
-    notes.append(
-        f"{len(nodes)} u8 x s8 node(s): this CPU's ORT saturates int16 pairs of u8 x s8 "
-        "products (x86 without VNNI); the generated C computes the exact sum, as ONNX "
-        "specifies, so the reference is the same model with int8 weights moved to uint8 "
-        f"(+128, zero points +128), which ORT computes exactly{forced}")
+                     f"({profile.label})")
+        details.append(U8S8_EXACT_DETAIL)
+        return Reference(model, "the model as given", notes, config, details, cpu.differences)
+    notes.append(f"{len(nodes)} u8 x s8 node(s): this CPU's ORT saturates them "
+                 f"({profile.label}); the C is exact")
+    details.append(U8S8_SATURATION_DETAIL)
     return Reference(exact_u8s8_model(model, graph), "the model with int8 weights moved to "
-                     "uint8", notes, config)
+                     "uint8", notes, config, details, cpu.differences)

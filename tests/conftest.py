@@ -1,18 +1,46 @@
-"""Shared test set-up: an isolated build cache, and the sanitizer flags every generated
-project is compiled with in the tests."""
+"""Shared test set-up: an isolated build cache, the sanitizer flags every generated
+project is compiled with in the tests, and what makes the suite hold on any CPU.
+
+ORT picks some kernels by CPU (codegen.cpu). On a CPU profile whose ORT runs other
+kernels than the generated C follows for a model's nodes, a test that compares that
+model with ORT is skipped with the reason: explicitly by `skip_where_ort_differs` (or
+the `ort_kernels` marker) before the work, and otherwise by `codegen.verify` itself,
+which the fixture below turns into a skip wherever its report lists such a difference.
+ONNX2MCU_CPU_PROFILE=<name> forces a profile (make test-cpu-profiles runs each)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import onnx
 import pytest
+from numpy.typing import NDArray
+
+import codegen
+from codegen import api
+from codegen.cpu import (
+    FAMILIES,
+    CpuProfile,
+    FamilyUse,
+    KernelFamily,
+    current_profile,
+    differences,
+)
+from codegen.errors import OptionError
+from codegen.pipeline import Options, generate_sources
+from codegen.verify import VerifyReport, reference_model, run_ort
+from codegen.verify import cpu_profile as local_cpu_profile
 
 # Every generated project in the tests is compiled with the strict warning flags (always
 # on) and run under AddressSanitizer and UndefinedBehaviorSanitizer; any report aborts.
 SANITIZE = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
             "-fno-sanitize-recover=all")
+FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -20,6 +48,91 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["ONNX2MCU_CACHE_DIR"] = tempfile.mkdtemp(prefix="onnx2mcu-test-cache-")
     os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
     os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+    try:  # a misspelt ONNX2MCU_CPU_PROFILE stops the run here, not in every test
+        current_profile()
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.addinivalue_line(
+        "markers", "ort_kernels(*families): the test compares with ORT kernels of these "
+        f"codegen.cpu families ({', '.join(FAMILY_BY_KEY)}); skipped on a CPU profile whose "
+        "ORT runs others")
+    config.addinivalue_line(
+        "markers", "cpu_differences_expected: codegen.verify returns its report even where "
+        "ORT on this CPU profile runs other kernels (tests of the notes themselves)")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"onnx2mcu: {local_cpu_profile().describe()}"
+
+
+def family_reason(family: KernelFamily, profile: CpuProfile) -> str:
+    return (f"{family.what} follow {family.follows}, which ORT does not run on this CPU "
+            f"({profile.label})")
+
+
+def skip_reason(uses: Sequence[FamilyUse], profile: CpuProfile) -> str:
+    return "; ".join(family_reason(use.family, profile) for use in uses)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers("ort_kernels"):
+        unknown = [key for key in marker.args if key not in FAMILY_BY_KEY]
+        if unknown:
+            raise pytest.UsageError(f"ort_kernels: unknown families {unknown}")
+        profile = local_cpu_profile()
+        for key in marker.args:
+            if not FAMILY_BY_KEY[key].holds_on(profile):
+                pytest.skip(family_reason(FAMILY_BY_KEY[key], profile))
+
+
+def skip_where_ort_differs(model: onnx.ModelProto | str | Path, **options: Any) -> None:
+    """Skip the test where this CPU's ORT computes some node of the model (generated
+    with these Options) with other kernels than the generated C follows."""
+    graph = generate_sources(model, Options(**options)).graph
+    profile = local_cpu_profile()
+    uses = differences(graph, profile)
+    if uses:
+        pytest.skip(skip_reason(uses, profile))
+
+
+def ort_reference(model: onnx.ModelProto | str | Path,
+                  samples: Sequence[Mapping[str, NDArray[Any]]],
+                  **options: Any) -> list[dict[str, NDArray[Any]]]:
+    """ORT's outputs on verify's reference: the model with its QDQ rules set, and with
+    int8 weights moved to uint8 where this CPU's ORT saturates u8 x s8 products."""
+    gen = generate_sources(model, Options(**options))
+    reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
+    feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype))
+              for t in gen.program.inputs} for s in samples]
+    return run_ort(reference.model, feeds, config=reference.config)
+
+
+@pytest.fixture(autouse=True)
+def _verify_skips_where_ort_differs(request: pytest.FixtureRequest,
+                                    monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """codegen.verify on a model that this CPU's ORT computes with other kernels than
+    the generated C follows skips the test (a safety net behind skip_where_ort_differs).
+    Where ORT runs them all, as on this project's CI, it never fires."""
+    if request.node.get_closest_marker("cpu_differences_expected") is None:
+        real = api.verify
+
+        def verify(*args: Any, **kwargs: Any) -> VerifyReport:
+            report = real(*args, **kwargs)
+            if report.cpu_differences:
+                profile = local_cpu_profile()
+                pytest.skip("; ".join(family_reason(FAMILY_BY_KEY[key], profile)
+                                      for key in report.cpu_differences))
+            return report
+
+        monkeypatch.setattr(api, "verify", verify)
+        monkeypatch.setattr(codegen, "verify", verify)
+    yield
+
+
+@pytest.fixture
+def cpu_profile() -> CpuProfile:
+    """The CPU profile the tests run under (detected, or forced)."""
+    return local_cpu_profile()
 
 
 @pytest.fixture
