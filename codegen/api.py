@@ -136,7 +136,7 @@ def convert(model: ModelSource, out: str | Path, *,
     """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
     import onnx
 
-    from .exporter import export_graph
+    from .exporter import converted_model
     from .importer import import_model, load_model
     from .passes import check_qdq_rules, float_islands, run_passes
 
@@ -147,8 +147,7 @@ def convert(model: ModelSource, out: str | Path, *,
     check_qdq_rules(qdq_rules)
     recipes = run_passes(import_model(load_model(model, limits), input_shapes, limits),
                          integer_only, qdq_rules)
-    exported = export_graph(recipes.graph)
-    onnx.helper.set_model_props(exported, {"onnx2mcu.qdq_rules": recipes.qdq_rules})
+    exported = converted_model(recipes.graph, recipes.qdq_rules)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.tmp")
     try:
