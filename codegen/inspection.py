@@ -19,6 +19,7 @@ from .passes import check_qdq_rules, run_passes
 from .passes.qdq import fusion_refusal
 from .pipeline import Options, generate_sources
 from .program import ComputedConstant, KernelCall
+from .refusal import explain_problems
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def call_weight_bytes(call: KernelCall, graph: Graph) -> int:
             + sum(int(graph.constants[t].nbytes) for t in call.inputs if t in graph.constants))
 
 
-def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
+def lower_problems(graph: Graph, options: LoweringOptions) -> list[UnsupportedError]:
     """Every node the lowering refuses (float islands without an exact kernel), at once."""
     problems = []
     for node in graph.nodes:
@@ -89,7 +90,7 @@ def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
         try:
             opdef.lower(node, graph, options)
         except UnsupportedError as error:
-            problems.append(str(error))
+            problems.append(error)
     return problems
 
 
@@ -107,7 +108,8 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
         graph, rewrites, rules = recipes.graph, recipes.rewrites, recipes.qdq_rules
     lowering = LoweringOptions(requant=requant, kernels=options.kernels, dsp=board.dsp)
     if not problems:
-        messages = lower_problems(graph, lowering)
+        messages = [str(e) for e in explain_problems(lower_problems(graph, lowering), source,
+                                                     options)]
     nodes = tuple(summarize_node(n, graph, lowering) for n in graph.nodes)
     islands = float_islands(graph, rules == "x86") if not problems else []
     arena = lower_bound = None

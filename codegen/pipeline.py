@@ -11,7 +11,7 @@ import onnx
 
 from .boards import Board, load_board
 from .emitter import emit_project, estimate_source_bytes
-from .errors import OptionError, UnsupportedError
+from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
@@ -21,6 +21,7 @@ from .ops import LoweringOptions
 from .passes import check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
+from .refusal import explain_refusal
 from .schedule import schedule_for_memory
 
 REQUANT_MODES = ("float", "int")
@@ -122,7 +123,15 @@ def check_sizes(program: Program, plan: ArenaPlan, limits: Limits) -> None:
 
 
 def generate_sources(source: ModelSource, options: Options) -> Generated:
-    """Run every stage in memory; nothing is written to disk."""
+    """Run every stage in memory; nothing is written to disk. An unsupported operator or
+    float island is reported with what would work (codegen/refusal.py)."""
+    try:
+        return _generate_sources(source, options)
+    except (UnsupportedOperatorError, FloatIslandError) as error:
+        raise explain_refusal(error, source, options) from None
+
+
+def _generate_sources(source: ModelSource, options: Options) -> Generated:
     board = with_native(load_board(options.board), options.native)
     requant = options.requant or board.requant
     if requant not in REQUANT_MODES:
