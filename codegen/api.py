@@ -29,8 +29,11 @@ from .qemu import InstructionCounts, run_firmware
 from .qemu import count_instructions as qemu_count
 from .report import Report, build_report
 from .verify import (
+    Distance,
+    Reference,
     VerifyReport,
     compare_outputs,
+    distance_in_steps,
     layer_reports,
     ort_version,
     random_inputs,
@@ -138,7 +141,7 @@ def convert(model: ModelSource, out: str | Path, *,
     """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
     import onnx
 
-    from .exporter import export_graph
+    from .exporter import converted_model
     from .importer import import_model, load_model
     from .passes import check_qdq_rules, float_islands, run_passes
 
@@ -149,8 +152,7 @@ def convert(model: ModelSource, out: str | Path, *,
     check_qdq_rules(qdq_rules)
     recipes = run_passes(import_model(load_model(model, limits), input_shapes, limits),
                          integer_only, qdq_rules)
-    exported = export_graph(recipes.graph)
-    onnx.helper.set_model_props(exported, {"onnx2mcu.qdq_rules": recipes.qdq_rules})
+    exported = converted_model(recipes.graph, recipes.qdq_rules)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.tmp")
     try:
@@ -293,24 +295,74 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
         given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
         data = [match_inputs(sample, names) for sample in given]
         used_seed = None
+    if not data:
+        raise InputDataError("no input samples given: there would be nothing to compare")
     report(f"building and running the generated C on {len(data)} sample(s)")
     ours = run_generated(gen, data, cflags)
-    reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
-    ref_model = reference.model
-    if per_layer:
-        ref_model = with_outputs(ref_model, gen.graph, gen.graph.outputs)
     # ORT wants exactly the model's dtypes; the harness already coerced ours.
     feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype)) for t in
               gen.program.inputs} for s in data]
+    if integer_only:
+        # ORT on the original model computes what --integer-only fuses in float; the
+        # oracle is the model as `convert --integer-only` writes it.
+        reference = converted_reference(gen, limits)
+        ref_model = reference.model
+    else:
+        reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
+        ref_model = reference.model
+        if per_layer:
+            ref_model = with_outputs(ref_model, gen.graph, gen.graph.outputs)
     refs = run_ort(ref_model, feeds, ort_level,
                    lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"),
                    reference.config)
     compared = compare_outputs(gen.program.outputs, ours, refs)
-    model_outputs = {o.name for o in gen.model.graph.output}
-    return VerifyReport(outputs=[o for o in compared if o.name in model_outputs],
+    model_outputs = [o.name for o in gen.model.graph.output]
+    outputs = [o for o in compared if o.name in set(model_outputs)]
+    missing = set(model_outputs) - {o.name for o in outputs}
+    if missing or not outputs:
+        # Never a silent pass: every output of the model is compared.
+        raise RuntimeError(f"verify compared no result for model output(s) "
+                           f"{', '.join(sorted(missing)) or '(none)'}")
+    original = None
+    if integer_only:
+        report("running ONNX Runtime on the original model")
+        original = distance_to_original(gen, feeds, ours, ort_level)
+    return VerifyReport(outputs=outputs,
                         samples=len(data), seed=used_seed, ort_version=ort_version(),
                         ort_level=ort_level, reference=reference.description,
                         requant=gen.program.requant, board=gen.board.name,
                         notes=[*gen.graph.notes, *reference.notes], details=reference.details,
                         cpu_differences=reference.cpu_differences,
-                        layers=layer_reports(gen.graph, compared) if per_layer else None)
+                        layers=layer_reports(gen.graph, compared) if per_layer else None,
+                        original=original)
+
+
+CONVERTED = "the model as converted by onnx2mcu (--integer-only, QOperator)"
+
+
+def converted_reference(gen: Generated, limits: Limits = DEFAULT_LIMITS) -> Reference:
+    """The reference of --integer-only: the model `convert --integer-only` writes (built
+    in memory by the same export), as ORT runs it (with the same adjustments as any
+    model: the int8 QDQ rules followed, exact u8 x s8 products)."""
+    from .exporter import converted_model
+    from .importer import import_model
+
+    model = converted_model(gen.graph, gen.qdq_rules)
+    reference = reference_model(model, import_model(model, None, limits), gen.qdq_rules)
+    described = CONVERTED if reference.model is model else \
+        f"{CONVERTED}; ORT runs it as {reference.description}"
+    return replace(reference, description=described)
+
+
+ORIGINAL = "the original model, its float islands computed in float"
+
+
+def distance_to_original(gen: Generated, feeds: Samples, ours: Samples,
+                         ort_level: str) -> Distance:
+    """--integer-only: how far the generated C is from ORT on the model as given
+    (reported, never failing)."""
+    reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
+    theirs = run_ort(reference.model, feeds, ort_level, config=reference.config)
+    model_outputs = {o.name for o in gen.model.graph.output}
+    tensors = [t for t in gen.program.outputs if t.onnx_name in model_outputs]
+    return Distance(ORIGINAL, distance_in_steps(tensors, ours, theirs))

@@ -37,7 +37,7 @@ from .importer import parse_input_shape
 from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
 from .pipeline import Options, resolve_target
-from .verify import ORT_LEVELS, VerifyReport
+from .verify import ORT_LEVELS, Distance, VerifyReport
 from .version import __version__
 
 
@@ -222,11 +222,28 @@ def print_report(report: VerifyReport, verbose: bool = False) -> None:
             print(f"per-layer: first difference at node '{visible(first.node)}' "
                   f"({first.op_type}), tensor '{visible(first.tensor)}': {first.mismatches} of "
                   f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
-    if report.ok:
+    if report.original is not None:
+        print_distance(report.original)
+    if not total:
+        print("result: NOTHING COMPARED (no output element was compared with ONNX Runtime)")
+    elif report.ok:
         print(f"result: BIT-EXACT ({total} output elements identical to ONNX Runtime)")
     else:
         bad = sum(o.mismatches for o in report.outputs)
         print(f"result: MISMATCH ({bad} of {total} output elements differ from ONNX Runtime)")
+
+
+def print_distance(distance: Distance) -> None:
+    """The informational comparison with a second reference (verify --integer-only: ORT
+    on the original model); it does not decide the result."""
+    print(f"against ORT on {distance.reference} (informational, not part of the result):")
+    for o in distance.outputs:
+        if not o.mismatches:
+            print(f"  {visible(o.name)}: all {o.elements} elements identical")
+            continue
+        how = (f"at most {o.max_steps} quantization step{'s' if o.max_steps != 1 else ''}"
+               if o.max_steps is not None else f"max abs diff {o.max_abs_diff:g}")
+        print(f"  {visible(o.name)}: {o.mismatches} of {o.elements} elements differ, {how}")
 
 
 def _options(args: argparse.Namespace, counting: bool = False) -> dict[str, Any]:

@@ -20,6 +20,15 @@ class UnsupportedError(Onnx2McuError):
     """A valid model that uses an operator, dtype or attribute onnx2mcu does not support."""
 
 
+class UnsupportedOperatorError(UnsupportedError):
+    """An operator onnx2mcu does not implement."""
+
+
+class FloatIslandError(UnsupportedError):
+    """A float operator left by the QDQ recipes (ORT computes it in float) in a
+    configuration whose arithmetic onnx2mcu does not reproduce."""
+
+
 class NotConstantError(UnsupportedError):
     """An input that code generation needs at generation time is computed at run time."""
 

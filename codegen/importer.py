@@ -15,7 +15,13 @@ from numpy.typing import NDArray
 from onnx import numpy_helper
 
 from . import ops
-from .errors import ModelError, Onnx2McuError, ShapeError, UnsupportedError
+from .errors import (
+    ModelError,
+    Onnx2McuError,
+    ShapeError,
+    UnsupportedError,
+    UnsupportedOperatorError,
+)
 from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor, itemsize
 from .limits import DEFAULT_LIMITS, Limits, check_limit, format_bytes
 from .tensor_data import (
@@ -521,7 +527,7 @@ def _check_supported(nodes: list[Node]) -> None:
     if len(unsupported) > 1:
         others = sorted({f"{n.op_type}" for n in unsupported[1:]})
         more = f" ({len(unsupported) - 1} more unsupported nodes: {', '.join(others)})"
-    raise UnsupportedError(f"{first.describe()}: operator not supported{more}")
+    raise UnsupportedOperatorError(f"{first.describe()}: operator not supported{more}")
 
 
 def _topological_order(nodes: list[Node], available: set[str]) -> list[Node]:

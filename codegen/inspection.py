@@ -18,6 +18,7 @@ from .passes import run_passes
 from .passes.qdq import fusion_refusal
 from .pipeline import Generated, Options, generate_sources, lowering_options, resolve_target
 from .program import ComputedConstant, KernelCall
+from .refusal import explain_problems
 
 ALIAS = "alias (no copy)"
 CONSTANT = "constant"
@@ -120,7 +121,7 @@ def summarize_unlowered(graph: Graph, options: LoweringOptions) -> tuple[NodeSum
     return tuple(summaries)
 
 
-def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
+def lower_problems(graph: Graph, options: LoweringOptions) -> list[UnsupportedError]:
     """Every node the lowering refuses (float islands without an exact kernel), at once."""
     problems = []
     for node in graph.nodes:
@@ -129,7 +130,7 @@ def lower_problems(graph: Graph, options: LoweringOptions) -> list[str]:
         try:
             opdef.lower(node, graph, options)
         except UnsupportedError as error:
-            problems.append(str(error))
+            problems.append(error)
     return problems
 
 
@@ -147,7 +148,8 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
     recipes = run_passes(graph, options.integer_only, options.qdq_rules)
     islands = tuple(float_islands(recipes.graph, recipes.qdq_rules == "x86"))
     lowering = lowering_options(target, recipes.graph)
-    messages = lower_problems(recipes.graph, lowering)
+    messages = [str(e) for e in explain_problems(lower_problems(recipes.graph, lowering),
+                                                 source, options)]
     if messages:
         return Inspection(recipes.graph, summarize_unlowered(recipes.graph, lowering),
                           tuple(messages), recipes.rewrites, target.requant, None, None,

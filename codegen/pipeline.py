@@ -11,7 +11,7 @@ import onnx
 
 from .boards import Board, load_board
 from .emitter import emit_project, estimate_source_bytes
-from .errors import OptionError
+from .errors import FloatIslandError, OptionError, UnsupportedOperatorError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
@@ -21,6 +21,7 @@ from .ops import LoweringOptions
 from .passes import Recipes, check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
+from .refusal import explain_refusal
 from .schedule import schedule_for_memory
 
 REQUANT_MODES = ("float", "int")
@@ -172,8 +173,16 @@ def prepare_graph(model: onnx.ModelProto, target: Target) -> Recipes:
 
 
 def generate_sources(source: ModelSource, options: Options | Target) -> Generated:
-    """Run every stage in memory; nothing is written to disk."""
+    """Run every stage in memory; nothing is written to disk. An unsupported operator or
+    float island is reported with what would work (codegen/refusal.py)."""
     target = options if isinstance(options, Target) else resolve_target(options)
+    try:
+        return _generate_sources(source, target)
+    except (UnsupportedOperatorError, FloatIslandError) as error:
+        raise explain_refusal(error, source, target.options) from None
+
+
+def _generate_sources(source: ModelSource, target: Target) -> Generated:
     options = target.options
     name = model_name(source, options.name)
     model = load_model(source, options.limits)

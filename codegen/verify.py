@@ -237,6 +237,30 @@ class LayerReport:
     max_abs_diff: float
 
 
+@dataclass(frozen=True)
+class OutputDistance:
+    """How far one output of the generated C is from a second reference (reported, never
+    failing): the mismatching elements and the largest difference in quantization steps.
+    Integer outputs count steps as integers; a float output with the quantization of the
+    DequantizeLinear producing it counts the difference divided by its scale (rounded:
+    two dequantized values differ by a whole number of steps, up to float32 rounding);
+    any other float output has no steps (None), only the max abs diff."""
+
+    name: str
+    elements: int
+    mismatches: int
+    max_steps: int | None
+    max_abs_diff: float
+
+
+@dataclass(frozen=True)
+class Distance:
+    """The generated C against a reference other than the one `ok` judges."""
+
+    reference: str
+    outputs: list[OutputDistance]
+
+
 @dataclass
 class VerifyReport:
     outputs: list[OutputReport]
@@ -253,10 +277,19 @@ class VerifyReport:
     # Kernel families (codegen.cpu) that ORT computes with other kernels on this CPU:
     # where any is listed, a mismatch may be ORT's CPU rather than the generated C.
     cpu_differences: list[str] = field(default_factory=list)
+    # --integer-only: how far the result is from ORT on the original model, whose float
+    # islands ORT computes in float (informational; `ok` judges the converted model).
+    original: Distance | None = None
+
+    @property
+    def compared_elements(self) -> int:
+        return sum(o.elements for o in self.outputs)
 
     @property
     def ok(self) -> bool:
-        return all(o.mismatches == 0 for o in self.outputs)
+        """Every output bit-identical; a comparison of nothing (no output, no element)
+        proves nothing and is not ok."""
+        return self.compared_elements > 0 and all(o.mismatches == 0 for o in self.outputs)
 
     @property
     def first_mismatch(self) -> LayerReport | None:
@@ -293,6 +326,46 @@ def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, NDArr
             elements += a[name].size
         reports.append(OutputReport(name, t.dtype, elements, mismatches, max_diff))
     return reports
+
+
+def _steps(t: Tensor, ours: NDArray[Any], ref: NDArray[Any]) -> int | None:
+    """The largest difference between two values of output t in quantization steps."""
+    if ours.dtype.kind in "iu":
+        return int(np.max(np.abs(ours.astype(np.int64) - ref.astype(np.int64)), initial=0))
+    if t.quant is None:
+        return None
+    scale = np.array(t.quant.scale, dtype=np.float64)
+    if t.quant.axis is not None and scale.size > 1:
+        shape = [1] * ours.ndim
+        shape[t.quant.axis] = -1
+        scale = scale.reshape(shape)
+    with np.errstate(invalid="ignore"):
+        steps = np.abs(ours.astype(np.float64) - ref.astype(np.float64)) / scale
+    differ = ours.view(np.uint32) != ref.view(np.uint32)
+    if not np.any(differ):
+        return 0
+    worst = float(np.max(np.where(differ, steps, 0.0)))
+    return int(np.rint(worst)) if np.isfinite(worst) else None
+
+
+def distance_in_steps(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, NDArray[Any]]],
+                      refs: Sequence[Mapping[str, NDArray[Any]]]) -> list[OutputDistance]:
+    """Per output: mismatching elements and the largest difference in quantization steps
+    (see OutputDistance)."""
+    distances = []
+    for t in outputs:
+        name = t.onnx_name
+        compared = compare_outputs([t], ours, refs)[0]
+        steps: int | None = 0
+        for a, b in zip(ours, refs, strict=True):
+            if a[name].shape != b[name].shape or a[name].dtype != b[name].dtype:
+                steps = None
+                break
+            s = _steps(t, a[name], b[name])
+            steps = None if s is None or steps is None else max(steps, s)
+        distances.append(OutputDistance(name, compared.elements, compared.mismatches, steps,
+                                        compared.max_abs_diff))
+    return distances
 
 
 RunFn = Callable[[Sequence[Mapping[str, NDArray[Any]]]],

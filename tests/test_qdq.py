@@ -13,19 +13,18 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from conftest import SANITIZE, skip_where_ort_differs
 from qcdq import FLOAT_ISLAND, QCDQ_CONFIGS, qcdq_model
+from roundtrip import check_round_trip, our_float_operators
 from zoo import ZOO_CASES, case_id, qdq_model
 
 import codegen
-from codegen.api import run_generated
 from codegen.inspection import inspect_model
 from codegen.ops.float_ops import FLOAT_OPS
 from codegen.pipeline import Generated, Options, generate_sources
-from codegen.verify import X86_QDQ_CONFIG, random_inputs, reference_model, run_ort
+from codegen.verify import X86_QDQ_CONFIG, reference_model
 
 
 def float_ops_inside(gen: Generated) -> list[str]:
@@ -43,38 +42,6 @@ def float_ops_inside(gen: Generated) -> list[str]:
                for t in tensors):
             inside.append(call.node)
     return inside
-
-
-def check_round_trip(model: onnx.ModelProto, tmp_path: Path, integer_only: bool = False,
-                     qdq_rules: str = "auto") -> None:
-    """convert's QOperator model run by ORT == the generated C of the original model;
-    its only QuantizeLinear/DequantizeLinear nodes are at the graph's boundary or around
-    the float islands."""
-    result = codegen.convert(model, tmp_path / "converted.onnx", integer_only=integer_only,
-                             qdq_rules=qdq_rules)
-    converted = onnx.load(str(result.out))
-    gen = generate_sources(model, Options(integer_only=integer_only, qdq_rules=qdq_rules))
-    assert result.qdq_rules == gen.qdq_rules
-    islands = sum(our_float_operators(gen).values())
-    assert result.float_islands == islands
-    inputs = {i.name for i in converted.graph.input}
-    outputs = {o.name for o in converted.graph.output}
-    if not islands:
-        for node in converted.graph.node:
-            if node.op_type == "QuantizeLinear":
-                assert node.input[0] in inputs, node.name
-            if node.op_type == "DequantizeLinear":
-                assert node.output[0] in outputs, node.name
-            assert node.op_type not in FLOAT_OPS, node.name
-    skip_where_ort_differs(model, integer_only=integer_only, qdq_rules=qdq_rules)
-    data = random_inputs(gen.program.inputs, 3, seed=7)
-    ours = run_generated(gen, data)
-    reference = reference_model(converted, generate_sources(converted, Options()).graph,
-                                gen.qdq_rules)
-    theirs = run_ort(reference.model, data, config=reference.config)
-    for a, b in zip(ours, theirs, strict=True):
-        for name, value in a.items():
-            assert np.array_equal(value.view(np.uint8), b[name].view(np.uint8)), name
 
 
 @pytest.mark.parametrize("case", ZOO_CASES, ids=case_id)
@@ -110,10 +77,6 @@ def ort_float_operators(model: onnx.ModelProto, config: dict[str, str]) -> Count
                    if names.get(n.op_type, n.op_type) in FLOAT_OPS)
 
 
-def our_float_operators(gen: Generated) -> Counter[str]:
-    return Counter(n.op_type for n in gen.graph.nodes if not n.domain and n.op_type in FLOAT_OPS)
-
-
 # x86 ORT leaves float operators where an int8 activation fans out.
 X86_ISLAND_CASES = [(name, variant) for name in ("resnet8", "mobilenet_v2_style",
                                                  "squeezenet_style", "misc_ops")
@@ -137,6 +100,9 @@ def test_qdq_zoo_with_x86_rules(case: tuple[str, str], tmp_path: Path) -> None:
     assert report.ok, report.outputs
     assert any("x86 rules" in note for note in report.notes)
     check_round_trip(model, tmp_path, qdq_rules="x86")
+    # --integer-only under x86 rules fuses the int8 Conv units x86 ORT keeps in float,
+    # some of them with an int8 input and a uint8 output (or the reverse).
+    check_round_trip(model, tmp_path, integer_only=True, qdq_rules="x86", samples=2)
 
 
 @pytest.mark.parametrize("name", [c.name for c in QCDQ_CONFIGS])
@@ -168,9 +134,37 @@ def test_float_island_is_computed_as_ort_does_or_fused_on_request(tmp_path: Path
     check_round_trip(model, tmp_path)
     gen = generate_sources(model, Options(integer_only=True))
     assert float_ops_inside(gen) == []
-    report = codegen.verify(model, samples=4, integer_only=True, cflags=SANITIZE)
-    # ORT computes that convolution in float: differences are possible and reported.
-    assert report.outputs[0].elements == 4 * 10
+    check_round_trip(model, tmp_path, integer_only=True)
+    report = codegen.verify(model, samples=8, integer_only=True, cflags=SANITIZE)
+    # The oracle is ORT on the model as convert --integer-only writes it: bit-exact.
+    assert report.ok, report.outputs
+    assert "as converted by onnx2mcu (--integer-only, QOperator)" in report.reference
+    # ORT on the original model computes that convolution in float: the distance to it
+    # is reported, in quantization steps of the uint8 output, and is small.
+    assert report.original is not None and "original model" in report.original.reference
+    [distance] = report.original.outputs
+    assert (distance.name, distance.elements) == ("output", 8 * 10)
+    assert 0 <= distance.mismatches <= distance.elements
+    assert distance.max_steps is not None and distance.max_steps <= 2
+    assert (distance.mismatches == 0) == (distance.max_steps == 0)
+    quant = gen.program.outputs[0].quant
+    assert quant is not None
+    assert distance.max_abs_diff == pytest.approx(distance.max_steps * quant.scale[0], rel=1e-3,
+                                                  abs=0)
+
+
+@pytest.mark.parametrize("case", ZOO_CASES, ids=case_id)
+def test_convert_integer_only_round_trip_on_zoo(case: tuple[str, str], tmp_path: Path) -> None:
+    """convert --integer-only writes a model ORT runs, with outputs identical to the
+    generated C, for every zoo QDQ model (default mode: test_qdq_zoo)."""
+    check_round_trip(qdq_model(*case), tmp_path, integer_only=True, samples=2)
+
+
+@pytest.mark.parametrize("name", [c.name for c in (*QCDQ_CONFIGS, FLOAT_ISLAND)])
+def test_convert_integer_only_round_trip_on_qcdq(name: str, tmp_path: Path) -> None:
+    """The same for every Brevitas-style QCDQ model (default mode: test_qcdq_models and
+    the float-island test); their int8 sandwiches fuse into int8 -> uint8 convolutions."""
+    check_round_trip(qcdq_model(name), tmp_path, integer_only=True, samples=2)
 
 
 def test_verify_against_ort_without_fusions_reports_the_differences(tmp_path: Path) -> None:

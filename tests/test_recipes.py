@@ -4,6 +4,10 @@ ORT at ORT_ENABLE_ALL (where this CPU's ORT runs the float kernels the C follows
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +17,7 @@ from conftest import SANITIZE, skip_where_ort_differs
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
+from roundtrip import check_round_trip
 
 import codegen
 from codegen.pipeline import Options, generate_sources
@@ -65,10 +70,20 @@ def rewrites(model: onnx.ModelProto, integer_only: bool = False) -> dict[str, li
     return generate_sources(model, Options(integer_only=integer_only)).rewrites
 
 
-def exact(model: onnx.ModelProto, integer_only: bool = False) -> None:
+def exact(model: onnx.ModelProto, integer_only: bool = False, samples: int = 4) -> None:
+    """Bit-exact against ORT: on the model as given, or, with integer_only, on the model
+    as `convert --integer-only` writes it (ORT runs the fused units it keeps in float
+    there); the distance to ORT on the original model is reported for every output."""
     skip_where_ort_differs(model, integer_only=integer_only)
-    report = codegen.verify(model, samples=4, integer_only=integer_only, cflags=SANITIZE)
+    report = codegen.verify(model, samples=samples, integer_only=integer_only,
+                            cflags=SANITIZE)
     assert report.ok, report.outputs
+    if integer_only:
+        assert "as converted by onnx2mcu (--integer-only" in report.reference
+        assert report.original is not None
+        assert [d.name for d in report.original.outputs] == [o.name for o in report.outputs]
+    else:
+        assert report.original is None
 
 
 def conv_unit(net: Net, x: str, out_scale: float, out_zp: int, activation: str | None = None,
@@ -128,7 +143,7 @@ def test_propagation_through_layout_ops(layout: str) -> None:
         assert "q8_gemm_f32" in kernels
         exact(model)
         assert "propagate_qdq_integer_only" in rewrites(model, integer_only=True)
-        codegen.verify(model, samples=2, integer_only=True)
+        exact(model, integer_only=True, samples=2)
 
 
 @pytest.mark.parametrize("activation,zp,clip,removed", [
@@ -152,6 +167,7 @@ def test_redundant_activation_before_q(activation: str, zp: int, clip: dict[str,
                                  generate_sources(model, Options()).program.calls]
         exact(model)
         assert "integer_activations" in rewrites(model, integer_only=True)
+        exact(model, integer_only=True, samples=2)
 
 
 @pytest.mark.parametrize("bias_scale,fused", [(0.05 * 0.02, True), (0.05 * 0.02 * 1.005, True),
@@ -168,7 +184,39 @@ def test_conv_bias_scale_tolerance(bias_scale: float, fused: bool) -> None:
         exact(model)
     else:
         exact(model)  # a float Conv, as ORT computes it
-        codegen.verify(model, samples=2, integer_only=True)
+        exact(model, integer_only=True, samples=2)
+
+
+def test_verify_integer_only_reports_the_distance_to_the_original(tmp_path: Path) -> None:
+    """verify --integer-only compares with ORT on the converted model (that decides the
+    exit code) and reports, without failing, how far the result is from ORT on the
+    original model: here a bias off the accumulator's scale by 37%, which ORT adds in
+    float and --integer-only rounds to the accumulator's scale."""
+    net = Net()
+    x = net.qdq("x", 0.05, 128)
+    b = net.dq(net.const(np.arange(4, dtype=np.int32) * 301 - 500), F32(0.05 * 0.02 * 1.37),
+               np.int32(0))
+    y = net.q(net.op("Conv", [x, net.weight((4, 4, 3, 3)), b], pads=[1, 1, 1, 1]), 0.02, 100)
+    model = net.model(net.dq(y, F32(0.02), np.uint8(100)))
+    onnx.save(model, tmp_path / "m.onnx")
+    result = subprocess.run([sys.executable, "-m", "codegen.cli", "verify",
+                             str(tmp_path / "m.onnx"), "--integer-only", "--samples", "4"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("on the model as converted by onnx2mcu (--integer-only, QOperator)")
+    block = lines.index("against ORT on the original model, its float islands computed in "
+                        "float (informational, not part of the result):")
+    distance = re.fullmatch(r"  y: (\d+) of 576 elements differ, at most (\d+) quantization "
+                            r"steps?|  y: all 576 elements identical", lines[block + 1])
+    assert distance is not None, lines[block + 1]
+    assert lines[-1].startswith("result: BIT-EXACT (576 ")
+    report = codegen.verify(model, samples=4, integer_only=True)
+    assert report.ok and report.original is not None
+    [o] = report.original.outputs
+    # On this machine's ORT one element rounds the other way: reported, not failed.
+    assert (distance.group(1) or "0") == str(o.mismatches) and o.mismatches <= 4
+    assert o.max_steps == (int(distance.group(2)) if o.mismatches else 0) <= 1
 
 
 @pytest.mark.parametrize("with_bias", [False, True])
@@ -222,7 +270,7 @@ def test_dequantize_quantize_pairs(kind: str) -> None:
     exact(model)
 
 
-def test_int8_pair_to_uint8_lets_mixed_types_fuse() -> None:
+def test_int8_pair_to_uint8_lets_mixed_types_fuse(tmp_path: Path) -> None:
     """uint8 in, int8 out of a Conv: x86 ORT turns the int8 Q/DQ pair into uint8 (zero
     point + 128) and fuses the Conv; the recipe does the same (no value changes)."""
     net = Net()
@@ -233,6 +281,38 @@ def test_int8_pair_to_uint8_lets_mixed_types_fuse() -> None:
     model = net.model(net.dq(net.q(y, 0.1, 0), F32(0.1), np.uint8(0)))
     assert "int8_pairs_to_uint8" in rewrites(model)
     exact(model)
+    # Under ARM rules --integer-only fuses that unit as it is: uint8 in, int8 out, which
+    # ORT has no QLinearConv for; convert writes it computed in uint8 and retyped.
+    gen = generate_sources(model, Options(integer_only=True, qdq_rules="arm"))
+    conv = next(n for n in gen.graph.nodes if n.op_type == "QLinearConv")
+    assert [gen.graph.tensors[t].dtype for t in (conv.inputs[0], conv.outputs[0])] == [
+        "uint8", "int8"]
+    exact(model, integer_only=True, samples=2)
+    check_round_trip(model, tmp_path, integer_only=True, qdq_rules="arm", samples=2)
+
+
+@pytest.mark.parametrize("integer_only,qdq_rules", [(False, "arm"), (False, "x86"),
+                                                    (True, "arm")])
+def test_int8_activations_with_uint8_weights(integer_only: bool, qdq_rules: str,
+                                             tmp_path: Path) -> None:
+    """int8 activations times uint8 weights: ORT on ARM fuses the unit, but has no such
+    QLinearConv for a QOperator model; convert writes the weights as int8 (w - 128,
+    zero point - 128), the same products. x86 rules make the activations uint8."""
+    net = Net()
+    x = net.qdq("x", 0.05, 3, np.int8)
+    w = np.random.default_rng(0).integers(0, 256, (4, 4, 3, 3)).astype(np.uint8)
+    w = net.dq(net.const(w), F32(0.02), np.uint8(131))
+    b = net.dq(net.const(np.arange(4, dtype=np.int32) * 50), F32(0.05 * 0.02), np.int32(0))
+    y = net.q(net.op("Conv", [x, w, b], pads=[1, 1, 1, 1]), 0.2, -5, np.int8)
+    model = net.model(net.dq(y, F32(0.2), np.int8(-5)))
+    gen = generate_sources(model, Options(integer_only=integer_only, qdq_rules=qdq_rules))
+    conv = next(n for n in gen.graph.nodes if n.op_type == "QLinearConv")
+    assert [gen.graph.tensors[t].dtype for t in conv.inputs[0:4:3]] == [
+        "uint8" if qdq_rules == "x86" else "int8", "uint8"]
+    report = codegen.verify(model, samples=2, integer_only=integer_only, qdq_rules=qdq_rules)
+    assert report.ok, report.outputs
+    check_round_trip(model, tmp_path, integer_only=integer_only, qdq_rules=qdq_rules,
+                     samples=2)
 
 
 def test_products_without_a_quantize_after_them() -> None:

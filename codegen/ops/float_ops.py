@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
+from ..errors import FloatIslandError, ModelError, UnsupportedError
 from ..importer import operator_version
 from ..ir import Graph, Node, Tensor
 from ..numerics import dequantize_like_ort
@@ -98,9 +98,10 @@ def infer_global_average_pool(node: Node, graph: Graph) -> Inferred:
 # order of operations, which only holds for the configurations listed in each check.
 
 
-def _refuse(node: Node, why: str) -> UnsupportedError:
-    return UnsupportedError(f"{node.describe()}: float island: {why}; --integer-only fuses it "
-                            "into integer kernels instead")
+def _refuse(node: Node, why: str) -> FloatIslandError:
+    # Whether --integer-only would take the model is for the pipeline to check
+    # (codegen/refusal.py): many of these it does not fuse either.
+    return FloatIslandError(f"{node.describe()}: float island: {why}")
 
 
 def producer(graph: Graph, tensor: str) -> Node | None:

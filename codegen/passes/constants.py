@@ -34,17 +34,31 @@ def fold_clip(node: Node, graph: Graph) -> NDArray[Any] | None:
 
 
 def fold_quantize(node: Node, graph: Graph) -> NDArray[Any] | None:
-    """QuantizeLinear of a float constant, per tensor (weights quantized in the graph)."""
+    """QuantizeLinear of a float constant, per tensor or per axis (weights quantized in
+    the graph, as NNCF leaves them): ORT's constant folding runs MlasQuantizeLinear on
+    each axis slice with its own scale and zero point."""
     x, scale = _constant(graph, node.input(0)), _constant(graph, node.input(1))
     zp = _constant(graph, node.input(2))
-    if x is None or scale is None or x.dtype != np.float32 or scale.size != 1 or \
-            (node.input(2) and zp is None):
+    if x is None or scale is None or x.dtype != np.float32 or (node.input(2) and zp is None):
         return None
     dtype = str(zp.dtype) if zp is not None else "uint8"
     if dtype not in ("uint8", "int8"):
         return None
-    zero = int(zp.reshape(-1)[0]) if zp is not None else 0
-    return quantize_like_mlas(x, float(scale.reshape(-1)[0]), zero, dtype).reshape(x.shape)
+    scales = scale.reshape(-1)
+    zeros = zp.reshape(-1).astype(np.int64) if zp is not None else np.zeros(1, np.int64)
+    if scales.size == 1:
+        if zeros.size != 1:
+            return None
+        return quantize_like_mlas(x, float(scales[0]), int(zeros[0]), dtype).reshape(x.shape)
+    axis = int(node.attrs.get("axis", 1))
+    if node.opset < 13 or not -x.ndim <= axis < x.ndim or node.attrs.get("block_size", 0) \
+            or x.shape[axis] != scales.size or (zp is not None and zeros.size != scales.size):
+        return None
+    zeros = np.broadcast_to(zeros, scales.shape)
+    slices = np.moveaxis(x, axis, 0)
+    folded = [quantize_like_mlas(s, float(c), int(z), dtype)
+              for s, c, z in zip(slices, scales, zeros, strict=True)]
+    return np.moveaxis(np.stack(folded), 0, axis).reshape(x.shape)
 
 
 def fold_constant_chains(graph: Graph) -> tuple[Graph, list[str]]:

@@ -1,0 +1,74 @@
+"""Refusals that say what would work: a float model is told to be quantized first, and a
+float island onnx2mcu cannot reproduce suggests --integer-only only when that option
+really takes the model (checked by generating it so, never guessed)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import onnx
+
+from .errors import FloatIslandError, Onnx2McuError, UnsupportedError
+from .importer import ModelSource, load_model
+from .names import quoted
+
+if TYPE_CHECKING:
+    from .pipeline import Options
+
+# Operators that carry quantization: a model with none of them is a float model.
+QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+                           "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat", "QGemm"})
+
+
+def is_float_model(model: onnx.ModelProto) -> bool:
+    """No QuantizeLinear, DequantizeLinear, QLinear* or integer product anywhere."""
+    return not any(node.op_type in QUANTIZED_OPS or node.op_type.startswith("QLinear")
+                   for node in model.graph.node)
+
+
+def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
+    name = Path(source).name.removesuffix(".onnx") if isinstance(source, str | Path) else (
+        model.graph.name or "model")
+    return (f"model {quoted(name)} is a float model: onnx2mcu needs a quantized one; "
+            "quantize it with onnxruntime.quantization.quantize_static (QDQ or QOperator)")
+
+
+def integer_only_takes(model: onnx.ModelProto, options: Options) -> bool:
+    """Does onnx2mcu generate this model with --integer-only (same other options)?"""
+    from .pipeline import generate_sources
+
+    try:
+        generate_sources(model, replace(options, integer_only=True))
+    except Onnx2McuError:
+        return False
+    return True
+
+
+INTEGER_ONLY_TAKES_IT = ("--integer-only takes this model: it fuses such units into integer "
+                         "kernels instead")
+
+
+def explain_problems(problems: list[UnsupportedError], source: ModelSource,
+                     options: Options) -> list[UnsupportedError]:
+    """The refusals to report for `problems` (unsupported operators, float islands):
+    for a float model its own message alone (its nodes' are beside the point), else the
+    float islands with the --integer-only suggestion where that option takes the model."""
+    if not problems:
+        return problems
+    model = load_model(source, options.limits)
+    if is_float_model(model):
+        return [UnsupportedError(float_model_message(source, model))]
+    islands = [p for p in problems if isinstance(p, FloatIslandError)]
+    if not islands or options.integer_only or not integer_only_takes(model, options):
+        return problems
+    return [FloatIslandError(f"{p}; {INTEGER_ONLY_TAKES_IT}") if p in islands else p
+            for p in problems]
+
+
+def explain_refusal(error: UnsupportedError, source: ModelSource,
+                    options: Options) -> UnsupportedError:
+    """The refusal to report for `error` (an unsupported operator or a float island): a
+    float model is refused as such, whatever its first unsupported node."""
+    return explain_problems([error], source, options)[0]
