@@ -1,7 +1,8 @@
 """Build a generated project with the host C compiler and run its harness.
 
 Builds are cached by the hash of every source file, the compiler's identity and the
-flags, so running the same model twice compiles once. A cache entry is created in a
+flags, so running the same model twice compiles once; each runtime kernel's object is
+cached by its own source, so a new model compiles only its own files. A cache entry is created in a
 temporary folder and renamed into place, so an interrupted build never leaves a
 half-built entry behind.
 """
@@ -125,16 +126,40 @@ def compile_in(folder: Path, command: Sequence[str], what: str) -> None:
                              f"{' '.join(command)}\n{result.stderr.strip()}")
 
 
+def runtime_headers(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    return {rel: data for rel, data in files.items()
+            if rel.startswith("runtime/") and rel.endswith(".h")}
+
+
+def cached_object(compiler: str, identity: str, flags: Sequence[str], source: str,
+                  files: Mapping[str, bytes]) -> Path:
+    """The object file of one runtime source, cached by that source, the runtime headers,
+    the compiler and the flags. The kernels are the same in every project, and compiling
+    them is most of a build's time, so a new model recompiles only its own sources."""
+    inputs = {source: files[source], **runtime_headers(files)}
+    obj = "build/" + Path(source).stem + ".o"
+    command = [compiler, *flags, "-Iruntime", "-c", "-o", obj, source]
+    entry, _ = cached_build(cache_key(identity + "\nobject " + source, flags, inputs), inputs,
+                            obj, lambda folder: compile_in(folder, command, "the C compiler"))
+    return entry / obj
+
+
 def build_host(files: Mapping[str, bytes], name: str, cflags: Sequence[str] = ()) -> HostBuild:
-    """Compile the project's harness (NAME_main.c, NAME.c, runtime/*.c), cached."""
+    """Compile the project's harness (NAME_main.c, NAME.c, runtime/*.c), cached: the
+    whole binary by every file, and each runtime object by its own inputs."""
     cc = host_compiler()
+    identity = compiler_identity(cc)
     flags = [*STRICT_CFLAGS, *cflags]
-    sources = [f"{name}_main.c", f"{name}.c",
-               *sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))]
-    command = [cc, *flags, "-I.", "-Iruntime", "-o", f"build/{name}_main", *sources, "-lm"]
-    entry, cached = cached_build(cache_key(compiler_identity(cc), flags, files), files,
-                                 f"build/{name}_main",
-                                 lambda folder: compile_in(folder, command, "the C compiler"))
+    runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
+
+    def build(folder: Path) -> None:
+        objects = [str(cached_object(cc, identity, flags, src, files)) for src in runtime]
+        compile_in(folder, [cc, *flags, "-I.", "-Iruntime", "-o", f"build/{name}_main",
+                            f"{name}_main.c", f"{name}.c", *objects, "-lm"],
+                   "the C compiler")
+
+    entry, cached = cached_build(cache_key(identity, flags, files), files,
+                                 f"build/{name}_main", build)
     return HostBuild(entry / "build" / f"{name}_main", cached)
 
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .boards import Board
-from .build import RUN_TIMEOUT_S, cache_key, cached_build, compile_in
+from .build import RUN_TIMEOUT_S, cache_key, cached_build, cached_object, compile_in
 from .emitter import STRICT_CFLAGS
 from .errors import BudgetError, ToolchainError
 
@@ -40,6 +40,10 @@ def cross_tool(tool: str) -> str:
 
 def cross_toolchain_available() -> bool:
     return all(shutil.which(CROSS_PREFIX + t) for t in ("gcc", "size", "nm"))
+
+
+# The frame sizes and call graph that bound the model's stack (read from the .ci files).
+STACK_INFO = ("-fstack-usage", "-fcallgraph-info=su")
 
 
 @lru_cache(maxsize=4)
@@ -77,19 +81,28 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
     compile_flags = [*arch, *STRICT_CFLAGS, "-ffunction-sections", "-fdata-sections", *opt,
                      *cflags, *(["-DQ8_LAYER_MARKS"] if layer_marks else [])]
     link_flags = [*arch, "-nostartfiles", "-Wl,--gc-sections"]
-    model = [f"{name}.c", *sorted(r for r in files if r.startswith("runtime/")
-                                 and r.endswith(".c"))]
+    runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
+    identity = _identity(gcc)
 
     def compile_c(folder: Path, source: str, target: str, extra: Sequence[str] = ()) -> str:
         obj = f"build/{target}.o"
         (folder / obj).parent.mkdir(parents=True, exist_ok=True)
         compile_in(folder, [gcc, *compile_flags, *extra, "-I.", "-Iruntime",
-                            "-fstack-usage", "-fcallgraph-info=su", "-c", "-o", obj, source],
+                            *STACK_INFO, "-c", "-o", obj, source],
                    CROSS_PREFIX + "gcc")
         return obj
 
+    def runtime_c(folder: Path, source: str) -> str:
+        obj = cached_object(gcc, identity, [*compile_flags, *STACK_INFO], source, files)
+        # The stack bound reads every object's call graph from the build folder.
+        graph = folder / "build" / "runtime" / obj.with_suffix(".ci").name
+        graph.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(obj.with_suffix(".ci"), graph)
+        return str(obj)
+
     def build(folder: Path) -> None:
-        objects = [compile_c(folder, src, src.removesuffix(".c")) for src in model]
+        objects = [compile_c(folder, f"{name}.c", name),
+                   *(runtime_c(folder, src) for src in runtime)]
         if harness:
             main = [compile_c(folder, f"{name}_main.c", f"{name}_main"),
                     compile_c(folder, "startup.c", "startup")]

@@ -161,3 +161,18 @@ def test_wheel_ships_templates_runtime_and_boards(tmp_path: Path, model_path: Pa
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path,
                    env={**os.environ, "PYTHONPATH": str(target)})
     assert (tmp_path / "o" / "small_net.h").is_file()
+
+
+def test_runtime_objects_are_shared_between_projects(model_path: Path) -> None:
+    """A second model using the same kernels recompiles only its own sources: the
+    runtime objects come from the cache, keyed by their source, headers and flags."""
+    gen = generate_sources(model_path, Options())
+    other = generate_sources(model_path, Options(name="other"))
+    flags = ["-O1", "-DQ8_TEST_SHARED_OBJECTS"]
+    build_host(gen.files, gen.name, flags)
+    before = {p: p.stat().st_mtime_ns for p in cache_root().glob("*/build/*.o")}
+    assert before
+    second = build_host(other.files, other.name, flags)
+    assert not second.cached
+    after = {p: p.stat().st_mtime_ns for p in cache_root().glob("*/build/*.o")}
+    assert after == before
