@@ -33,12 +33,12 @@ from .resources import runtime_dir, templates_dir
 from .version import __version__
 
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
-RUNTIME_HEADERS = ("q8_arith.h", "q8_dsp.h", "q8_dwconv.h", "q8_float.h", "q8_im2col.h",
-                   "q8_index.h", "q8_requant_row.h", "q8_runtime.h", "q8_softfloat.h",
-                   "q8_window.h")
-
-
 # ------------------------------------------------------------------ C text helpers
+
+
+def runtime_headers() -> list[str]:
+    """Every header of the runtime: a kernel's header is found by being there."""
+    return sorted(path.name for path in runtime_dir().glob("*.h"))
 
 
 def c_comment(text: str, limit: int = 120) -> str:
@@ -301,7 +301,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         })
     out = {path: text.encode("utf-8") for path, text in files.items()}
     runtime = runtime_dir()
-    for src in (*RUNTIME_HEADERS, *sources):
+    for src in (*runtime_headers(), *sources):
         out[f"runtime/{src}"] = (runtime / src).read_bytes()
     return out
 

@@ -32,7 +32,9 @@ import onnx
 from numpy.typing import NDArray
 from onnx import helper, numpy_helper
 
+from . import ops
 from .ir import DTYPES, Graph, Node
+from .ops import ExportFn
 
 # ONNX Runtime 1.32 reads models up to IR version 11.
 IR_VERSION = 10
@@ -51,15 +53,6 @@ class ProductSlots:
     y_zero_point: int
 
 
-# The other integer operators (QLinearAdd, the pools, the tables, ...) take one type
-# throughout in onnx2mcu as in ORT.
-PRODUCT_SLOTS: dict[tuple[str, str], ProductSlots] = {
-    ("", "QLinearConv"): ProductSlots(0, 3, 5, 7),
-    ("", "QLinearMatMul"): ProductSlots(0, 3, 5, 7),
-    (MS, "QGemm"): ProductSlots(0, 3, 5, 8),  # y_scale at 7; without it, a float output
-}
-
-
 def _attribute(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return numpy_helper.from_array(value)
@@ -73,7 +66,7 @@ def _shifted(zero_point: NDArray[Any], to: str) -> NDArray[Any]:
 
 
 @dataclass
-class _Writer:
+class Writer:
     """The ONNX nodes and extra initializers of one export, with fresh names."""
 
     graph: Graph
@@ -134,7 +127,7 @@ def _padded(inputs: list[str], index: int) -> list[str]:
     return inputs + [""] * (index + 1 - len(inputs))
 
 
-def _export_product(node: Node, slots: ProductSlots, w: _Writer) -> None:
+def _export_product(node: Node, slots: ProductSlots, w: Writer) -> None:
     """The product in the types ORT implements, with exact type changes around it."""
     inputs, outputs = list(node.inputs), list(node.outputs)
     common = w.dtype(inputs[slots.a])
@@ -166,23 +159,23 @@ def _export_product(node: Node, slots: ProductSlots, w: _Writer) -> None:
         w.retype(outputs[0], inputs[slots.y_zero_point], out, y_zp, f"{node.name}_out")
 
 
-def export_node(node: Node, w: _Writer) -> None:
-    if (node.domain, node.op_type) == ("ai.onnx2mcu", "Requantize"):
-        # onnx2mcu's own operator: standard ONNX writes it as the pair ORT computes.
-        x, x_scale, x_zp, y_scale, y_zp = node.inputs
-        real = w.fresh(f"{node.outputs[0]}__dequantized")
-        w.nodes += [helper.make_node("DequantizeLinear", [x, x_scale, x_zp], [real],
-                                     name=f"{node.name}_dequantize"),
-                    helper.make_node("QuantizeLinear", [real, y_scale, y_zp],
-                                     list(node.outputs), name=node.name)]
-        return
-    slots = PRODUCT_SLOTS.get((node.domain, node.op_type))
-    if slots is not None:
+def export_product(slots: ProductSlots) -> ExportFn:
+    """The export of an integer product whose slots are `slots`."""
+    def export(node: Node, w: Writer) -> None:
         _export_product(node, slots, w)
-        return
+    return export
+
+
+def export_as_is(node: Node, w: Writer) -> None:
     attrs = {k: _attribute(v) for k, v in sorted(node.attrs.items())}
     w.nodes.append(helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
                                     name=node.name, domain=node.domain or None, **attrs))
+
+
+def export_node(node: Node, w: Writer) -> None:
+    """The node as ONNX that ORT runs: as its family's OpDef writes it."""
+    opdef = ops.lookup(node)
+    (opdef.export if opdef is not None and opdef.export is not None else export_as_is)(node, w)
 
 
 def _value_info(graph: Graph, name: str) -> onnx.ValueInfoProto:
@@ -191,7 +184,7 @@ def _value_info(graph: Graph, name: str) -> onnx.ValueInfoProto:
 
 
 def export_graph(graph: Graph, doc: str = "") -> onnx.ModelProto:
-    writer = _Writer(graph)
+    writer = Writer(graph)
     for node in graph.nodes:
         export_node(node, writer)
     used = {name for node in writer.nodes for name in node.input if name}

@@ -98,10 +98,8 @@ def summarize_unlowered(graph: Graph, options: LoweringOptions) -> tuple[NodeSum
     as 'unsupported' (lower_problems says why)."""
     summaries = []
     for node in graph.nodes:
-        opdef = ops.lookup(node)
-        assert opdef is not None
         try:
-            lowered = opdef.lower(node, graph, options)
+            lowered = ops.lower_node(node, graph, options)
         except UnsupportedError:
             lowered = []
             kernels: tuple[str, ...] = ("unsupported",)
@@ -125,10 +123,8 @@ def lower_problems(graph: Graph, options: LoweringOptions) -> list[UnsupportedEr
     """Every node the lowering refuses (float islands without an exact kernel), at once."""
     problems = []
     for node in graph.nodes:
-        opdef = ops.lookup(node)
-        assert opdef is not None
         try:
-            opdef.lower(node, graph, options)
+            ops.lower_node(node, graph, options)
         except UnsupportedError as error:
             problems.append(error)
     return problems

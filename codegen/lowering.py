@@ -33,9 +33,7 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     aliases: dict[str, str] = {}
     constants = dict(graph.constants)
     for node in graph.nodes:
-        opdef = ops.lookup(node)
-        assert opdef is not None, node.describe()
-        for item in opdef.lower(node, graph, options):
+        for item in ops.lower_node(node, graph, options):
             check_finite(node, item)
             if isinstance(item, Alias):
                 aliases[item.tensor] = item.source

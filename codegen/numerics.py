@@ -174,6 +174,31 @@ def mlas_logistic(x: Any) -> np.float32:
     return r if np.isnan(r) else max(F32(0.0), r)
 
 
+TANH_P = ("-0x1.3e4b8p-52", "0x1.c266fcp-43", "-0x1.7a6ffep-34", "0x1.b80082p-25",
+          "0x1.f28694p-17", "0x1.4e1bdap-11", "0x1.40b3b8p-8")
+TANH_Q = ("0x1.41a7bp-20", "0x1.f12bacp-14", "0x1.29540ap-9", "0x1.40b3bap-8")
+
+
+def mlas_tanh(x: Any) -> np.float32:
+    """One value of ORT's float Tanh (runtime_c/q8_float.h's q8_mlas_tanh, the same
+    steps): clamp to [-9, 9], odd polynomial p and even q in x^2 by FMA steps, p/q."""
+    v = F32(x)
+    if np.isnan(v):
+        return v
+    v = min(max(F32(-9.0), v), F32(9.0))
+    x2 = F32(v * v)
+    coefficients = [F32(float.fromhex(c)) for c in TANH_P]
+    p = fma32(x2, coefficients[0], coefficients[1])
+    for c in coefficients[2:]:
+        p = fma32(p, x2, c)
+    p = F32(p * v)
+    q_coefficients = [F32(float.fromhex(c)) for c in TANH_Q]
+    q = fma32(x2, q_coefficients[0], q_coefficients[1])
+    for c in q_coefficients[2:]:
+        q = fma32(q, x2, c)
+    return F32(p / q)
+
+
 def sigmoid_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,
                   dtype: str) -> NDArray[Any]:
     values = np.array([mlas_logistic(v) for v in table_inputs(x_scale, x_zp, dtype)], F32)

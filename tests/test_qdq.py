@@ -22,9 +22,11 @@ from zoo import ZOO_CASES, case_id, qdq_model
 
 import codegen
 from codegen.inspection import inspect_model
-from codegen.ops.float_ops import FLOAT_OPS
+from codegen.ops import float_island_ops
 from codegen.pipeline import Generated, Options, generate_sources
 from codegen.verify import X86_QDQ_CONFIG, reference_model
+
+FLOAT_OPS = float_island_ops()
 
 
 def float_ops_inside(gen: Generated) -> list[str]:

@@ -1,9 +1,14 @@
 """Operator registry.
 
-Each module in this package implements one operator family: it validates a node and
-infers its outputs (`infer`), and lowers it to runtime kernel calls (`lower`). Modules
-register themselves with `register`; they are discovered automatically, so adding an
-operator means adding one module here plus its kernel in runtime_c/.
+Each module in this package is one operator family, and declares everything about it
+in the `OpDef`s it registers: the checks and shape inference (`infer`, which parses a
+node once into the family's typed spec), the lowering to runtime kernel calls that
+consumes that spec (`lower`), the QDQ fusion rule ORT applies to its float form
+(`fusion`), whether it absorbs a following Relu/Clip (`absorbs_clamp`), how `convert`
+writes it (`export`), and how QDQ moves through it (`moves_values`,
+`ort_propagates`). The kernels' C sources are named by the calls `lower` returns.
+Modules are discovered automatically, so adding an operator means adding one module
+here plus its kernel in runtime_c/; nothing else refers to an operator by name.
 """
 
 from __future__ import annotations
@@ -12,9 +17,17 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..program import Lowered
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from ..exporter import Writer
+    from ..pattern import Quantized
 
 
 @dataclass(frozen=True)
@@ -34,14 +47,67 @@ class LoweringOptions:
 
 @dataclass
 class Inferred:
-    """What `infer` learns about a node: its outputs, and quantization of any tensor."""
+    """What `infer` learns about a node: its outputs, the quantization of any tensor,
+    and the family's typed spec of the node (its parsed attributes, constants and
+    geometry), which `lower` receives so that it does not parse or check them again."""
 
     outputs: list[Tensor]
     quant: dict[str, QuantParams] = field(default_factory=dict)
+    spec: Any = None
 
 
 InferFn = Callable[[Node, Graph], Inferred]
-LowerFn = Callable[[Node, Graph, LoweringOptions], Sequence[Lowered]]
+# lower(node, graph, spec, options): `spec` is what the same graph's `infer` returned.
+LowerFn = Callable[[Node, Graph, Any, LoweringOptions], Sequence[Lowered]]
+# A fusion rule's builder: the fused operator's inputs, or None where ORT leaves the
+# unit in float. Arguments: the graph, the float node, the DequantizeLinear feeding
+# each input (None where there is none), the QuantizeLinear of its output (None for a
+# float output, where the rule allows one), and whether --integer-only asks for it.
+FusionBuild = Callable[[Graph, Node, "list[Quantized | None]", "Quantized", bool],
+                       "list[str] | None"]
+FloatOutputBuild = Callable[[Graph, Node, "list[Quantized | None]", None, bool],
+                            "list[str] | None"]
+ExportFn = Callable[[Node, "Writer"], None]
+ElementwiseFn = Callable[[Node, "list[NDArray[np.float32]]"], "NDArray[np.float32]"]
+
+
+GENERIC_UNFUSED = ("ONNX Runtime's fusion conditions for it do not hold (quantization axes "
+                   "or types)")
+
+
+def same_attrs(graph: Graph, node: Node) -> dict[str, Any]:
+    return dict(node.attrs)
+
+
+@dataclass(frozen=True)
+class FloatOutputFusion:
+    """DQ inputs -> float op with no QuantizeLinear after: what ORT still fuses it into
+    (QGemm with float output, MatMulIntegerToFloat)."""
+
+    target: str
+    domain: str
+    build: FloatOutputBuild
+    attrs: Callable[[Graph, Node], dict[str, Any]] = same_attrs
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """ORT's QDQ rule for a float operator: DQ inputs -> op -> Q becomes `target`."""
+
+    target: str
+    domain: str
+    build: FusionBuild
+    attrs: Callable[[Graph, Node], dict[str, Any]] = same_attrs
+    # How many leading inputs must come from a DequantizeLinear (None: all of them).
+    dequantized_inputs: int | None = 1
+    # On x86 (QDQIsInt8Allowed false) ORT fuses no such unit whose activation is int8.
+    int8_input_refused_on_x86: bool = False
+    # An integer product (Conv, MatMul, Gemm): ORT's kernel gives its input's type, and
+    # the inputs may mix types.
+    product: bool = False
+    float_output: FloatOutputFusion | None = None
+    # Why ORT leaves the node unfused when the generic conditions hold (for inspect).
+    unfused_hint: Callable[[Node], str] = lambda node: GENERIC_UNFUSED
 
 
 @dataclass(frozen=True)
@@ -59,6 +125,24 @@ class OpDef:
     # Float operators of QDQ models: the recipes fuse them into integer operators, and
     # one they leave is a float island (computed in float, as ORT computes it).
     float_island: bool = False
+    fusion: Fusion | None = None
+    # Clamps its own 8-bit output (a requantization to [act_min, act_max], or a lookup
+    # table): a Relu/Clip that alone reads that output is folded into the clamp.
+    absorbs_clamp: bool = False
+    # How `convert` writes the node as ONNX; None: as it is.
+    export: ExportFn | None = None
+    # Moves values without arithmetic: DQ -> op -> Q with one quantization on both
+    # sides is the op on the integers (ORT's DropQDQ actions).
+    moves_values: bool = False
+    # ORT's QDQPropagation moves DequantizeLinear forward and QuantizeLinear backward
+    # through it; `integer_only_propagates`: --integer-only does too.
+    ort_propagates: bool = False
+    integer_only_propagates: bool = False
+    # A float elementwise operator: its function as ORT's CPU kernel computes it, on
+    # float32 operands of one shape (the variable ones) or scalars (constants). A chain
+    # of such operators between one DequantizeLinear and one QuantizeLinear becomes a
+    # 256-entry table (passes/tabulate.py).
+    elementwise: ElementwiseFn | None = None
 
 
 _REGISTRY: dict[tuple[str, str], OpDef] = {}
@@ -79,6 +163,38 @@ def _normalize_domain(domain: str) -> str:
 def lookup(node: Node) -> OpDef | None:
     _load_all()
     return _REGISTRY.get((_normalize_domain(node.domain), node.op_type))
+
+
+def lower_node(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[Lowered]:
+    """The node's kernel calls: its family parses it once (`infer`, on the graph as it
+    is now) and lowers the spec that gives."""
+    opdef = lookup(node)
+    assert opdef is not None, node.describe()
+    return opdef.lower(node, graph, opdef.infer(node, graph).spec, options)
+
+
+def registered() -> list[OpDef]:
+    """Every operator, sorted by domain and type."""
+    _load_all()
+    return [_REGISTRY[key] for key in sorted(_REGISTRY)]
+
+
+def standard(op_type: str) -> OpDef | None:
+    """The ai.onnx operator `op_type`."""
+    _load_all()
+    return _REGISTRY.get(("", op_type))
+
+
+def fusion_of(node: Node) -> Fusion | None:
+    """ORT's QDQ fusion rule for a float node, if it has one."""
+    opdef = standard(node.op_type) if node.domain in ("", "ai.onnx") else None
+    return opdef.fusion if opdef is not None else None
+
+
+def float_island_ops() -> frozenset[str]:
+    """The float operators a QDQ model may leave between DequantizeLinear and
+    QuantizeLinear."""
+    return frozenset(op.op_type for op in registered() if op.float_island)
 
 
 _loaded = False

@@ -13,9 +13,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
+from ..importer import operator_version
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..program import Alias, CFloat, CStruct, KernelCall
-from . import Inferred, LoweringOptions, OpDef, register
+from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
     check_dtype,
@@ -27,7 +28,9 @@ from ._common import (
     requant_params,
     scalar_or_vector,
 )
+from ._float import FLOAT_TYPES, float_input, producer, refuse
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
+from ._qdq import build_unary
 from .clamp import output_range
 
 SOURCES = ("average_pool.c",)
@@ -109,7 +112,8 @@ def infer_global(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: QuantParams((quant[0],), (quant[1],))})
 
 
-def lower_global(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_global(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     return [global_call(node, graph, x, y, _channels_last(node), pool_quant(node, graph, x),
@@ -117,7 +121,8 @@ def lower_global(node: Node, graph: Graph, options: LoweringOptions) -> Sequence
 
 
 register(OpDef("QLinearGlobalAveragePool", "com.microsoft", infer_global, lower_global,
-               constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES)))
+               constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES),
+               absorbs_clamp=True))
 
 
 # --------------------------------------------------------------- QLinearAveragePool
@@ -159,7 +164,8 @@ def infer_average(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: QuantParams((quant[0],), (quant[1],))})
 
 
-def lower_average(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_average(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     window = average_window(node, x)
@@ -179,3 +185,134 @@ def lower_average(node: Node, graph: Graph, options: LoweringOptions) -> Sequenc
 
 register(OpDef("QLinearAveragePool", "com.microsoft", infer_average, lower_average,
                constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES)))
+
+
+def infer_float_average_pool(node: Node, graph: Graph) -> Inferred:
+    x = float_input(node, graph, 0, "X")
+    window = sliding_window(node, x.shape, pool_kernel(node, x.shape), ceil_mode(node))
+    return Inferred([Tensor(node.outputs[0], "float32", (*x.shape[:2], *window.output))])
+
+
+def infer_float_global_average_pool(node: Node, graph: Graph) -> Inferred:
+    x = float_input(node, graph, 0, "X")
+    if len(x.shape) < 3:
+        raise ModelError(f"{node.describe()}: input of rank {len(x.shape)}; expected >= 3")
+    return Inferred([Tensor(node.outputs[0], "float32",
+                            (*x.shape[:2], *np.ones(len(x.shape) - 2, dtype=int).tolist()))])
+
+
+# ORT_ENABLE_ALL runs float AveragePool on channel counts that are a multiple of the
+# NCHWc block (16 floats with AVX-512F, the CPU these kernels follow) with NCHWc kernels,
+# and keeps their outputs in that layout through Relu and Sigmoid. GlobalAveragePool
+# goes NCHWc only on such an input or on a graph input (measured on ORT 1.32).
+NCHWC_BLOCK = 16
+
+
+NCHWC_PASS_THROUGH = ("Relu", "Sigmoid")
+
+
+def nchwc_pool(x: Tensor) -> bool:
+    return len(x.shape) == 4 and x.shape[1] % NCHWC_BLOCK == 0
+
+
+def nchwc_average_pool(node: Node, graph: Graph) -> bool:
+    include_pad = attr_int(node, "count_include_pad", 0) == 1
+    return nchwc_pool(graph.tensors[node.inputs[0]]) and not (ceil_mode(node) and include_pad)
+
+
+def nchwc_layout(node: Node, graph: Graph, tensor: str) -> bool:
+    """Whether ORT holds `tensor` in NCHWc layout; refuses layouts not measured."""
+    while True:
+        source = producer(graph, tensor)
+        if source is None or source.domain:
+            return False
+        if source.op_type == "AveragePool":
+            return nchwc_average_pool(source, graph)
+        if source.op_type not in NCHWC_PASS_THROUGH and any(
+                nchwc_layout(node, graph, t) for t in source.inputs if t and
+                graph.tensors[t].dtype == "float32" and t not in graph.constants):
+            raise refuse(node, f"its input comes through {source.op_type} from an NCHWc "
+                          "pool, a layout whose summation order onnx2mcu has not measured")
+        if source.op_type not in NCHWC_PASS_THROUGH:
+            return False
+        tensor = source.inputs[0]
+
+
+def global_pool_is_sequential(node: Node, graph: Graph) -> bool:
+    x = graph.tensors[node.inputs[0]]
+    return nchwc_pool(x) and (x.name in graph.inputs or nchwc_layout(node, graph, x.name))
+
+
+def lower_float_global_average_pool(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    params = CStruct("q8_global_pool_f32_params", (
+        ("planes", x.shape[0] * x.shape[1]),
+        ("size", int(np.prod(x.shape[2:], dtype=np.int64))),
+        ("sequential", int(global_pool_is_sequential(node, graph)))))
+    return [KernelCall("q8_global_avgpool_f32", node.name, (x.name,), (y.name,), params, (),
+                       ("average_pool_f32.c",))]
+
+
+AVGPOOL_ALGORITHMS = {"mlas_vector": 0, "in_order": 1, "ort": 2}
+
+
+def average_pool_algorithm(node: Node, graph: Graph, x: Tensor, window: Window) -> str:
+    """Which of ORT's AveragePool kernels runs, as measured on ORT 1.32 at
+    ORT_ENABLE_ALL: NCHWc (channels a multiple of the block), ORT's own kernel
+    (AveragePool-19 and later, or ceil_mode with count_include_pad), else MLAS's:
+    the global kernel, the vector kernel, or the generic one."""
+    include_pad = attr_int(node, "count_include_pad", 0) == 1
+    ceil = ceil_mode(node)
+    if nchwc_average_pool(node, graph):
+        return "in_order"
+    if operator_version(node) >= 19 or (ceil and include_pad):
+        return "ort"
+    kernel_h, kernel_w = window.kernel[-2:] if len(window.kernel) == 2 else (1, window.kernel[0])
+    pads = (*window.pads_begin, *window.pads_end)
+    if tuple(window.kernel) == tuple(x.shape[2:]) and set(window.strides) == {1} and \
+            not any(pads):
+        return "global"
+    stride_w = window.strides[-1]
+    if stride_w <= 2 and kernel_h <= 32 and kernel_w <= 32 and \
+            window.pads_begin[-1] + window.pads_end[-1] + x.shape[-1] <= 2045:
+        return "mlas_vector"
+    return "in_order"
+
+
+def lower_float_average_pool(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if len(x.shape) != 4:
+        raise refuse(node, "only 2-D float average pooling is supported")
+    window = sliding_window(node, x.shape, pool_kernel(node, x.shape), ceil_mode(node))
+    if set(window.dilations) != {1}:
+        raise refuse(node, "dilations are not supported")
+    if min(window.pads_begin) < 0:
+        raise refuse(node, "negative padding (SAME with a kernel smaller than the stride)")
+    algorithm = average_pool_algorithm(node, graph, x, window)
+    if algorithm == "global":
+        params = CStruct("q8_global_pool_f32_params", (
+            ("planes", x.shape[0] * x.shape[1]), ("size", x.shape[2] * x.shape[3]),
+            ("sequential", 0)))
+        return [KernelCall("q8_global_avgpool_f32", node.name, (x.name,), (y.name,), params,
+                           (), ("average_pool_f32.c",))]
+    params = CStruct("q8_avgpool_f32_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_bottom", window.pads_end[0]),
+        ("pad_right", window.pads_end[1]),
+        ("count_include_pad", attr_int(node, "count_include_pad", 0)),
+        ("algorithm", AVGPOOL_ALGORITHMS[algorithm])))
+    return [KernelCall("q8_avgpool_f32", node.name, (x.name,), (y.name,), params, (),
+                       ("average_pool_f32.c",))]
+
+
+register(OpDef("AveragePool", "", infer_float_average_pool, lower_float_average_pool,
+               versions=(7, 10, 11, 19, 22), data_dtypes=FLOAT_TYPES, float_island=True,
+               fusion=Fusion("QLinearAveragePool", "com.microsoft", build_unary)))
+register(OpDef("GlobalAveragePool", "", infer_float_global_average_pool,
+               lower_float_global_average_pool, versions=(1, 22), data_dtypes=FLOAT_TYPES,
+               float_island=True,
+               fusion=Fusion("QLinearGlobalAveragePool", "com.microsoft", build_unary)))

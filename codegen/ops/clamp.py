@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from ..errors import ModelError
 from ..ir import QUANT_RANGE, Graph, Node, Tensor
 from ..program import Alias, CFloat, CStruct, KernelCall
-from . import Inferred, LoweringOptions, OpDef, register
+from . import Inferred, LoweringOptions, OpDef, lookup, register
 from ._common import (
     attr_float,
     check_dtype,
@@ -57,19 +57,15 @@ def infer_clamp(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], x.dtype, x.shape, x.quant)])
 
 
-# Operators that clamp their own 8-bit output: a requantization to [act_min, act_max], or
-# a lookup table. A Relu/Clip that is the only reader of their output is folded into that
-# clamp (exact: rounding is monotone and the bounds are integers) and costs nothing.
-CLAMP_ABSORBERS = frozenset({
-    ("", "QLinearConv"), ("", "QLinearMatMul"), ("com.microsoft", "QGemm"),
-    ("com.microsoft", "QLinearGlobalAveragePool"), ("ai.onnx2mcu", "Requantize"),
-    ("com.microsoft", "QLinearSigmoid"), ("com.microsoft", "QLinearLeakyRelu")})
-
-
 def absorbed_clamp(node: Node, graph: Graph) -> tuple[int, int] | None:
-    """The bounds of the integer Relu/Clip that `node` applies for its only reader."""
+    """The bounds of the integer Relu/Clip that `node` applies for its only reader:
+    operators whose OpDef says they absorb a clamp (they clamp their own 8-bit output,
+    in a requantization to [act_min, act_max] or a lookup table) fold a Relu/Clip that
+    alone reads their output into that clamp (exact: rounding is monotone and the
+    bounds are integers), and it costs nothing."""
     out = node.outputs[0]
-    if (node.domain, node.op_type) not in CLAMP_ABSORBERS or out in graph.outputs or \
+    opdef = lookup(node)
+    if opdef is None or not opdef.absorbs_clamp or out in graph.outputs or \
             graph.tensors[out].dtype not in QUANT_RANGE:
         return None
     readers = [n for n in graph.nodes for name in n.inputs if name == out]
@@ -103,7 +99,8 @@ def is_absorbed(node: Node, graph: Graph) -> bool:
     return source is not None and absorbed_clamp(source, graph) is not None
 
 
-def lower_clamp(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_clamp(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     if is_absorbed(node, graph):
@@ -125,6 +122,26 @@ FLT_MAX = 3.4028234663852886e38
 
 # Integer types arrive in Relu-14 and Clip-12; earlier versions take floats only.
 TYPES = frozenset({"uint8", "int8", "float32"})
-register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(6, 13, 14), data_dtypes=TYPES))
+def relu_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return np.maximum(operands[0], np.float32(0.0)).astype(np.float32)
+
+
+def clip_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    """Clip-6's attribute bounds; from Clip-11 the bounds are inputs, which the table
+    pass hands over as scalar operands."""
+    v = operands[0]
+    if node.opset < 11:
+        lo = np.float32(attr_float(node, "min", -FLT_MAX))
+        hi = np.float32(attr_float(node, "max", FLT_MAX))
+    else:
+        present = [i for i in (1, 2) if node.input(i) is not None]
+        bounds = dict(zip(present, operands[1:], strict=True))
+        lo = np.float32(bounds[1]) if 1 in bounds else np.float32(-FLT_MAX)
+        hi = np.float32(bounds[2]) if 2 in bounds else np.float32(FLT_MAX)
+    return np.minimum(np.maximum(v, lo), hi).astype(np.float32)
+
+
+register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(6, 13, 14), data_dtypes=TYPES,
+               elementwise=relu_values))
 register(OpDef("Clip", "", infer_clamp, lower_clamp, versions=(6, 11, 12, 13),
-               constant_inputs=frozenset({1, 2}), data_dtypes=TYPES))
+               constant_inputs=frozenset({1, 2}), data_dtypes=TYPES, elementwise=clip_values))

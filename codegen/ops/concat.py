@@ -14,8 +14,9 @@ from numpy.typing import NDArray
 from ..errors import ModelError
 from ..ir import Graph, Node, QuantParams, Tensor, itemsize
 from ..numerics import requantize_table
+from ..pattern import Quantized, per_tensor, qparams
 from ..program import Alias, CArray, CRef, CStruct, KernelCall
-from . import Inferred, LoweringOptions, OpDef, register
+from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
     check_dtype,
@@ -89,7 +90,8 @@ def infer_concat(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], dtype, shape, quant)], annotations)
 
 
-def lower_concat(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_concat(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     y = graph.tensors[node.outputs[0]]
     axis = normalize_axis(node, attr_int(node, "axis", 0), len(y.shape))
@@ -116,8 +118,23 @@ def lower_concat(node: Node, graph: Graph, options: LoweringOptions) -> Sequence
     return calls
 
 
-register(OpDef("Concat", "", infer_concat, lower_concat, versions=(4, 11, 13, 23, 24, 25)))
 # Y_scale, Y_zero_point, then each (X, X_scale, X_zero_point): scales and zero points.
 QLINEAR_CONCAT_CONSTANTS = frozenset({0, 1} | {i for i in range(3, 3 * 256) if (i - 2) % 3})
 register(OpDef("QLinearConcat", "com.microsoft", infer_concat, lower_concat,
                constant_inputs=QLINEAR_CONCAT_CONSTANTS))
+
+
+def build_concat(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
+                 integer_only: bool) -> list[str] | None:
+    if any(d is None or not per_tensor(d, graph) for d in dqs):
+        return None
+    inputs = qparams(y, graph)
+    for d in dqs:
+        assert d is not None
+        inputs += [d.q, *qparams(d, graph)]
+    return inputs
+
+
+register(OpDef("Concat", "", infer_concat, lower_concat, versions=(4, 11, 13, 23, 24, 25),
+               fusion=Fusion("QLinearConcat", "com.microsoft", build_concat,
+                             dequantized_inputs=None)))

@@ -19,7 +19,7 @@ from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import fma32
 from ..program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
 from ..requant import float32_mult_exp
-from . import Inferred, LoweringOptions, OpDef, register
+from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
     check_finite_scales,
@@ -30,6 +30,8 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from ._float import FLOAT_TYPES, f32, float_input, lower_only_tabulated
+from ._qdq import build_binary
 
 SOURCES = ("elementwise.c",)
 INT8_TYPES = ("uint8", "int8")
@@ -127,7 +129,8 @@ def qadd_constants(sa: float, za: int, sb: float, zb: int, sc: float, zc: int,
     return ra, rb, fixed
 
 
-def lower_qadd(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_qadd(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
@@ -177,7 +180,8 @@ def qadd_inner_table(ratio: np.float32, fixed: np.float32, dtype: str) -> NDArra
     return table.view(np.uint32)
 
 
-def lower_qmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_qmul(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
@@ -201,3 +205,49 @@ register(OpDef("QLinearAdd", "com.microsoft", infer_binary, lower_qadd,
                constant_inputs=BINARY_CONSTANTS, data_dtypes=frozenset(INT8_TYPES)))
 register(OpDef("QLinearMul", "com.microsoft", infer_binary, lower_qmul,
                constant_inputs=BINARY_CONSTANTS, data_dtypes=frozenset(INT8_TYPES)))
+
+
+def infer_float_binary(node: Node, graph: Graph) -> Inferred:
+    a, b = float_input(node, graph, 0, "A"), float_input(node, graph, 1, "B")
+    return Inferred([Tensor(node.outputs[0], "float32", broadcast_shape(node, a.shape,
+                                                                        b.shape))])
+
+
+def lower_float_binary(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    y = graph.tensors[node.outputs[0]]
+    params = CStruct("q8_binary_f32_params", (("shape", broadcast_struct(y.shape, a.shape,
+                                                                         b.shape)),))
+    function = {"Add": "q8_add_f32", "Mul": "q8_mul_f32"}[node.op_type]
+    return [KernelCall(function, node.name, (a.name, b.name), (y.name,), params, (),
+                       ("elementwise_f32.c",))]
+
+
+def _add(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(operands[0] + operands[1])
+
+
+def _sub(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(operands[0] - operands[1])
+
+
+def _mul(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(operands[0] * operands[1])
+
+
+def _div(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return f32(operands[0] / operands[1])
+
+
+# One IEEE operation each, as ORT's Eigen kernels compute them.
+for _op, _fn in (("Add", _add), ("Mul", _mul)):
+    register(OpDef(_op, "", infer_float_binary, lower_float_binary, versions=(7, 13, 14),
+                   data_dtypes=FLOAT_TYPES, float_island=True,
+                   fusion=Fusion(f"QLinear{_op}", "com.microsoft", build_binary,
+                                 dequantized_inputs=2), elementwise=_fn))
+for _op, _fn in (("Sub", _sub), ("Div", _div)):
+    register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=(7, 13, 14),
+                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))

@@ -115,11 +115,16 @@ def _layout_op(op_type: str, attrs: set[str], compute_shape: ShapeFn) -> None:
         shape = compute_shape(node, graph, x.shape)
         return Inferred([Tensor(node.outputs[0], x.dtype, shape, x.quant)])
 
-    def lower(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[KernelCall | Alias]:
+    def lower(node: Node, graph: Graph, spec: object,
+              options: LoweringOptions) -> Sequence[KernelCall | Alias]:
         return [Alias(node.outputs[0], node.inputs[0])]
 
+    # ORT's QDQPropagation goes through all but Flatten and Identity; --integer-only
+    # through Flatten as well (ORT leaves DQ -> Flatten -> Gemm in float).
     register(OpDef(op_type, "", infer, lower, VERSIONS[op_type],
-                   CONSTANT_INPUTS.get(op_type, frozenset())))
+                   CONSTANT_INPUTS.get(op_type, frozenset()), moves_values=True,
+                   ort_propagates=op_type not in ("Flatten", "Identity"),
+                   integer_only_propagates=op_type != "Identity"))
 
 
 _layout_op("Reshape", {"allowzero"}, reshape_shape)

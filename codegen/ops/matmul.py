@@ -12,10 +12,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
+from ..exporter import ProductSlots, export_product
 from ..ir import Graph, Node, QuantParams, Tensor
+from ..pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
 from ..program import Alias, CArray, CRef, CStruct, KernelCall
 from ..requant import output_scale
-from . import Inferred, LoweringOptions, OpDef, register
+from . import GENERIC_UNFUSED, FloatOutputFusion, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_float,
     attr_int,
@@ -31,10 +33,14 @@ from ._common import (
     requant_params,
     scalar_or_vector,
 )
+from ._float import FLOAT_TYPES, dequantized_weights, float_input, producer, refuse
+from ._qdq import bias_input
 from .clamp import output_range
 
 SOURCES = ("gemm.c",)
 INT8_TYPES = ("uint8", "int8")
+MS = "com.microsoft"
+F32 = np.float32
 
 
 @dataclass(frozen=True)
@@ -253,7 +259,8 @@ def b_quantization(node: Node, b: Tensor, scale: NDArray[Any] | None,
                          batched))
 
 
-def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
@@ -285,7 +292,8 @@ def lower_qlinear_matmul(node: Node, graph: Graph, options: LoweringOptions) -> 
 
 register(OpDef("QLinearMatMul", "", infer_qlinear_matmul, lower_qlinear_matmul,
                versions=(10, 21), constant_inputs=frozenset({1, 2, 4, 5, 6, 7}),
-               data_dtypes=frozenset(INT8_TYPES)))
+               data_dtypes=frozenset(INT8_TYPES), absorbs_clamp=True,
+               export=export_product(ProductSlots(0, 3, 5, 7))))
 
 
 
@@ -319,7 +327,8 @@ def infer_matmul_integer(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], "int32", shape.output)])
 
 
-def lower_matmul_integer(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_matmul_integer(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
     y = graph.tensors[node.outputs[0]]
@@ -423,7 +432,8 @@ def qgemm_scale(node: Node, graph: Graph, b_scale: NDArray[Any]) -> NDArray[Any]
     return s
 
 
-def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_qgemm(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
@@ -468,7 +478,9 @@ def lower_qgemm(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
 
 register(OpDef("QGemm", "com.microsoft", infer_qgemm, lower_qgemm,
                constant_inputs=frozenset({1, 2, 4, 5, 6, 7, 8}),
-               data_dtypes=frozenset(INT8_TYPES)))
+               data_dtypes=frozenset(INT8_TYPES), absorbs_clamp=True,
+               # y_scale at 7; without it, a float output
+               export=export_product(ProductSlots(0, 3, 5, 8))))
 
 
 # ------------------------------------------------------------------ MatMulIntegerToFloat
@@ -497,7 +509,8 @@ def infer_matmul_integer_to_float(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], "float32", shape.output)])
 
 
-def lower_matmul_integer_to_float(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_matmul_integer_to_float(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     """y = f32((float)acc * f32(a_scale * b_scale[n])), acc the exact int32 sum."""
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
@@ -519,3 +532,201 @@ def lower_matmul_integer_to_float(node: Node, graph: Graph, options: LoweringOpt
 register(OpDef("MatMulIntegerToFloat", "com.microsoft", infer_matmul_integer_to_float,
                lower_matmul_integer_to_float, constant_inputs=frozenset({2, 3, 4, 5, 6}),
                data_dtypes=frozenset(INT8_TYPES)))
+
+
+def build_matmul(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
+                 integer_only: bool) -> list[str] | None:
+    a, b = dqs[0], dqs[1]
+    if a is None or b is None or not per_tensor(a, graph):
+        return None
+    if dtype_of(graph, a) == "int8" and dtype_of(graph, b) == "uint8":
+        return None  # ORT has no int8 x uint8 QLinearMatMul
+    if not integer_only and dtype_of(graph, y) != dtype_of(graph, a):
+        return None  # ORT's kernels produce the type of A
+    if not per_tensor(b, graph) and scale_axis(b, graph) != len(graph.tensors[b.q].shape) - 1:
+        return None
+    return [a.q, *qparams(a, graph), b.q, *qparams(b, graph), *qparams(y, graph)]
+
+
+def build_gemm(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized | None,
+               integer_only: bool) -> list[str] | None:
+    """QGemm's inputs; without y, a QGemm with float output."""
+    a, b = dqs[0], dqs[1]
+    if a is None or b is None or not per_tensor(a, graph):
+        return None
+    if dtype_of(graph, a) == "int8" and dtype_of(graph, b) != "int8":
+        return None
+    if y is not None and not integer_only and dtype_of(graph, y) != dtype_of(graph, a):
+        return None  # ORT's kernels produce the type of A
+    if not per_tensor(b, graph) and scale_axis(b, graph) != (
+            0 if node.attrs.get("transB", 0) else 1):
+        return None
+    inputs = [a.q, *qparams(a, graph), b.q, *qparams(b, graph)]
+    if node.input(2) is not None:
+        if float(node.attrs.get("alpha", 1.0)) != 1.0 or float(node.attrs.get("beta", 1.0)) != 1.0:
+            return None
+        bias = bias_input(graph, node, dqs[2], a, b, integer_only, check_scale=False)
+        if bias is None:
+            return None
+        inputs.append(bias)
+    else:
+        inputs.append("")
+    return [*inputs, *qparams(y, graph)] if y is not None else inputs
+
+
+def _gemm_attrs(graph: Graph, node: Node) -> dict[str, Any]:
+    return {k: v for k, v in node.attrs.items() if k != "beta"}
+
+
+def _matmul_integer_to_float_inputs(graph: Graph, node: Node, a: Quantized,
+                                    b: Quantized) -> list[str] | None:
+    if dtype_of(graph, a) == "int8" and dtype_of(graph, b) == "uint8":
+        return None
+    if not per_tensor(b, graph) and scale_axis(b, graph) != len(graph.tensors[b.q].shape) - 1:
+        return None
+    (a_scale, a_zp), (b_scale, b_zp) = qparams(a, graph), qparams(b, graph)
+    return [a.q, b.q, a_scale, b_scale, a_zp, b_zp]
+
+
+def infer_float_gemm(node: Node, graph: Graph) -> Inferred:
+    a, b = float_input(node, graph, 0, "A"), float_input(node, graph, 1, "B")
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ModelError(f"{node.describe()}: Gemm needs 2-D A and B")
+    m = a.shape[1] if attr_int(node, "transA", 0) else a.shape[0]
+    k = a.shape[0] if attr_int(node, "transA", 0) else a.shape[1]
+    k_b, n = (b.shape[1], b.shape[0]) if attr_int(node, "transB", 0) else b.shape
+    if k != k_b:
+        raise ModelError(f"{node.describe()}: inner dimensions differ")
+    return Inferred([Tensor(node.outputs[0], "float32", (m, n))])
+
+
+def infer_float_matmul(node: Node, graph: Graph) -> Inferred:
+    a, b = float_input(node, graph, 0, "A"), float_input(node, graph, 1, "B")
+    return Inferred([Tensor(node.outputs[0], "float32", matmul_shape(node, a.shape,
+                                                                     b.shape).output)])
+
+
+def _float_gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, dims: tuple[int, int, int, int],
+               trans_b: bool, b_batched: bool, bias: NDArray[Any] | None) -> KernelCall:
+    batches, m, k, n = dims
+    arrays = []
+    strides = (0, 0)
+    if bias is not None:
+        strides = bias_strides(node, bias, m, n)
+        arrays.append(CArray("bias", "float", bias.astype(F32).reshape(-1)))
+    params = CStruct("q8_gemm_f32_params", (
+        ("batches", batches), ("m", m), ("k", k), ("n", n), ("trans_b", int(trans_b)),
+        ("b_batched", int(b_batched)),
+        ("bias", CRef("bias") if bias is not None else None),
+        ("bias_stride_m", strides[0]), ("bias_stride_n", strides[1])))
+    return KernelCall("q8_gemm_f32", node.name, (a.name, b.name), (y.name,), params,
+                      tuple(arrays), ("gemm_f32.c",), batches * m * n * k)
+
+
+def check_b_operand(node: Node, graph: Graph) -> Tensor:
+    """B is read as a tensor: dequantized weights (computed at generation time, as ORT
+    computes them at run time) or an activation. ORT prepacks a float initializer B,
+    which changes the order of the sums, so that is refused."""
+    name = node.inputs[1]
+    if name in graph.constants:
+        raise refuse(node, f"B '{name}' is a float initializer, which ONNX Runtime "
+                      "multiplies with prepacked kernels; quantize it (DequantizeLinear "
+                      "of integer weights)")
+    return graph.tensors[name]
+
+
+def check_not_matmul_nbits(node: Node, graph: Graph) -> None:
+    """ORT_ENABLE_ALL turns a float product with B [K, N] dequantized from constants and
+    no QuantizeLinear after it into MatMulNBits (weights quantized in blocks, A on the
+    fly), which onnx2mcu does not reproduce."""
+    dq = producer(graph, node.inputs[1])
+    if dq is None or dq.op_type != "DequantizeLinear" or dq.domain or not all(
+            i in graph.constants for i in dq.inputs if i):
+        return
+    readers = [n for n in graph.nodes if node.outputs[0] in n.inputs]
+    if readers and all(r.op_type == "QuantizeLinear" and not r.domain for r in readers) and \
+            node.outputs[0] not in graph.outputs:
+        return
+    raise refuse(node, "ONNX Runtime rewrites this product of dequantized constant "
+                  "weights into MatMulNBits, which onnx2mcu does not reproduce; quantize its "
+                  "output (QuantizeLinear) or transpose the weights (Gemm transB=1)")
+
+
+def lower_float_gemm(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    b = check_b_operand(node, graph)
+    if attr_int(node, "transA", 0):
+        raise refuse(node, "transA=1 is not supported")
+    if attr_float(node, "alpha", 1.0) != 1.0:
+        raise refuse(node, f"alpha={node.attrs['alpha']} is not supported (1 only)")
+    has_bias = node.input(2) is not None
+    if has_bias and attr_float(node, "beta", 1.0) != 1.0:
+        raise refuse(node, f"beta={node.attrs['beta']} is not supported (1 only)")
+    trans_b = bool(attr_int(node, "transB", 0))
+    if not trans_b:
+        check_not_matmul_nbits(node, graph)
+    m, k = a.shape
+    n = b.shape[0] if trans_b else b.shape[1]
+    bias = None
+    if has_bias:
+        # ORT copies C into the output before the product, whatever its origin.
+        c = node.inputs[2]
+        bias = graph.constants[c] if c in graph.constants else dequantized_weights(
+            node, graph, 2, "C")
+    return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias)]
+
+
+def lower_float_matmul(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    b = check_b_operand(node, graph)
+    check_not_matmul_nbits(node, graph)
+    shape = matmul_shape(node, a.shape, b.shape)
+    if len(b.shape) <= 2:
+        # ORT multiplies every row of A by a 2-D B in one product.
+        rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
+        return [_float_gemm_call(node, a, b, y, (1, rows, shape.k, shape.n), False, False, None)]
+    if a.shape[:-2] != b.shape[:-2]:
+        raise refuse(node, "broadcast batch dimensions are not supported")
+    dims = (len(shape.a_offsets), shape.m, shape.k, shape.n)
+    return [_float_gemm_call(node, a, b, y, dims, False, True, None)]
+
+
+def build_matmul_integer_to_float(graph: Graph, node: Node, dqs: list[Quantized | None],
+                                  y: Quantized | None, integer_only: bool) -> list[str] | None:
+    a, b = dqs[0], dqs[1]
+    if a is None or b is None or not per_tensor(a, graph):
+        return None
+    return _matmul_integer_to_float_inputs(graph, node, a, b)
+
+
+def build_gemm_float_output(graph: Graph, node: Node, dqs: list[Quantized | None],
+                            y: Quantized | None, integer_only: bool) -> list[str] | None:
+    if node.input(2) is not None and dqs[2] is None:
+        return None  # a float bias is only quantized for a Gemm followed by a Q
+    return build_gemm(graph, node, dqs, None, integer_only)
+
+
+def gemm_unfused_hint(node: Node) -> str:
+    if node.input(2):
+        return "its bias is not an int32 DequantizeLinear, or alpha or beta is not 1"
+    return GENERIC_UNFUSED
+
+
+register(OpDef("Gemm", "", infer_float_gemm, lower_float_gemm, versions=(7, 9, 11, 13),
+               data_dtypes=FLOAT_TYPES, float_island=True,
+               fusion=Fusion("QGemm", MS, build_gemm, _gemm_attrs, dequantized_inputs=2,
+                             product=True, unfused_hint=gemm_unfused_hint,
+                             float_output=FloatOutputFusion("QGemm", MS,
+                                                            build_gemm_float_output,
+                                                            _gemm_attrs))))
+register(OpDef("MatMul", "", infer_float_matmul, lower_float_matmul, versions=(1, 9, 13),
+               data_dtypes=FLOAT_TYPES, float_island=True,
+               fusion=Fusion("QLinearMatMul", "", build_matmul, dequantized_inputs=2,
+                             int8_input_refused_on_x86=True, product=True,
+                             float_output=FloatOutputFusion(
+                                 "MatMulIntegerToFloat", MS,
+                                 build_matmul_integer_to_float, lambda g, n: {}))))

@@ -33,7 +33,8 @@ def infer_maxpool(node: Node, graph: Graph) -> Inferred:
     return Inferred([y])
 
 
-def lower_maxpool(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_maxpool(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
@@ -48,4 +49,6 @@ def lower_maxpool(node: Node, graph: Graph, options: LoweringOptions) -> Sequenc
 # MaxPool-22 only adds types and clarifies that windows starting in the right padding
 # are dropped, which ORT did before; 8-bit types arrive in MaxPool-12.
 register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool, versions=(8, 10, 11, 12, 22),
-               data_dtypes=frozenset({"uint8", "int8", "float32"})))
+               data_dtypes=frozenset({"uint8", "int8", "float32"}), moves_values=True,
+               # Quantization is monotone, so MaxPool commutes with it.
+               ort_propagates=True, integer_only_propagates=True))

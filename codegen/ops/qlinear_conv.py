@@ -3,6 +3,7 @@ uint8/int8 activations, uint8/int8 weights, per-tensor or per-channel weight sca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,10 +11,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
+from ..exporter import ProductSlots, export_product
 from ..ir import Graph, Node, QuantParams, Tensor
-from ..program import CArray, CRef, CStruct, KernelCall
+from ..pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
+from ..program import Alias, CArray, CRef, CStruct, KernelCall
 from ..requant import output_scale
-from . import Inferred, LoweringOptions, OpDef, register
+from . import GENERIC_UNFUSED, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
     attr_ints,
@@ -30,10 +33,13 @@ from ._common import (
     requant_params,
     scalar_or_vector,
 )
+from ._float import FLOAT_TYPES, dequantized_weights, float_input, refuse
 from ._geometry import Window, dims_struct, sliding_window, window_struct
+from ._qdq import bias_input
 from .clamp import output_range
 
 SOURCES = ("qlinear_conv.c",)
+F32 = np.float32
 INT8_TYPES = frozenset({"uint8", "int8"})
 # The _w16b_ kernel sums a row's products in int32 from zero (conv_im2col_w16b.c,
 # dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
@@ -130,7 +136,8 @@ def as_int8_weights(w: NDArray[Any], w_zp: NDArray[Any]) -> tuple[NDArray[Any], 
     return w.astype(np.int8), zp[:1] if np.all(zp == zp[0]) else zp
 
 
-def lower_qlinear_conv(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> list[KernelCall]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
     w = constant_input(node, graph, 3, "w")
@@ -322,7 +329,8 @@ def conv_macs(y: Tensor, w: NDArray[Any]) -> int:
 
 
 register(OpDef("QLinearConv", "", infer_qlinear_conv, lower_qlinear_conv, versions=(10,),
-               constant_inputs=frozenset(range(1, 9)), data_dtypes=INT8_TYPES))
+               constant_inputs=frozenset(range(1, 9)), data_dtypes=INT8_TYPES,
+               absorbs_clamp=True, export=export_product(ProductSlots(0, 3, 5, 7))))
 
 
 # -------------------------------------------------------------------- ConvInteger
@@ -360,7 +368,8 @@ def infer_conv_integer(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], "int32", y_shape)])
 
 
-def lower_conv_integer(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+def lower_conv_integer(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> list[KernelCall]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
     w = constant_input(node, graph, 1, "w")
@@ -376,3 +385,67 @@ def lower_conv_integer(node: Node, graph: Graph, options: LoweringOptions) -> li
 
 register(OpDef("ConvInteger", "", infer_conv_integer, lower_conv_integer, versions=(10,),
                constant_inputs=frozenset({1, 2, 3}), data_dtypes=INT8_TYPES))
+
+
+def build_conv(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
+               integer_only: bool) -> list[str] | None:
+    x, w = dqs[0], dqs[1]
+    if x is None or w is None or not per_tensor(x, graph) or scale_axis(w, graph) not in (
+            None, 0):
+        return None
+    if not integer_only and dtype_of(graph, y) != dtype_of(graph, x):
+        return None  # ORT's QLinearConv produces the input's type
+    inputs = [x.q, *qparams(x, graph), w.q, *qparams(w, graph), *qparams(y, graph)]
+    if node.input(2) is not None:
+        bias = bias_input(graph, node, dqs[2], x, w, integer_only, check_scale=True)
+        if bias is None:
+            return None
+        inputs.append(bias)
+    return inputs
+
+
+def infer_float_conv(node: Node, graph: Graph) -> Inferred:
+    x, w = float_input(node, graph, 0, "X"), float_input(node, graph, 1, "W")
+    if len(x.shape) not in (3, 4) or len(w.shape) != len(x.shape):
+        raise UnsupportedError(f"{node.describe()}: only 1-D and 2-D convolutions are "
+                               "supported")
+    window = conv_window(node, x.shape, w.shape)
+    conv_groups(node, x.shape, w.shape)
+    return Inferred([Tensor(node.outputs[0], "float32", (x.shape[0], w.shape[0],
+                                                          *window.output))])
+
+
+def lower_float_conv(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    w = dequantized_weights(node, graph, 1, "weight")
+    window = conv_window(node, x.shape, w.shape)
+    if min(window.pads_begin) < 0:
+        raise refuse(node, "negative padding (SAME with a kernel smaller than the stride)")
+    bias = dequantized_weights(node, graph, 2, "bias") if node.input(2) else None
+    pads_end = (0, *window.pads_end) if len(window.pads_end) == 1 else window.pads_end
+    arrays = [CArray("weights", "float", w.astype(F32).reshape(-1))]
+    if bias is not None:
+        arrays.append(CArray("bias", "float", bias.astype(F32).reshape(-1)))
+    params = CStruct("q8_conv_f32_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_bottom", pads_end[0]),
+        ("pad_right", pads_end[1]), ("groups", conv_groups(node, x.shape, w.shape)),
+        ("weights", CRef("weights")), ("bias", CRef("bias") if bias is not None else None)))
+    macs = y.numel * int(np.prod(w.shape[1:]))
+    return [KernelCall("q8_conv_f32", node.name, (x.name,), (y.name,), params, tuple(arrays),
+                       ("conv_f32.c",), macs)]
+
+
+def conv_unfused_hint(node: Node) -> str:
+    if node.input(2):
+        return "its bias is not an int32 DequantizeLinear with scale x_scale * w_scale (1%)"
+    return GENERIC_UNFUSED
+
+
+register(OpDef("Conv", "", infer_float_conv, lower_float_conv, versions=(1, 11, 22),
+               data_dtypes=FLOAT_TYPES, float_island=True,
+               fusion=Fusion("QLinearConv", "", build_conv, dequantized_inputs=2,
+                             int8_input_refused_on_x86=True, product=True,
+                             unfused_hint=conv_unfused_hint)))

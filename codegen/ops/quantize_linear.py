@@ -117,7 +117,8 @@ def infer_quantize_linear(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: q})
 
 
-def lower_quantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> list[KernelCall]:
+def lower_quantize_linear(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> list[KernelCall]:
     return [_qdq_call(node, graph, "q8_quantize_linear", SOURCES_Q)]
 
 
@@ -149,7 +150,8 @@ def infer_dequantize_linear(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: q})
 
 
-def lower_dequantize_linear(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_dequantize_linear(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | ComputedConstant]:
     if node.inputs[0] in graph.constants:
         # Weights of a float island: ORT dequantizes them at run time, to the values

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from onnx import helper
 
+from ..exporter import Writer
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import quantize_like_mlas, table_inputs
 from ..program import Alias, CArray, CRef, CStruct, KernelCall
@@ -58,7 +60,8 @@ def infer_requantize(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: QuantParams((xs,), (xz,))})
 
 
-def lower_requantize(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_requantize(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     xs, xz, ys, yz, y_dtype = requantize_params(node, graph)
@@ -70,5 +73,16 @@ def lower_requantize(node: Node, graph: Graph, options: LoweringOptions) -> Sequ
                        (CArray("table", "uint8_t", table),), ("lookup.c",), in_place=0)]
 
 
+def export_requantize(node: Node, w: Writer) -> None:
+    """Standard ONNX writes it as the pair ORT computes."""
+    x, x_scale, x_zp, y_scale, y_zp = node.inputs
+    real = w.fresh(f"{node.outputs[0]}__dequantized")
+    w.nodes += [helper.make_node("DequantizeLinear", [x, x_scale, x_zp], [real],
+                                 name=f"{node.name}_dequantize"),
+                helper.make_node("QuantizeLinear", [real, y_scale, y_zp],
+                                 list(node.outputs), name=node.name)]
+
+
 register(OpDef("Requantize", DOMAIN, infer_requantize, lower_requantize,
-               constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES)))
+               constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES),
+               absorbs_clamp=True, export=export_requantize))

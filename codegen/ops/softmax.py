@@ -14,10 +14,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
+from ..importer import operator_version
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import softmax_exp_table, softmax_output_multiplier
 from ..program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
-from . import Inferred, LoweringOptions, OpDef, register
+from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
     check_dtype,
@@ -29,6 +30,8 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from ._float import FLOAT_TYPES, infer_float_unary
+from ._qdq import build_unary
 
 SOURCES = ("softmax.c",)
 INT8_TYPES = ("uint8", "int8")
@@ -71,7 +74,8 @@ def infer_softmax(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], {x.name: QuantParams((x_scale,), (x_zp,))})
 
 
-def lower_softmax(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_softmax(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     outer, length, inner = softmax_layout(node, x.shape)
@@ -99,3 +103,33 @@ INTEGER_MULTIPLIER_LIMIT = 2**29
 
 register(OpDef("QLinearSoftmax", "com.microsoft", infer_softmax, lower_softmax,
                constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES)))
+
+
+def _softmax_attrs(graph: Graph, node: Node) -> dict[str, Any]:
+    # QLinearSoftmax's 'opset' attribute is the Softmax version: before 13 the tensor
+    # is flattened at axis (default 1), from 13 each slice along axis (default -1).
+    version = operator_version(node)
+    return {"axis": node.attrs.get("axis", 1 if version < 13 else -1), "opset": version}
+
+
+def lower_float_softmax(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    version = operator_version(node)
+    axis = normalize_axis(node, attr_int(node, "axis", -1 if version >= 13 else 1),
+                          len(x.shape))
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    if version < 13:  # flattened to 2-D at axis
+        layout = (outer, int(np.prod(x.shape[axis:], dtype=np.int64)), 1)
+    else:  # along axis only (ORT moves it last, which orders each row the same)
+        layout = (outer, x.shape[axis], int(np.prod(x.shape[axis + 1:], dtype=np.int64)))
+    params = CStruct("q8_softmax_f32_params", (("outer", layout[0]), ("length", layout[1]),
+                                               ("inner", layout[2])))
+    return [KernelCall("q8_softmax_f32", node.name, (x.name,), (y.name,), params, (),
+                       ("softmax_f32.c",))]
+
+
+register(OpDef("Softmax", "", infer_float_unary, lower_float_softmax, versions=(1, 11, 13),
+               data_dtypes=FLOAT_TYPES, float_island=True,
+               fusion=Fusion("QLinearSoftmax", "com.microsoft", build_unary, _softmax_attrs)))

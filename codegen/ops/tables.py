@@ -5,16 +5,20 @@ the tables are the same on every generating machine (codegen/numerics.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from onnx import TensorProto, helper
 
+from ..errors import ModelError
+from ..exporter import Writer
 from ..ir import Graph, Node, QuantParams, Tensor
-from ..numerics import leaky_relu_table, sigmoid_table
-from ..program import Alias, CArray, CRef, CStruct, KernelCall
-from . import Inferred, LoweringOptions, OpDef, register
+from ..numerics import leaky_relu_table, mlas_logistic, mlas_tanh, sigmoid_table
+from ..program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
+from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_float,
     check_dtype,
@@ -25,9 +29,12 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from ._float import FLOAT_TYPES, f32, infer_float_unary
+from ._qdq import build_unary
 from .clamp import clamp_output_table
 
 SOURCES = ("lookup.c",)
+F32 = np.float32
 INT8_TYPES = ("uint8", "int8")
 
 
@@ -50,32 +57,163 @@ def unary_quant(node: Node, graph: Graph, dtype: str) -> tuple[float, int, float
     return float(values[0]), int(values[1]), float(values[2]), int(values[3])
 
 
-def lookup_table(node: Node, graph: Graph, dtype: str) -> NDArray[Any]:
-    xs, xz, ys, yz = unary_quant(node, graph, dtype)
-    if node.op_type == "QLinearSigmoid":
-        return sigmoid_table(xs, xz, ys, yz, dtype)
-    alpha = attr_float(node, "alpha", float(np.float32(0.01)))
-    return leaky_relu_table(alpha, xs, xz, ys, yz, dtype)
+@dataclass(frozen=True)
+class LookupSpec:
+    """A QLinear* unary operator, parsed: its quantization on both sides and the
+    attribute its function takes."""
+
+    op_type: str
+    dtype: str
+    x_scale: float
+    x_zero_point: int
+    y_scale: float
+    y_zero_point: int
+    alpha: float = 0.0
+
+
+def _sigmoid(spec: LookupSpec) -> NDArray[Any]:
+    return sigmoid_table(spec.x_scale, spec.x_zero_point, spec.y_scale, spec.y_zero_point,
+                         spec.dtype)
+
+
+def _leaky_relu(spec: LookupSpec) -> NDArray[Any]:
+    return leaky_relu_table(spec.alpha, spec.x_scale, spec.x_zero_point, spec.y_scale,
+                            spec.y_zero_point, spec.dtype)
+
+
+# Each operator's table, computed with ORT's own float32 arithmetic.
+TABLES: dict[str, Callable[[LookupSpec], NDArray[Any]]] = {
+    "QLinearSigmoid": _sigmoid,
+    "QLinearLeakyRelu": _leaky_relu,
+}
+ATTRIBUTES = {"QLinearSigmoid": set(), "QLinearLeakyRelu": {"alpha"}}
+
+
+def lookup_table(spec: LookupSpec) -> NDArray[Any]:
+    return TABLES[spec.op_type](spec)
 
 
 def infer_lookup(node: Node, graph: Graph) -> Inferred:
-    reject_unknown_attrs(node, {"alpha"} if node.op_type == "QLinearLeakyRelu" else set())
+    reject_unknown_attrs(node, ATTRIBUTES[node.op_type])
     x = input_tensor(node, graph, 0, "X")
     check_dtype(node, "input X", x, INT8_TYPES)
     xs, xz, ys, yz = unary_quant(node, graph, x.dtype)
+    alpha = attr_float(node, "alpha", float(np.float32(0.01))) \
+        if node.op_type == "QLinearLeakyRelu" else 0.0
     y = Tensor(node.outputs[0], x.dtype, x.shape, QuantParams((ys,), (yz,)))
-    return Inferred([y], {x.name: QuantParams((xs,), (xz,))})
+    return Inferred([y], {x.name: QuantParams((xs,), (xz,))},
+                    LookupSpec(node.op_type, x.dtype, xs, xz, ys, yz, alpha))
 
 
-def lower_lookup(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
-        KernelCall | Alias]:
+def lower_lookup(node: Node, graph: Graph, spec: object,
+                 options: LoweringOptions) -> Sequence[KernelCall | Alias]:
+    assert isinstance(spec, LookupSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    table = clamp_output_table(lookup_table(node, graph, x.dtype), node, graph).view(np.uint8)
+    table = clamp_output_table(lookup_table(spec), node, graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     return [KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
                        params, (CArray("table", "uint8_t", table),), SOURCES, in_place=0)]
 
 
-for _op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+for _op in TABLES:
     register(OpDef(_op, "com.microsoft", infer_lookup, lower_lookup,
-                   constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES)))
+                   constant_inputs=frozenset({1, 2, 3, 4}), data_dtypes=frozenset(INT8_TYPES),
+                   absorbs_clamp=True))
+
+
+def lower_float_activation(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    alpha = attr_float(node, "alpha", 0.01) if node.op_type == "LeakyRelu" else 0.0
+    params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(alpha))))
+    function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32",
+                "LeakyRelu": "q8_leakyrelu_f32"}[node.op_type]
+    return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
+                       ("activation_f32.c",))]
+
+
+def _sigmoid_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32([mlas_logistic(v) for v in operands[0].reshape(-1)]).reshape(operands[0].shape)
+
+
+def _tanh_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32([mlas_tanh(v) for v in operands[0].reshape(-1)]).reshape(operands[0].shape)
+
+
+def _leaky_relu_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    v, alpha = operands[0], F32(attr_float(node, "alpha", 0.01))
+    return f32(np.where(v >= F32(0.0), v, f32(alpha * v)))
+
+
+for _op, _versions, _fusion, _fn in (
+        ("Sigmoid", (6, 13), Fusion("QLinearSigmoid", "com.microsoft", build_unary),
+         _sigmoid_values),
+        ("LeakyRelu", (6, 16), Fusion("QLinearLeakyRelu", "com.microsoft", build_unary),
+         _leaky_relu_values),
+        ("Tanh", (6, 13), None, _tanh_values)):
+    register(OpDef(_op, "", infer_float_unary, lower_float_activation, versions=_versions,
+                   data_dtypes=FLOAT_TYPES, float_island=True, fusion=_fusion,
+                   elementwise=_fn))
+
+
+# ------------------------------------------------------------------ Table
+
+# onnx2mcu's own operator (domain ai.onnx2mcu): y = table[x], the 256-entry table of a
+# chain of float elementwise operators that a QDQ model writes between one
+# DequantizeLinear and one QuantizeLinear (passes/tabulate.py computes it). Inputs: x,
+# the table (x's type, indexed by x's byte: int8 by bit pattern), and optionally
+# y_scale and y_zero_point (the quantization of the values, where it is known).
+DOMAIN = "ai.onnx2mcu"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    table: NDArray[Any]  # 256 entries in byte order
+
+
+def infer_table(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, set())
+    x = input_tensor(node, graph, 0, "x")
+    check_dtype(node, "input x", x, INT8_TYPES)
+    table = constant_input(node, graph, 1, "table")
+    check_dtype(node, "table", table, (x.dtype,))
+    if table.shape != (256,):
+        raise ModelError(f"{node.describe()}: the table has shape {list(table.shape)}; "
+                         "expected [256]")
+    quant = None
+    if node.input(2) is not None:
+        scale = check_scales(node, "y_scale", scalar_or_vector(
+            node, "y_scale", constant_input(node, graph, 2, "y_scale"), 1, False))
+        zp = scalar_or_vector(node, "y_zero_point",
+                              constant_input(node, graph, 3, "y_zero_point"), 1, False)
+        check_dtype(node, "y_zero_point", zp, (x.dtype,))
+        quant = QuantParams((float(scale[0]),), (int(zp[0]),))
+    y = Tensor(node.outputs[0], x.dtype, x.shape, quant)
+    return Inferred([y], spec=TableSpec(table))
+
+
+def lower_table(node: Node, graph: Graph, spec: object,
+                options: LoweringOptions) -> Sequence[KernelCall | Alias]:
+    assert isinstance(spec, TableSpec)
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    table = clamp_output_table(spec.table, node, graph).view(np.uint8)
+    params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
+    return [KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
+                       params, (CArray("table", "uint8_t", table),), SOURCES, in_place=0)]
+
+
+def export_table(node: Node, w: Writer) -> None:
+    """Standard ONNX that ORT runs: Gather from the table at x cast to int32 (an int8
+    value v < 0 indexes from the end, which is the byte of v: the table is in byte
+    order either way)."""
+    index = w.fresh(f"{node.outputs[0]}__index")
+    w.nodes.append(helper.make_node("Cast", [node.inputs[0]], [index],
+                                    name=w.fresh(f"{node.name}_index"), to=TensorProto.INT32))
+    w.nodes.append(helper.make_node("Gather", [node.inputs[1], index], list(node.outputs),
+                                    name=node.name, axis=0))
+
+
+register(OpDef("Table", DOMAIN, infer_table, lower_table,
+               constant_inputs=frozenset({1, 2, 3}), data_dtypes=frozenset(INT8_TYPES),
+               absorbs_clamp=True, export=export_table))

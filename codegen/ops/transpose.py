@@ -41,7 +41,8 @@ def keeps_order(shape: tuple[int, ...], perm: list[int]) -> bool:
     return moved == sorted(moved)
 
 
-def lower_transpose(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[
+def lower_transpose(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
@@ -60,4 +61,5 @@ def lower_transpose(node: Node, graph: Graph, options: LoweringOptions) -> Seque
 
 
 register(OpDef("Transpose", "", infer_transpose, lower_transpose,
-               versions=(1, 13, 21, 23, 24, 25)))
+               versions=(1, 13, 21, 23, 24, 25), moves_values=True, ort_propagates=True,
+               integer_only_propagates=True))

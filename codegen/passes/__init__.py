@@ -25,6 +25,7 @@ from .qdq import (
     propagate_qdq,
     propagate_qdq_integer_only,
 )
+from .tabulate import gathers_to_tables, tabulate_elementwise_chains
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ def ort_passes(rules: str) -> list[Rewrite]:
     x86 = rules == "x86"
     return [
         Rewrite("fold_constant_chains", fold_constant_chains),
+        Rewrite("gathers_to_tables", gathers_to_tables),
         Rewrite("merge_double_qdq", merge_double_qdq),
         Rewrite("fuse_matmul_add", fuse_matmul_add),
         Rewrite("propagate_qdq", propagate_qdq),
@@ -74,6 +76,7 @@ def ort_passes(rules: str) -> list[Rewrite]:
         Rewrite("fuse_qdq_operators", fuse_qdq_operators_x86 if x86 else fuse_qdq_operators),
         Rewrite("pass_quantized_through", pass_quantized_through),
         Rewrite("fold_relu_clip", fold_relu_clip),
+        Rewrite("tabulate_elementwise_chains", tabulate_elementwise_chains),
         Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
         Rewrite("remove_dead_nodes", remove_dead_nodes),
     ]
@@ -85,6 +88,7 @@ INTEGER_ONLY_PASSES: list[Rewrite] = [
     Rewrite("integer_activations", integer_activations),
     Rewrite("fuse_qdq_operators_integer_only", fuse_qdq_operators_integer_only),
     Rewrite("pass_quantized_through", pass_quantized_through),
+    Rewrite("tabulate_elementwise_chains", tabulate_elementwise_chains),
     Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
     Rewrite("remove_dead_nodes", remove_dead_nodes),
 ]

@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from ..ir import Graph, Node, Tensor
 from ..numerics import quantize_like_mlas
-from ._graph import float_node
+from ..pattern import float_node
 
 
 def _constant(graph: Graph, name: str | None) -> NDArray[Any] | None:

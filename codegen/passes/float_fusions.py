@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ._graph import Index, float_node, fresh_name, replace_nodes, validated
+from ..pattern import Index, float_node, fresh_name
+from ._graph import replace_nodes, validated
 from .qdq import rewrite_all
 
 

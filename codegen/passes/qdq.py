@@ -13,28 +13,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from ..importer import operator_version
+from .. import ops
 from ..ir import QUANT_RANGE, Graph, Node
 from ..numerics import quantize_like_mlas
-from ._graph import (
+from ..ops import Fusion, OpDef
+from ..pattern import (
     Index,
     Quantized,
     dequantized,
+    dtype_of,
     float_node,
     fresh_name,
+    new_constant,
     per_tensor,
+    qparams,
     quantized_by,
-    replace_nodes,
     same_quantization,
-    validated,
-    zero_point_name,
+    scalar_params,
 )
+from ._graph import replace_nodes, validated
 
 MS = "com.microsoft"
 F32 = np.float32
@@ -56,23 +56,6 @@ def rewrite_all(graph: Graph, rule: Rule) -> tuple[Graph, list[str]]:
                 progress = True
                 break
     return graph, changed
-
-
-def _qparams(q: Quantized, graph: Graph) -> list[str]:
-    return [q.scale, zero_point_name(q, graph, graph.tensors[q.q].dtype)]
-
-
-def _scalar_params(q: Quantized, graph: Graph) -> tuple[float, int] | None:
-    scale, zp = q.values(graph)
-    if scale.size != 1 or (zp is not None and zp.size != 1):
-        return None
-    return float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0]) if zp is not None else 0
-
-
-def _new_constant(graph: Graph, base: str, value: NDArray[Any]) -> str:
-    name = fresh_name(graph, base)
-    graph.constants[name] = value
-    return name
 
 
 # ------------------------------------------------------------ Q -> DQ -> Q -> DQ
@@ -97,7 +80,7 @@ def _merge_double_qdq(graph: Graph, index: Index, q1: Node) -> Graph | None:
         if q.scale not in graph.constants or (q.zero_point and
                                               q.zero_point not in graph.constants):
             return None
-        values = _scalar_params(q, graph)
+        values = scalar_params(q, graph)
         if values is None:
             return None
         params.append((values, q))
@@ -115,8 +98,8 @@ def _merge_double_qdq(graph: Graph, index: Index, q1: Node) -> Graph | None:
         s = F32(F32(rmax - rmin) / F32(qmax - qmin))
         value = float(F32(F32(qmin) - F32(rmin / s)))
         z = math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1)  # std::round
-        scale = _new_constant(graph, f"{q1.name}_merged_scale", np.array(s, dtype=F32))
-        zp = _new_constant(graph, f"{q1.name}_merged_zero_point",
+        scale = new_constant(graph, f"{q1.name}_merged_scale", np.array(s, dtype=F32))
+        zp = new_constant(graph, f"{q1.name}_merged_zero_point",
                            np.array(z, dtype=np.int64).astype(dtype))
     first = Node(q1.name, "QuantizeLinear", "", (q1.inputs[0], scale, zp or ""),
                  q1.outputs, dict(q1.attrs), q1.opset)
@@ -160,7 +143,7 @@ def _int8_pair_to_uint8(graph: Graph, index: Index, q: Node) -> Graph | None:
     assert q_zp is not None and dq_zp is not None
     if int(graph.constants[q_zp].item()) != int(graph.constants[dq_zp].item()):
         return None
-    zp = _new_constant(graph, f"{q_zp}_uint8",
+    zp = new_constant(graph, f"{q_zp}_uint8",
                        np.array(int(graph.constants[q_zp].item()) + 128, dtype=np.uint8))
     new_q = Node(q.name, "QuantizeLinear", "", (q.inputs[0], q.inputs[1], zp), q.outputs,
                  dict(q.attrs), q.opset)
@@ -180,18 +163,28 @@ def int8_pairs_to_uint8(graph: Graph) -> tuple[Graph, list[str]]:
 
 # ------------------------------------------------------------ propagation
 
-# Operators that move values without arithmetic and commute with a per-tensor
-# (de)quantization (MaxPool too: quantization is monotone). Flatten is not among the
-# ones ORT propagates through.
-PROPAGATE_THROUGH = ("MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
-INTEGER_ONLY_PROPAGATE = (*PROPAGATE_THROUGH, "Flatten")
+
+Through = Callable[[OpDef], bool]
 
 
-def _propagate_dq(ops: tuple[str, ...]) -> Rule:
+def _ort_propagates(opdef: OpDef) -> bool:
+    return opdef.ort_propagates
+
+
+def _integer_only_propagates(opdef: OpDef) -> bool:
+    return opdef.integer_only_propagates
+
+
+def _goes_through(node: Node, through: Through) -> bool:
+    opdef = ops.standard(node.op_type) if not node.domain else None
+    return opdef is not None and through(opdef) and bool(node.inputs)
+
+
+def _propagate_dq(through: Through) -> Rule:
     """DQ(x) -> op -> y where y is not quantized again: op on x, then DQ. The op now
     runs on integers."""
     def rule(graph: Graph, index: Index, node: Node) -> Graph | None:
-        if node.domain or node.op_type not in ops or not node.inputs:
+        if not _goes_through(node, through):
             return None
         x = dequantized(node.inputs[0], graph, index)
         if x is None or not per_tensor(x, graph) or any(
@@ -212,10 +205,10 @@ def _propagate_dq(ops: tuple[str, ...]) -> Rule:
     return rule
 
 
-def _propagate_q(ops: tuple[str, ...]) -> Rule:
+def _propagate_q(through: Through) -> Rule:
     """x -> op -> Q, x float and read only by op: Q(x) -> op on integers."""
     def rule(graph: Graph, index: Index, node: Node) -> Graph | None:
-        if node.domain or node.op_type not in ops or not node.inputs:
+        if not _goes_through(node, through):
             return None
         y = quantized_by(node.outputs[0], graph, index)
         x = node.inputs[0]
@@ -241,17 +234,18 @@ def _propagate_q(ops: tuple[str, ...]) -> Rule:
 
 def propagate_qdq(graph: Graph) -> tuple[Graph, list[str]]:
     """ORT's QDQPropagation: DequantizeLinear forward and QuantizeLinear backward through
-    MaxPool, Reshape, Transpose, Squeeze and Unsqueeze."""
-    graph, forward = rewrite_all(graph, _propagate_dq(PROPAGATE_THROUGH))
-    graph, backward = rewrite_all(graph, _propagate_q(PROPAGATE_THROUGH))
+    the operators whose OpDef says ORT does (MaxPool, Reshape, Transpose, Squeeze,
+    Unsqueeze)."""
+    graph, forward = rewrite_all(graph, _propagate_dq(_ort_propagates))
+    graph, backward = rewrite_all(graph, _propagate_q(_ort_propagates))
     return graph, forward + backward
 
 
 def propagate_qdq_integer_only(graph: Graph) -> tuple[Graph, list[str]]:
     """Integer-only: the same through Flatten as well (ORT leaves DQ -> Flatten -> Gemm
     in float)."""
-    graph, forward = rewrite_all(graph, _propagate_dq(INTEGER_ONLY_PROPAGATE))
-    graph, backward = rewrite_all(graph, _propagate_q(INTEGER_ONLY_PROPAGATE))
+    graph, forward = rewrite_all(graph, _propagate_dq(_integer_only_propagates))
+    graph, backward = rewrite_all(graph, _propagate_q(_integer_only_propagates))
     return graph, forward + backward
 
 
@@ -281,7 +275,7 @@ def redundant_before(node: Node, y: Quantized, graph: Graph) -> bool:
     """ORT's ReluQuantFusion/ClipQuantFusion condition: the Q's own clamping already does
     what the Relu/Clip does."""
     bounds = _activation_bounds(node, graph)
-    params = _scalar_params(y, graph)
+    params = scalar_params(y, graph)
     if bounds is None or params is None:
         return False
     s, z = params
@@ -312,190 +306,18 @@ def drop_redundant_activations(graph: Graph) -> tuple[Graph, list[str]]:
 # ------------------------------------------------------------ fusions
 
 
-@dataclass(frozen=True)
-class Fusion:
-    """DQ inputs -> float `op` -> Q becomes `target`; `build` returns its inputs."""
-
-    op: str
-    target: str
-    domain: str
-    build: Callable[[Graph, Node, list[Quantized | None], Quantized, bool], list[str] | None]
-    attrs: Callable[[Graph, Node], dict[str, Any]] = field(default=lambda g, n: dict(n.attrs))
-
-
-def _dtype(graph: Graph, q: Quantized) -> str:
-    return graph.tensors[q.q].dtype
-
-
-def _scale_axis(q: Quantized, graph: Graph) -> int | None:
-    """The normalized axis of a per-axis DequantizeLinear (None when per tensor)."""
-    if graph.constants[q.scale].size == 1:
-        return None
-    rank = len(graph.tensors[q.q].shape)
-    return int(q.node.attrs.get("axis", 1)) % rank
-
-
-def _bias_input(graph: Graph, node: Node, bias: Quantized | None, x: Quantized, w: Quantized,
-                integer_only: bool, check_scale: bool) -> str | None:
-    """The int32 bias of a fused Conv/Gemm, or None when ORT would not fuse it.
-    An int32 DQ bias with zero point 0 adds to the accumulator raw (ORT checks its scale
-    against x_scale * w_scale within 1% for Conv, not at all for Gemm); a float 1-D bias
-    initializer is quantized with that scale (ORT's WeightBiasQuantization)."""
-    name = node.input(2)
-    assert name is not None
-    expected = (F32(graph.constants[x.scale].reshape(-1)[0]) *
-                graph.constants[w.scale].astype(F32).reshape(-1)).astype(F32)
-    if bias is None:
-        value = graph.constants.get(name)
-        if value is None or value.dtype != np.float32 or value.ndim != 1:
-            return None
-        quantized = np.rint((value / np.broadcast_to(expected, value.shape)).astype(F32))
-        return _new_constant(graph, f"{name}_quantized", quantized.astype(np.int32))
-    if bias.q not in graph.constants or _dtype(graph, bias) != "int32":
-        return None
-    b_scale, b_zp = bias.values(graph)
-    if b_zp is not None and np.any(b_zp):
-        return None
-    if check_scale:
-        scales = np.broadcast_to(b_scale.astype(F32).reshape(-1), expected.shape)
-        tolerance = 1e-6 + 0.01 * np.abs(expected.astype(np.float64))
-        if np.any(np.abs(scales.astype(np.float64) - expected) > tolerance):
-            if not integer_only:
-                return None
-            # Integer-only: requantize the bias to the accumulator's scale.
-            raw = graph.constants[bias.q].astype(np.float64) * scales / expected
-            return _new_constant(graph, f"{bias.q}_rescaled",
-                                 np.rint(raw).astype(np.int32))
-    return bias.q
-
-
-def build_conv(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
-               integer_only: bool) -> list[str] | None:
-    x, w = dqs[0], dqs[1]
-    if x is None or w is None or not per_tensor(x, graph) or _scale_axis(w, graph) not in (
-            None, 0):
-        return None
-    if not integer_only and _dtype(graph, y) != _dtype(graph, x):
-        return None  # ORT's QLinearConv produces the input's type
-    inputs = [x.q, *_qparams(x, graph), w.q, *_qparams(w, graph), *_qparams(y, graph)]
-    if node.input(2) is not None:
-        bias = _bias_input(graph, node, dqs[2], x, w, integer_only, check_scale=True)
-        if bias is None:
-            return None
-        inputs.append(bias)
-    return inputs
-
-
-def build_matmul(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
-                 integer_only: bool) -> list[str] | None:
-    a, b = dqs[0], dqs[1]
-    if a is None or b is None or not per_tensor(a, graph):
-        return None
-    if _dtype(graph, a) == "int8" and _dtype(graph, b) == "uint8":
-        return None  # ORT has no int8 x uint8 QLinearMatMul
-    if not integer_only and _dtype(graph, y) != _dtype(graph, a):
-        return None  # ORT's kernels produce the type of A
-    if not per_tensor(b, graph) and _scale_axis(b, graph) != len(graph.tensors[b.q].shape) - 1:
-        return None
-    return [a.q, *_qparams(a, graph), b.q, *_qparams(b, graph), *_qparams(y, graph)]
-
-
-def build_gemm(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized | None,
-               integer_only: bool) -> list[str] | None:
-    """QGemm's inputs; without y, a QGemm with float output."""
-    a, b = dqs[0], dqs[1]
-    if a is None or b is None or not per_tensor(a, graph):
-        return None
-    if _dtype(graph, a) == "int8" and _dtype(graph, b) != "int8":
-        return None
-    if y is not None and not integer_only and _dtype(graph, y) != _dtype(graph, a):
-        return None  # ORT's kernels produce the type of A
-    if not per_tensor(b, graph) and _scale_axis(b, graph) != (
-            0 if node.attrs.get("transB", 0) else 1):
-        return None
-    inputs = [a.q, *_qparams(a, graph), b.q, *_qparams(b, graph)]
-    if node.input(2) is not None:
-        if float(node.attrs.get("alpha", 1.0)) != 1.0 or float(node.attrs.get("beta", 1.0)) != 1.0:
-            return None
-        bias = _bias_input(graph, node, dqs[2], a, b, integer_only, check_scale=False)
-        if bias is None:
-            return None
-        inputs.append(bias)
-    else:
-        inputs.append("")
-    return [*inputs, *_qparams(y, graph)] if y is not None else inputs
-
-
-def build_binary(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
-                 integer_only: bool) -> list[str] | None:
-    a, b = dqs[0], dqs[1]
-    if a is None or b is None or not per_tensor(a, graph) or not per_tensor(b, graph):
-        return None
-    return [a.q, *_qparams(a, graph), b.q, *_qparams(b, graph), *_qparams(y, graph)]
-
-
-def build_unary(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
-                integer_only: bool) -> list[str] | None:
-    x = dqs[0]
-    if x is None or not per_tensor(x, graph):
-        return None
-    return [x.q, *_qparams(x, graph), *_qparams(y, graph)]
-
-
-def build_concat(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
-                 integer_only: bool) -> list[str] | None:
-    if any(d is None or not per_tensor(d, graph) for d in dqs):
-        return None
-    inputs = _qparams(y, graph)
-    for d in dqs:
-        assert d is not None
-        inputs += [d.q, *_qparams(d, graph)]
-    return inputs
-
-
-def _gemm_attrs(graph: Graph, node: Node) -> dict[str, Any]:
-    return {k: v for k, v in node.attrs.items() if k != "beta"}
-
-
-def _softmax_attrs(graph: Graph, node: Node) -> dict[str, Any]:
-    # QLinearSoftmax's 'opset' attribute is the Softmax version: before 13 the tensor
-    # is flattened at axis (default 1), from 13 each slice along axis (default -1).
-    version = operator_version(node)
-    return {"axis": node.attrs.get("axis", 1 if version < 13 else -1), "opset": version}
-
-
-FUSIONS = {f.op: f for f in [
-    Fusion("Conv", "QLinearConv", "", build_conv),
-    Fusion("MatMul", "QLinearMatMul", "", build_matmul),
-    Fusion("Gemm", "QGemm", MS, build_gemm, _gemm_attrs),
-    Fusion("Add", "QLinearAdd", MS, build_binary),
-    Fusion("Mul", "QLinearMul", MS, build_binary),
-    Fusion("AveragePool", "QLinearAveragePool", MS, build_unary),
-    Fusion("GlobalAveragePool", "QLinearGlobalAveragePool", MS, build_unary),
-    Fusion("Concat", "QLinearConcat", MS, build_concat),
-    Fusion("Sigmoid", "QLinearSigmoid", MS, build_unary),
-    Fusion("LeakyRelu", "QLinearLeakyRelu", MS, build_unary),
-    Fusion("Softmax", "QLinearSoftmax", MS, build_unary, _softmax_attrs),
-]}
-
-
-# On x86 (QDQIsInt8Allowed false) ORT fuses no Conv or MatMul whose activation input
-# is int8: its int8 -> uint8 conversion is meant to have removed them all.
-INT8_INPUT_REFUSED_ON_X86 = ("Conv", "MatMul")
-
-
 def _fuse(integer_only: bool, int8_activations: bool = True) -> Rule:
     def rule(graph: Graph, index: Index, node: Node) -> Graph | None:
-        fusion = FUSIONS.get(node.op_type) if node.domain == "" else None
+        fusion = ops.fusion_of(node)
         if fusion is None:
             return None
         dqs = [dequantized(name, graph, index) if name else None for name in node.inputs]
-        if not int8_activations and node.op_type in INT8_INPUT_REFUSED_ON_X86 and \
-                dqs[0] is not None and _dtype(graph, dqs[0]) == "int8":
+        if not int8_activations and fusion.int8_input_refused_on_x86 and \
+                dqs[0] is not None and dtype_of(graph, dqs[0]) == "int8":
             return None
         y = quantized_by(node.outputs[0], graph, index)
         if y is None:
-            return _fuse_float_output(graph, index, node, dqs, integer_only)
+            return _fuse_float_output(graph, index, node, fusion, dqs, integer_only)
         if not per_tensor(y, graph):
             return None
         inputs = fusion.build(graph, node, dqs, y, integer_only)
@@ -514,44 +336,25 @@ def _fuse(integer_only: bool, int8_activations: bool = True) -> Rule:
     return rule
 
 
-def _fuse_float_output(graph: Graph, index: Index, node: Node, dqs: list[Quantized | None],
-                       integer_only: bool) -> Graph | None:
-    """DQ(a), DQ(b) -> Gemm/MatMul with no QuantizeLinear after: ORT still fuses them,
-    into a QGemm with float output and a MatMulIntegerToFloat."""
-    if node.op_type not in ("Gemm", "MatMul") or any(
-            reader.op_type == "QuantizeLinear" for reader in index.readers.get(
-                node.outputs[0], [])):
+def _fuse_float_output(graph: Graph, index: Index, node: Node, fusion: Fusion,
+                       dqs: list[Quantized | None], integer_only: bool) -> Graph | None:
+    """DQ inputs -> op with no QuantizeLinear after: what ORT still fuses it into
+    (Gemm and MatMul: a QGemm with float output, a MatMulIntegerToFloat)."""
+    rule = fusion.float_output
+    if rule is None or any(reader.op_type == "QuantizeLinear" for reader in
+                           index.readers.get(node.outputs[0], [])):
         return None
-    a, b = dqs[0], dqs[1]
-    if a is None or b is None or not per_tensor(a, graph):
-        return None
-    if node.op_type == "Gemm":
-        if node.input(2) is not None and dqs[2] is None:
-            return None  # a float bias is only quantized for a Gemm followed by a Q
-        inputs = build_gemm(graph, node, dqs, None, integer_only)
-        target, attrs = "QGemm", _gemm_attrs(graph, node)
-    else:
-        inputs = _matmul_integer_to_float_inputs(graph, node, a, b)
-        target, attrs = "MatMulIntegerToFloat", {}
+    inputs = rule.build(graph, node, dqs, None, integer_only)
     if inputs is None:
         return None
     while inputs and not inputs[-1]:
         inputs.pop()
-    fused = Node(node.name, target, MS, tuple(inputs), node.outputs, attrs, 1)
-    graph.opsets.setdefault(MS, 1)
+    fused = Node(node.name, rule.target, rule.domain, tuple(inputs), node.outputs,
+                 rule.attrs(graph, node), 1)
+    graph.opsets.setdefault(rule.domain, 1)
     if not validated(fused, graph):
         return None
     return replace_nodes(graph, [node], fused)
-
-
-def _matmul_integer_to_float_inputs(graph: Graph, node: Node, a: Quantized,
-                                    b: Quantized) -> list[str] | None:
-    if _dtype(graph, a) == "int8" and _dtype(graph, b) == "uint8":
-        return None
-    if not per_tensor(b, graph) and _scale_axis(b, graph) != len(graph.tensors[b.q].shape) - 1:
-        return None
-    (a_scale, a_zp), (b_scale, b_zp) = _qparams(a, graph), _qparams(b, graph)
-    return [a.q, b.q, a_scale, b_scale, a_zp, b_zp]
 
 
 def fuse_qdq_operators(graph: Graph) -> tuple[Graph, list[str]]:
@@ -572,14 +375,12 @@ def fuse_qdq_operators_integer_only(graph: Graph) -> tuple[Graph, list[str]]:
     return rewrite_all(graph, _fuse(integer_only=True))
 
 
-# Operators that move quantized values without arithmetic: DQ -> op -> Q with one
-# quantization on both sides is the op on the integers.
-PASS_THROUGH = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze",
-                "Identity")
+def _moves_values(opdef: OpDef) -> bool:
+    return opdef.moves_values
 
 
 def _pass_through(graph: Graph, index: Index, node: Node) -> Graph | None:
-    if node.domain or node.op_type not in PASS_THROUGH:
+    if not _goes_through(node, _moves_values):
         return None
     x = dequantized(node.inputs[0], graph, index)
     y = quantized_by(node.outputs[0], graph, index)
@@ -617,13 +418,13 @@ def _activation_table(graph: Graph, index: Index, node: Node) -> Graph | None:
         # Q(clamp(v)) == clamp(Q(v), Q(lo), Q(hi)) for monotone Q: the DQ -> Q left
         # behind becomes a requantizing table (cancel_dequantize_quantize).
         return _integer_activation(graph, index, node)
-    params = _scalar_params(y, graph)
+    params = scalar_params(y, graph)
     if params is None:
         return None
     dtype = graph.tensors[y.q].dtype
     lo, hi = (int(quantize_like_mlas(np.array([b], F32), params[0], params[1], dtype)[0])
               for b in bounds)
-    names = [_new_constant(graph, f"{node.name}_bound", np.array(v, dtype=dtype))
+    names = [new_constant(graph, f"{node.name}_bound", np.array(v, dtype=dtype))
              for v in (lo, hi)]
     clamp = Node(node.name, "Clip", "", (x.q, *names), (y.q,), {}, max(graph.opsets[""], 13))
     if not validated(clamp, graph):
@@ -649,12 +450,12 @@ def _cancel(graph: Graph, index: Index, node: Node) -> Graph | None:
     elif not per_tensor(x, graph) or not per_tensor(y, graph):
         return None
     elif graph.tensors[x.q].dtype == graph.tensors[y.q].dtype:
-        inputs = (*_qparams(y, graph), x.q, *_qparams(x, graph))
+        inputs = (*qparams(y, graph), x.q, *qparams(x, graph))
         new = Node(node.name, "QLinearConcat", MS, inputs, (y.q,), {"axis": 0}, 1)
         graph.opsets.setdefault(MS, 1)
     else:
         new = Node(node.name, "Requantize", "ai.onnx2mcu",
-                   (x.q, *_qparams(x, graph), *_qparams(y, graph)), (y.q,), {}, 1)
+                   (x.q, *qparams(x, graph), *qparams(y, graph)), (y.q,), {}, 1)
         graph.opsets.setdefault("ai.onnx2mcu", 1)
     if not validated(new, graph):
         return None
@@ -678,7 +479,7 @@ def _integer_activation(graph: Graph, index: Index, node: Node) -> Graph | None:
     y = quantized_by(node.outputs[0], graph, index)
     if y is None:
         return None
-    params = _scalar_params(y, graph)
+    params = scalar_params(y, graph)
     if params is None:
         return None
     dtype = graph.tensors[y.q].dtype
@@ -689,7 +490,7 @@ def _integer_activation(graph: Graph, index: Index, node: Node) -> Graph | None:
              (unclamped,), dict(y.node.attrs), y.node.opset)
     if not validated(q, graph):
         return None
-    names = [_new_constant(graph, f"{node.name}_bound", np.array(v, dtype=dtype))
+    names = [new_constant(graph, f"{node.name}_bound", np.array(v, dtype=dtype))
              for v in (lo, hi)]
     clamp = Node(node.name, "Clip", "", (unclamped, *names), (y.q,), {},
                  max(graph.opsets[""], 13))
@@ -708,18 +509,15 @@ def integer_activations(graph: Graph) -> tuple[Graph, list[str]]:
 
 # ------------------------------------------------------------ diagnosis
 
-# Inputs that must come from a DequantizeLinear for a fusion (the rest may be absent).
-DEQUANTIZED_INPUTS = {"Conv": 2, "MatMul": 2, "Gemm": 2, "Add": 2, "Mul": 2}
-
 
 def fusion_refusal(graph: Graph, node: Node, x86: bool) -> str:
     """Why ORT's QDQ rules leave this float operator unfused (for inspect)."""
     index = Index.of(graph)
-    fusion = FUSIONS.get(node.op_type)
+    fusion = ops.fusion_of(node)
     if fusion is None:
         return f"ONNX Runtime has no integer {node.op_type}"
-    count = len(node.inputs) if node.op_type == "Concat" else DEQUANTIZED_INPUTS.get(
-        node.op_type, 1)
+    count = len(node.inputs) if fusion.dequantized_inputs is None else \
+        fusion.dequantized_inputs
     for name in node.inputs[:count]:
         if name and dequantized(name, graph, index) is None:
             source = index.producer.get(name)
@@ -734,20 +532,16 @@ def fusion_refusal(graph: Graph, node: Node, x86: bool) -> str:
         return f"its output '{out}' is not quantized by one QuantizeLinear (read by {readers})"
     x = dequantized(node.inputs[0], graph, index)
     assert x is not None
-    if x86 and node.op_type in INT8_INPUT_REFUSED_ON_X86 and _dtype(graph, x) == "int8":
+    if x86 and fusion.int8_input_refused_on_x86 and dtype_of(graph, x) == "int8":
         return ("its input is int8, which ONNX Runtime on x86 fuses into no Conv or MatMul "
                 "(--qdq-rules arm follows ARM, which does)")
-    if node.op_type in ("Conv", "MatMul", "Gemm") and _dtype(graph, y) != _dtype(graph, x):
-        return (f"its input is {_dtype(graph, x)} and its output {_dtype(graph, y)}: ONNX "
+    if fusion.product and dtype_of(graph, y) != dtype_of(graph, x):
+        return (f"its input is {dtype_of(graph, x)} and its output {dtype_of(graph, y)}: ONNX "
                 "Runtime's integer kernel produces its input's type")
-    types = {_dtype(graph, y)} | {_dtype(graph, d) for d in (
+    types = {dtype_of(graph, y)} | {dtype_of(graph, d) for d in (
         dequantized(name, graph, index) for name in node.inputs[:count] if name)
-        if d is not None and node.op_type not in ("Conv", "MatMul", "Gemm")}
+        if d is not None and not fusion.product}
     if len(types) > 1:
         return (f"its inputs and output mix {' and '.join(sorted(types))}: ONNX Runtime "
                 "fuses it only when they share one type")
-    if node.op_type == "Conv" and node.input(2):
-        return "its bias is not an int32 DequantizeLinear with scale x_scale * w_scale (1%)"
-    if node.op_type == "Gemm" and node.input(2):
-        return "its bias is not an int32 DequantizeLinear, or alpha or beta is not 1"
-    return "ONNX Runtime's fusion conditions for it do not hold (quantization axes or types)"
+    return fusion.unfused_hint(node)

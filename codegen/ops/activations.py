@@ -1,0 +1,66 @@
+"""Float elementwise activations that QDQ models leave between DequantizeLinear and
+QuantizeLinear: HardSigmoid, HardSwish, Neg, Abs, Sqrt. ORT computes them in float
+(it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
+of their chain (passes/tabulate.py), each with ORT's float32 arithmetic: IEEE
+operations in the order of ORT's CPU kernel, checked exhaustively against ORT
+(tests/test_tabulate.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..ir import Graph, Node
+from . import Inferred, OpDef, register
+from ._common import attr_float, reject_unknown_attrs
+from ._float import FLOAT_TYPES, f32, infer_float_unary, lower_only_tabulated
+
+F32 = np.float32
+
+
+def _clamp01(v: NDArray[np.float32]) -> NDArray[np.float32]:
+    return f32(np.minimum(np.maximum(v, F32(0.0)), F32(1.0)))
+
+
+def hard_sigmoid(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    """max(0, min(1, alpha * x + beta)): a rounded product, then a rounded sum."""
+    alpha = F32(attr_float(node, "alpha", 0.2))
+    beta = F32(attr_float(node, "beta", 0.5))
+    return _clamp01(f32(f32(operands[0] * alpha) + beta))
+
+
+def hard_swish(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    """x * HardSigmoid(x) with alpha 1/6 and beta 0.5."""
+    x = operands[0]
+    return f32(x * _clamp01(f32(f32(x * F32(1.0 / 6.0)) + F32(0.5))))
+
+
+def negate(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(-operands[0])
+
+
+def absolute(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(np.abs(operands[0]))
+
+
+def square_root(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    with np.errstate(invalid="ignore"):
+        return f32(np.sqrt(operands[0]))
+
+
+ATTRIBUTES = {"HardSigmoid": {"alpha", "beta"}}
+
+
+def infer_activation(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, ATTRIBUTES.get(node.op_type, set()))
+    return infer_float_unary(node, graph)
+
+
+for _op, _versions, _fn in (
+        ("HardSigmoid", (6, 22), hard_sigmoid),
+        ("HardSwish", (14, 22), hard_swish),
+        ("Neg", (6, 13), negate),
+        ("Abs", (6, 13), absolute),
+        ("Sqrt", (6, 13), square_root)):
+    register(OpDef(_op, "", infer_activation, lower_only_tabulated, versions=_versions,
+                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))

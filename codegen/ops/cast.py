@@ -1,0 +1,35 @@
+"""Cast between the types onnx2mcu knows. Today it is taken only where a pattern
+absorbs it: an 8-bit tensor cast to int32 to index a table (Gather from a 256-entry
+table, as `convert` writes onnx2mcu's Table; passes/tabulate.py turns it back into a
+Table). Elsewhere it is refused at lowering, naming the node."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
+from ..program import Lowered
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import attr_int, input_tensor, reject_unknown_attrs
+
+
+def infer_cast(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"to", "saturate", "round_mode"})
+    x = input_tensor(node, graph, 0, "input")
+    to = ONNX_TO_DTYPE.get(attr_int(node, "to", 0))
+    if to is None:
+        raise ModelError(f"{node.describe()}: Cast to type {node.attrs.get('to')} is not "
+                         f"supported (onnx2mcu knows {', '.join(sorted(ONNX_TO_DTYPE.values()))})")
+    return Inferred([Tensor(node.outputs[0], to, x.shape)])
+
+
+def lower_cast(node: Node, graph: Graph, spec: object,
+               options: LoweringOptions) -> Sequence[Lowered]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    raise UnsupportedError(f"{node.describe()}: Cast from {x.dtype} to {y.dtype} is "
+                           "supported only as the index of a table lookup (Cast -> Gather "
+                           "from a constant 256-entry table)")
+
+
+register(OpDef("Cast", "", infer_cast, lower_cast, versions=(6, 9, 13, 19, 21, 23, 24, 25)))

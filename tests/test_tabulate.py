@@ -1,0 +1,144 @@
+"""Chains of float elementwise operators between DequantizeLinear and QuantizeLinear
+(HardSigmoid, HardSwish, x * HardSigmoid(x), SiLU, Div/Sub/Mul/Add by constants, Neg,
+Abs, Sqrt, Tanh, Clip): one 256-entry table each (passes/tabulate.py), checked against
+ONNX Runtime on every input byte, for many quantizations of both 8-bit types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE
+from modelgen import graph_model
+from numpy.typing import NDArray
+from onnx import helper
+
+import codegen
+from codegen.pipeline import Options, generate_sources
+
+F32 = np.float32
+CHAINS_PER_MODEL = 8
+
+# A chain: (nodes, constants) from the dequantized input name, a prefix and the output.
+Chain = Callable[[str, str, str, np.random.Generator],
+                 tuple[list[onnx.NodeProto], dict[str, NDArray[Any]]]]
+
+
+def unary(op: str, **attrs: Any) -> Chain:
+    def chain(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
+            list[onnx.NodeProto], dict[str, NDArray[Any]]]:
+        return [helper.make_node(op, [x], [out], name=f"{p}{op}", **attrs)], {}
+    return chain
+
+
+def with_constant(op: str, low: float, high: float, first: bool = False) -> Chain:
+    def chain(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
+            list[onnx.NodeProto], dict[str, NDArray[Any]]]:
+        c = f"{p}c"
+        inputs = [c, x] if first else [x, c]
+        return ([helper.make_node(op, inputs, [out], name=f"{p}{op}")],
+                {c: np.array(rng.uniform(low, high), F32)})
+    return chain
+
+
+def times_gate(gate: str, **attrs: Any) -> Chain:
+    """x * gate(x): HardSwish as torch < 1.? and Keras write it, and SiLU."""
+    def chain(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
+            list[onnx.NodeProto], dict[str, NDArray[Any]]]:
+        return [helper.make_node(gate, [x], [f"{p}g"], name=f"{p}{gate}", **attrs),
+                helper.make_node("Mul", [x, f"{p}g"], [out], name=f"{p}mul")], {}
+    return chain
+
+
+def relu6_over_6(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
+        list[onnx.NodeProto], dict[str, NDArray[Any]]]:
+    """x * Clip(x + 3, 0, 6) / 6: HardSwish as torch's exporter writes it before opset 14."""
+    consts = {f"{p}three": np.array(3.0, F32), f"{p}zero": np.array(0.0, F32),
+              f"{p}six": np.array(6.0, F32)}
+    return [helper.make_node("Add", [x, f"{p}three"], [f"{p}a"], name=f"{p}add"),
+            helper.make_node("Clip", [f"{p}a", f"{p}zero", f"{p}six"], [f"{p}c"],
+                             name=f"{p}clip"),
+            helper.make_node("Mul", [x, f"{p}c"], [f"{p}m"], name=f"{p}mul"),
+            helper.make_node("Div", [f"{p}m", f"{p}six"], [out], name=f"{p}div")], consts
+
+
+CHAINS: dict[str, Chain] = {
+    "HardSigmoid": unary("HardSigmoid"),
+    "HardSigmoid_attrs": unary("HardSigmoid", alpha=0.1667, beta=0.4),
+    "HardSwish": unary("HardSwish"),
+    "x_times_HardSigmoid": times_gate("HardSigmoid", alpha=1.0 / 6.0),
+    "SiLU": times_gate("Sigmoid"),
+    "relu6_hardswish": relu6_over_6,
+    "Div": with_constant("Div", 0.3, 7.0),
+    "Div_by_x": with_constant("Div", 0.5, 2.0, first=True),
+    "Sub": with_constant("Sub", -1.0, 1.0),
+    "Sub_from": with_constant("Sub", -1.0, 1.0, first=True),
+    "Mul": with_constant("Mul", -3.0, 3.0),
+    "Add": with_constant("Add", -2.0, 2.0),
+    "Neg": unary("Neg"),
+    "Abs": unary("Abs"),
+    "Sqrt": unary("Sqrt"),
+    "Tanh": unary("Tanh"),
+}
+
+
+def chains_model(kind: str, seed: int) -> tuple[onnx.ModelProto, dict[str, NDArray[Any]]]:
+    """CHAINS_PER_MODEL independent chains of one kind with random quantizations, each
+    with its own 256-byte integer input (every value once)."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inputs: dict[str, tuple[str, list[int]]] = {}
+    outputs: dict[str, str] = {}
+    inits: dict[str, NDArray[Any]] = {}
+    feeds: dict[str, NDArray[Any]] = {}
+    for i in range(CHAINS_PER_MODEL):
+        p = f"c{i}_"
+        dtype = ("uint8", "int8")[i % 2]
+        lo = 0 if dtype == "uint8" else -128
+        inits[f"{p}xs"] = np.array(rng.uniform(0.004, 0.08), F32)
+        inits[f"{p}xz"] = np.array(rng.integers(lo, lo + 256), dtype)
+        inits[f"{p}ys"] = np.array(rng.uniform(0.002, 0.05), F32)
+        inits[f"{p}yz"] = np.array(rng.integers(lo, lo + 256), dtype)
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}q", f"{p}xs", f"{p}xz"],
+                                      [f"{p}x"], name=f"{p}dq"))
+        body, consts = CHAINS[kind](f"{p}x", p, f"{p}f", rng)
+        nodes += body
+        inits.update(consts)
+        nodes.append(helper.make_node("QuantizeLinear", [f"{p}f", f"{p}ys", f"{p}yz"],
+                                      [f"{p}y"], name=f"{p}q_out"))
+        inputs[f"{p}q"] = (dtype, [256])
+        outputs[f"{p}y"] = dtype
+        feeds[f"{p}q"] = np.arange(lo, lo + 256).astype(dtype)
+    return graph_model(nodes, inputs, outputs, inits, opset=17), feeds
+
+
+@pytest.mark.parametrize("kind", sorted(CHAINS))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_chain_is_one_table_exact_on_every_byte(kind: str, seed: int) -> None:
+    model, feeds = chains_model(kind, seed)
+    gen = generate_sources(model, Options())
+    ops = {(n.domain, n.op_type) for n in gen.graph.nodes}
+    assert ops == {("ai.onnx2mcu", "Table")}, ops
+    report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
+    assert report.ok, report.first_mismatch()
+
+
+def test_a_chain_read_from_outside_is_left_as_it_is() -> None:
+    """An inner tensor of the chain that something else reads (here a graph output) is
+    not inside one table: the chain stays float, and says why."""
+    model, _ = chains_model("x_times_HardSigmoid", 0)
+    model.graph.output.append(helper.make_tensor_value_info("c0_g", onnx.TensorProto.FLOAT,
+                                                            None))
+    with pytest.raises(codegen.errors.FloatIslandError, match="HardSigmoid"):
+        generate_sources(model, Options())
+
+
+def test_convert_writes_tables_that_ort_runs() -> None:
+    """convert writes a Table as Gather from the table: verify --integer-only compares
+    with that model in ORT, bit for bit."""
+    model, feeds = chains_model("HardSwish", 3)
+    report = codegen.verify(model, inputs=feeds, integer_only=True)
+    assert report.ok, report.first_mismatch()
