@@ -41,6 +41,14 @@ def runtime_headers() -> list[str]:
     return sorted(path.name for path in runtime_dir().glob("*.h"))
 
 
+def kernel_headers(sources: list[str]) -> list[str]:
+    """The headers that declare the kernels of `sources`: a kernel X.c with its own
+    X.h (rather than a declaration in q8_runtime.h) is declared there."""
+    present = set(runtime_headers())
+    return sorted(h for h in (f"{s[:-2]}.h" for s in sources if s.endswith(".c"))
+                  if h in present)
+
+
 def c_comment(text: str, limit: int = 120) -> str:
     """Text safe inside /* */: printable ASCII only, with no '*', '\\' or '?' so that
     comment terminators, line splices and trigraphs cannot form."""
@@ -279,6 +287,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         "weight_bytes": weight_bytes,
         "requant": program.requant,
         "runtime_sources": [f"runtime/{s}" for s in sources],
+        "kernel_headers": kernel_headers(sources),
         "strict_cflags": " ".join(STRICT_CFLAGS),
         "board_cflags": " ".join(board.cflags),
         "board": board.name,

@@ -22,6 +22,7 @@ from .errors import (
     UnsupportedError,
     UnsupportedOperatorError,
 )
+from .folding import fold_constant_subgraphs
 from .ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor, itemsize
 from .limits import DEFAULT_LIMITS, Limits, check_limit, format_bytes
 from .tensor_data import (
@@ -139,12 +140,15 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
         inputs.append(value.name)
         if note is not None:
             notes.append(note)
+    kept, _ = fold_constant_subgraphs(model, topological_node_order(g),
+                                      {name: tensors[name].shape for name in inputs},
+                                      constants, limits.max_tensor_bytes)
     for name, array in constants.items():
         dtype = str(array.dtype)
         if dtype in DTYPES:
             tensors[name] = Tensor(name, dtype, tuple(int(d) for d in array.shape))
 
-    nodes = _nodes(g, opsets, constants, tensors, limits)
+    nodes = _nodes(g, sorted(kept), opsets, constants, tensors, limits)
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
                   doc=model.doc_string, notes=notes)
@@ -490,10 +494,13 @@ def _constant_node_value(node: Node) -> NDArray[Any]:
     raise UnsupportedError(f"{node.describe()}: Constant attribute '{key}' is not supported")
 
 
-def _nodes(g: onnx.GraphProto, opsets: dict[str, int], constants: dict[str, NDArray[Any]],
-           tensors: dict[str, Tensor], limits: Limits) -> list[Node]:
+def _nodes(g: onnx.GraphProto, indexes: list[int], opsets: dict[str, int],
+           constants: dict[str, NDArray[Any]], tensors: dict[str, Tensor],
+           limits: Limits) -> list[Node]:
+    """The IR nodes of g's nodes at `indexes` (in file order)."""
     nodes: list[Node] = []
-    for index, proto in enumerate(g.node):
+    for index in indexes:
+        proto = g.node[index]
         domain = "" if proto.domain == "ai.onnx" else proto.domain
         name = proto.name or f"{proto.op_type}_{index}"
         probe = Node(name, proto.op_type, domain, (), ())

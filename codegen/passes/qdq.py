@@ -383,19 +383,24 @@ def _pass_through(graph: Graph, index: Index, node: Node) -> Graph | None:
     if not _goes_through(node, _moves_values):
         return None
     x = dequantized(node.inputs[0], graph, index)
-    y = quantized_by(node.outputs[0], graph, index)
-    if x is None or y is None or not same_quantization(x, y, graph):
+    if x is None:
         return None
-    moved = Node(node.name, node.op_type, "", (x.q, *node.inputs[1:]), (y.q,),
-                 dict(node.attrs), node.opset)
+    ys = [quantized_by(out, graph, index) for out in node.outputs]  # Split: several
+    if any(y is None or not same_quantization(x, y, graph) for y in ys):
+        return None
+    quantized = [y for y in ys if y is not None]
+    moved = Node(node.name, node.op_type, "", (x.q, *node.inputs[1:]),
+                 tuple(y.q for y in quantized), dict(node.attrs), node.opset)
     if not validated(moved, graph):
         return None
-    return replace_nodes(graph, [node, y.node], moved)
+    return replace_nodes(graph, [node, *(y.node for y in quantized)], moved)
 
 
 def pass_quantized_through(graph: Graph) -> tuple[Graph, list[str]]:
-    """DQ(x) -> MaxPool/Reshape/Flatten/Transpose/Squeeze/Unsqueeze -> Q with identical
-    quantization: run the op on x and drop the DQ and the Q (ORT's DropQDQ actions)."""
+    """DQ(x) -> an operator that moves values (MaxPool, Reshape, Flatten, Transpose,
+    Squeeze, Unsqueeze, Slice, Split, Gather, Expand, Tile, ...) -> Q on each output, with
+    identical quantization: run the op on x and drop the DQ and the Qs (ORT's DropQDQ
+    actions)."""
     return rewrite_all(graph, _pass_through)
 
 
