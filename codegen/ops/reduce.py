@@ -1,0 +1,101 @@
+"""ReduceMean, ReduceSum, ReduceMax and ReduceMin over the trailing axes (a spatial
+ReduceMean is what torch's default exporter writes for AdaptiveAvgPool2d(1); the
+squeeze-and-excitation blocks of MobileNetV3 and MnasNet use it).
+
+ReduceMean and ReduceSum are float islands: ORT has no integer kernel for them, and
+computes each row with Eigen's vectorized sum (SSE packets from the tensor's first
+16-byte boundary; measured on ORT 1.32, exact on every shape tried), then divides by
+the count; runtime_c/reduce.c follows that order. ReduceMax and ReduceMin are exact on
+any type, and ORT drops the DequantizeLinear/QuantizeLinear around them when both sides
+share one quantization."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import Graph, Node, Tensor
+from ..program import CStruct, KernelCall, Lowered
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import (
+    attr_int,
+    attr_ints,
+    constant_input,
+    input_tensor,
+    kernel_suffix,
+    normalize_axis,
+    reject_unknown_attrs,
+)
+from ._float import FLOAT_TYPES, float_input
+from .views import carried_quant
+
+SOURCES = ("reduce.c",)
+# Opset where the axes move from an attribute to an input.
+AXES_INPUT_SINCE = {"ReduceMean": 18, "ReduceSum": 13, "ReduceMax": 18, "ReduceMin": 18}
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    rows: int
+    length: int
+
+
+def reduced_axes(node: Node, graph: Graph, rank: int) -> list[int]:
+    if node.opset >= AXES_INPUT_SINCE[node.op_type]:
+        if node.input(1) is None:
+            if attr_int(node, "noop_with_empty_axes", 0):
+                raise UnsupportedError(f"{node.describe()}: noop_with_empty_axes is not "
+                                       "supported")
+            return list(range(rank))
+        axes = [int(a) for a in constant_input(node, graph, 1, "axes").reshape(-1)]
+    else:
+        given = attr_ints(node, "axes", None)
+        axes = list(range(rank)) if given is None else given
+    normalized = sorted({normalize_axis(node, a, rank) for a in axes})
+    if len(normalized) != len(axes):
+        raise ModelError(f"{node.describe()}: an axis is repeated in {axes}")
+    return normalized
+
+
+def infer_reduce(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"axes", "keepdims", "noop_with_empty_axes"})
+    if node.op_type in ("ReduceMean", "ReduceSum"):
+        x = float_input(node, graph, 0, "data")
+    else:
+        x = input_tensor(node, graph, 0, "data")
+    rank = len(x.shape)
+    axes = reduced_axes(node, graph, rank)
+    if axes != list(range(rank - len(axes), rank)):
+        raise UnsupportedError(f"{node.describe()}: reducing axes {axes} of a rank-{rank} "
+                               "tensor; only the trailing axes are supported")
+    keep = attr_int(node, "keepdims", 1)
+    shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keep else \
+        tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    length = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    rows = int(np.prod(x.shape[:rank - len(axes)], dtype=np.int64))
+    quant = carried_quant(x) if node.op_type in ("ReduceMax", "ReduceMin") else None
+    return Inferred([Tensor(node.outputs[0], x.dtype, shape, quant)],
+                    spec=ReduceSpec(rows, length))
+
+
+def lower_reduce(node: Node, graph: Graph, spec: object,
+                 options: LoweringOptions) -> Sequence[Lowered]:
+    assert isinstance(spec, ReduceSpec)
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    params = CStruct("q8_reduce_params", (("rows", spec.rows), ("length", spec.length)))
+    function = {"ReduceMean": "q8_reduce_mean", "ReduceSum": "q8_reduce_sum",
+                "ReduceMax": "q8_reduce_max", "ReduceMin": "q8_reduce_min"}[node.op_type]
+    return [KernelCall(f"{function}_{kernel_suffix(x.dtype)}", node.name, (x.name,),
+                       (y.name,), params, (), SOURCES)]
+
+
+for _op, _versions in (("ReduceMean", (1, 11, 13, 18)), ("ReduceSum", (1, 11, 13))):
+    register(OpDef(_op, "", infer_reduce, lower_reduce, versions=_versions,
+                   constant_inputs=frozenset({1}), data_dtypes=FLOAT_TYPES, float_island=True))
+for _op in ("ReduceMax", "ReduceMin"):
+    register(OpDef(_op, "", infer_reduce, lower_reduce, versions=(1, 11, 12, 13, 18, 20),
+                   constant_inputs=frozenset({1}),
+                   data_dtypes=frozenset({"uint8", "int8", "float32"}), moves_values=True))

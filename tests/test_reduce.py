@@ -1,0 +1,85 @@
+"""ReduceMean and ReduceSum over trailing axes as float islands (ORT's Eigen summation
+order, runtime_c/reduce.c), and ReduceMax/ReduceMin on every dtype, against ONNX
+Runtime: randomized shapes (row lengths of every residue modulo the SIMD width and
+rows starting at every alignment), float models and QDQ models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE
+from modelgen import graph_model
+from numpy.typing import NDArray
+from onnx import helper
+
+import codegen
+from codegen.errors import UnsupportedError
+from codegen.pipeline import Options, generate_sources
+
+F32 = np.float32
+
+
+def reduce_model(op: str, seed: int, dtype: str, opset: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    nodes, inputs, outputs, inits = [], {}, {}, {}
+    for i in range(8):
+        rank = int(rng.integers(1, 5))
+        shape = [int(d) for d in rng.integers(1, 13, rank)]
+        count = int(rng.integers(1, rank + 1))
+        axes = list(range(rank - count, rank))
+        if rng.random() < 0.3:
+            axes = [a - rank for a in axes]
+        keep = int(rng.integers(0, 2))
+        ins = [f"x{i}"]
+        attrs: dict[str, Any] = {"keepdims": keep}
+        if opset >= (13 if op == "ReduceSum" else 18):
+            inits[f"axes{i}"] = np.array(axes, np.int64)
+            ins.append(f"axes{i}")
+        else:
+            attrs["axes"] = axes
+        nodes.append(helper.make_node(op, ins, [f"y{i}"], name=f"r{i}", **attrs))
+        inputs[f"x{i}"] = (dtype, shape)
+        outputs[f"y{i}"] = dtype
+    return graph_model(nodes, inputs, outputs, inits, opset=opset)
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceSum"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("opset", [13, 18])
+def test_float_sums_in_ort_order(op: str, seed: int, opset: int) -> None:
+    model = reduce_model(op, seed, "float32", opset)
+    report = codegen.verify(model, samples=3, seed=seed, cflags=SANITIZE)
+    assert report.ok, report.first_mismatch()
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "float32"])
+def test_extremes_on_every_dtype(op: str, dtype: str) -> None:
+    model = reduce_model(op, 4, dtype, 18)
+    report = codegen.verify(model, samples=2, cflags=SANITIZE)
+    assert report.ok, report.first_mismatch()
+
+
+def test_qdq_spatial_mean_is_a_float_island_exact_against_ort() -> None:
+    """DQ -> ReduceMean over H, W -> Q, as a squeeze-and-excitation block's pooling."""
+    inits: dict[str, NDArray[Any]] = {"s": np.array(0.04, F32), "z": np.array(120, np.uint8),
+                                      "s2": np.array(0.01, F32), "z2": np.array(3, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"]),
+             helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=1),
+             helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["y"])]
+    model = graph_model(nodes, {"q": ("uint8", [1, 19, 7, 9])}, {"y": "uint8"}, inits)
+    gen = generate_sources(model, Options())
+    assert "ReduceMean" in {n.op_type for n in gen.graph.nodes}
+    report = codegen.verify(model, samples=4, cflags=SANITIZE)
+    assert report.ok, report.first_mismatch()
+
+
+def test_reducing_leading_axes_is_refused_naming_the_node() -> None:
+    model = graph_model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1],
+                                          name="mean_over_channels")],
+                        {"x": ("float32", [1, 4, 5])}, {"y": "float32"}, {})
+    with pytest.raises(UnsupportedError, match=r"mean_over_channels.*trailing axes"):
+        generate_sources(model, Options())
