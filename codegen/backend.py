@@ -9,6 +9,7 @@ the C for the remaining inputs.
 
 from __future__ import annotations
 
+import unittest
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from onnx.backend.base import Backend, BackendRep
 
 from . import ops
 from .api import run
-from .errors import Onnx2McuError
+from .errors import Onnx2McuError, UnsupportedError
 from .importer import MAX_OPSET, MIN_OPSET, NotImportedError, operator_version, survey_model
 from .ir import ONNX_TO_DTYPE, Node
 
@@ -70,7 +71,12 @@ class Onnx2McuRep(BackendRep):
         remaining = {n: v for n, v in feeds.items() if n not in frozen_names}
         # A backend sees the actual inputs, so dynamic dimensions take their shapes.
         shapes = {n: tuple(np.shape(v)) for n, v in remaining.items()}
-        outputs = run(model, remaining, input_shapes=shapes, cflags=self.cflags)
+        try:
+            outputs = run(model, remaining, input_shapes=shapes, cflags=self.cflags)
+        except UnsupportedError as error:
+            # A node whose constant inputs arrive only now (is_compatible could not check
+            # it): a configuration onnx2mcu refuses is out of scope, and says why.
+            raise unittest.SkipTest(f"onnx2mcu does not support it: {error}") from None
         return tuple(outputs[o.name] for o in self.model.graph.output)
 
 

@@ -1,0 +1,187 @@
+"""Resize with mode "nearest" of the last one or two axes, on any dtype (torch's
+Upsample(mode="nearest") and F.interpolate, TF's UpSampling2D and resize_nearest_neighbor
+as tf2onnx writes them). Every output element is an input element, so the result is
+exact for every type; which one is ORT's float32 coordinate arithmetic (each
+coordinate_transformation_mode, then the nearest_mode rounding), computed here for each
+output row and column (checked against ORT over the modes and many sizes in
+tests/test_resize.py). ORT drops the DequantizeLinear/QuantizeLinear around a Resize when
+both sides share one quantization."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import Graph, Node, Tensor, itemsize
+from ..program import CArray, CRef, CStruct, KernelCall, Lowered
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import attr_float, attr_int, attr_str, input_tensor, reject_unknown_attrs
+from .views import carried_quant
+
+F32 = np.float32
+SOURCES = ("resize.c",)
+# half_pixel_symmetric (Resize-19) is left out: ORT's rounding of it is not reproduced yet.
+TRANSFORMS = ("half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+              "align_corners")
+ROUNDINGS = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@dataclass(frozen=True)
+class ResizeSpec:
+    planes: int
+    rows: NDArray[Any]  # input row of each output row
+    cols: NDArray[Any]  # input column of each output column
+
+
+def original_coordinate(mode: str, out_index: int, scale: np.float32, in_len: int,
+                        out_len: int) -> np.float32:
+    """ORT's get_original_coordinate, in float32."""
+    x, half = F32(out_index), F32(0.5)
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        if mode == "pytorch_half_pixel" and out_len <= 1:
+            return F32(0)
+        return F32(F32(F32(x + half) / scale) - half)
+    if mode == "asymmetric":
+        return F32(x / scale)
+    if mode == "tf_half_pixel_for_nn":
+        return F32(F32(x + half) / scale)
+    assert mode == "align_corners"
+    if out_len == 1:
+        return F32(0)
+    return F32(F32(x * F32(in_len - 1)) / F32(out_len - 1))
+
+
+def nearest_index(rounding: str, x: np.float32, in_len: int) -> int:
+    """ORT's nearest-pixel rounding, then the clamp to the input."""
+    value = float(x)
+    if rounding == "round_prefer_floor":
+        index = math.floor(value) if value == int(value) + 0.5 else _round_half_away(value)
+    elif rounding == "round_prefer_ceil":
+        index = _round_half_away(value)
+    elif rounding == "floor":
+        index = math.floor(value)
+    else:
+        index = math.ceil(value)
+    return min(max(index, 0), in_len - 1)
+
+
+def _round_half_away(value: float) -> int:
+    """std::round."""
+    return math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1)
+
+
+def axis_indices(mode: str, rounding: str, scale: np.float32, in_len: int,
+                 out_len: int) -> NDArray[Any]:
+    """The input index of each output index along one axis. ORT maps an axis whose
+    scale is 1 to itself, whatever the coordinate mode (measured)."""
+    if scale == F32(1) and in_len == out_len:
+        return np.arange(out_len, dtype=np.int32)
+    return np.array([nearest_index(rounding, original_coordinate(
+        mode, i, scale, in_len, out_len), in_len) for i in range(out_len)], np.int32)
+
+
+def _constant(node: Node, graph: Graph, index: int) -> NDArray[Any] | None:
+    name = node.input(index)
+    if name is None:
+        return None
+    if name not in graph.constants:
+        raise UnsupportedError(f"{node.describe()}: input {index} of Resize is computed at run "
+                               "time; it must be a constant")
+    value = graph.constants[name]
+    return value if value.size else None
+
+
+def scales_and_sizes(node: Node, graph: Graph, shape: tuple[int, ...]) -> tuple[
+        list[np.float32], list[int]]:
+    """Each axis's float32 scale and output length, as ORT derives them from `scales`
+    (length = floor(length * scale)) or from `sizes` (scale = out / in)."""
+    scales_index, sizes_index = (1, None) if node.opset < 11 else (2, 3)
+    scales = _constant(node, graph, scales_index)
+    sizes = _constant(node, graph, sizes_index) if sizes_index is not None else None
+    if (scales is None) == (sizes is None):
+        raise ModelError(f"{node.describe()}: give exactly one of scales and sizes")
+    if sizes is not None:
+        out = [int(v) for v in sizes.reshape(-1)]
+        if len(out) != len(shape):
+            raise ModelError(f"{node.describe()}: sizes has {len(out)} entries for rank "
+                             f"{len(shape)}")
+        ratios = [Fraction(o, i) for o, i in zip(out, shape, strict=True)]
+        if any(Fraction(float(F32(r))) != r for r in ratios):
+            # ORT's coordinates from such a ratio are not its float32 arithmetic on
+            # scales (measured: 4 / (8/7) gives 3.5, not 3.4999998); not reproduced yet.
+            raise UnsupportedError(f"{node.describe()}: sizes {out} for an input of "
+                                   f"{list(shape)}: only ratios exact in float32 (2, 0.5, "
+                                   "1.5, ...) are supported; give scales instead")
+        return [F32(r.numerator / r.denominator) for r in ratios], out
+    assert scales is not None
+    values = [F32(v) for v in scales.astype(F32).reshape(-1)]
+    if len(values) != len(shape) or min(values) <= 0:
+        raise ModelError(f"{node.describe()}: scales {[float(v) for v in values]} for rank "
+                         f"{len(shape)}")
+    return values, [int(F32(F32(d) * s)) for d, s in zip(shape, values, strict=True)]
+
+
+def infer_resize(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"mode", "coordinate_transformation_mode", "nearest_mode",
+                                "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                                "antialias", "axes", "keep_aspect_ratio_policy"})
+    x = input_tensor(node, graph, 0, "X")
+    mode = attr_str(node, "mode", "nearest")
+    if mode != "nearest":
+        raise UnsupportedError(f"{node.describe()}: Resize mode '{mode}' is not supported "
+                               "(nearest only)")
+    for name in ("axes", "antialias"):
+        if name in node.attrs and (name != "antialias" or attr_int(node, name, 0)):
+            raise UnsupportedError(f"{node.describe()}: attribute '{name}' is not supported")
+    transform = attr_str(node, "coordinate_transformation_mode",
+                         "asymmetric" if node.opset < 11 else "half_pixel")
+    rounding = attr_str(node, "nearest_mode", "round_prefer_floor")
+    if transform not in TRANSFORMS or rounding not in ROUNDINGS:
+        raise UnsupportedError(f"{node.describe()}: coordinate_transformation_mode "
+                               f"'{transform}' with nearest_mode '{rounding}' is not supported")
+    if node.opset >= 11 and attr_float(node, "extrapolation_value", 0.0) != 0.0 and \
+            transform == "tf_crop_and_resize":
+        raise UnsupportedError(f"{node.describe()}: tf_crop_and_resize is not supported")
+    if len(x.shape) not in (3, 4):
+        raise UnsupportedError(f"{node.describe()}: a rank-{len(x.shape)} input; 3-D and 4-D "
+                               "are supported")
+    scales, out = scales_and_sizes(node, graph, x.shape)
+    if any(o != i for o, i in zip(out[:2], x.shape[:2], strict=True)):
+        raise UnsupportedError(f"{node.describe()}: resizing the batch or channel axis is not "
+                               "supported")
+    if min(out) < 1:
+        raise UnsupportedError(f"{node.describe()}: the output is empty")
+    spatial = list(range(2, len(x.shape)))
+    tables = [axis_indices(transform, rounding, scales[a], x.shape[a], out[a])
+              for a in spatial]
+    rows = tables[0] if len(tables) == 2 else np.zeros(1, np.int32)
+    cols = tables[-1]
+    spec = ResizeSpec(x.shape[0] * x.shape[1], rows, cols)
+    return Inferred([Tensor(node.outputs[0], x.dtype, tuple(out), carried_quant(x))],
+                    spec=spec)
+
+
+def lower_resize(node: Node, graph: Graph, spec: object,
+                 options: LoweringOptions) -> Sequence[Lowered]:
+    assert isinstance(spec, ResizeSpec)
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    in_h = x.shape[2] if len(x.shape) == 4 else 1
+    params = CStruct("q8_resize_params", (
+        ("planes", spec.planes), ("in_h", in_h), ("in_w", x.shape[-1]),
+        ("out_h", int(spec.rows.size)), ("out_w", int(spec.cols.size)),
+        ("element_size", itemsize(x.dtype)), ("rows", CRef("rows")), ("cols", CRef("cols"))))
+    return [KernelCall("q8_resize_nearest", node.name, (x.name,), (y.name,), params,
+                       (CArray("rows", "int32_t", spec.rows), CArray("cols", "int32_t", spec.cols)),
+                       SOURCES)]
+
+
+register(OpDef("Resize", "", infer_resize, lower_resize, versions=(10, 11, 13, 18, 19),
+               constant_inputs=frozenset({1, 2, 3}),
+               data_dtypes=frozenset({"uint8", "int8", "float32"}), moves_values=True))
