@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .ir import Graph, Node
+from .ir import DTYPES, Graph, Node, Tensor
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,11 @@ def scalar_params(q: Quantized, graph: Graph) -> tuple[float, int] | None:
 
 
 def new_constant(graph: Graph, base: str, value: NDArray[Any]) -> str:
+    """A new constant, with its tensor (as the importer gives every initializer)."""
     name = fresh_name(graph, base)
     graph.constants[name] = value
+    if str(value.dtype) in DTYPES:
+        graph.tensors[name] = Tensor(name, str(value.dtype), tuple(int(d) for d in value.shape))
     return name
 
 

@@ -195,16 +195,17 @@ def test_tf2onnx_dequantized_with_int8_io_names_what_is_unsupported(tmp_path: Pa
         assert "--integer-only" not in message and "float model" not in message
 
 
-def test_float_weights_in_a_qdq_model_do_not_suggest_integer_only(tmp_path: Path) -> None:
-    """--integer-only cannot fuse a Conv whose weights are float: the refusal says how
-    to quantize them and nothing about --integer-only, in either mode."""
-    onnx.save(qdq_with_float_weights(), tmp_path / "m.onnx")
-    for extra in ([], ["--integer-only"]):
-        message = refusal(cli("generate", tmp_path / "m.onnx", "-o", tmp_path / "out", *extra))
-        assert message.startswith("node 'conv' (Conv, domain ai.onnx): float island: weight "
-                                  "'w' is a float initializer"), message
-        assert "quantize it (DequantizeLinear of integer weights)" in message
-        assert "--integer-only" not in message
+def test_float_weights_in_a_qdq_model_are_quantized_as_ort_does(tmp_path: Path) -> None:
+    """A Conv between DequantizeLinear and QuantizeLinear with float weights and bias:
+    ORT 1.32 quantizes them (WeightBiasQuantization: int8 per tensor, int32 bias) and
+    fuses the unit into a QLinearConv; so does onnx2mcu, bit-exact, in both modes."""
+    model = qdq_with_float_weights()
+    for integer_only in (False, True):
+        gen = generate_sources(model, Options(integer_only=integer_only))
+        assert [n.op_type for n in gen.graph.nodes].count("QLinearConv") == 1
+        report = codegen.verify(model, samples=3, integer_only=integer_only)
+        assert report.ok, report.outputs
+    check_round_trip(model, tmp_path, integer_only=False, samples=2)
 
 
 def test_gemm_alpha_with_a_bias_does_not_suggest_integer_only() -> None:
@@ -238,24 +239,16 @@ def test_nncf_float_bias_is_quantized_as_ort_does(weights: str, tmp_path: Path) 
         check_round_trip(model, tmp_path, integer_only=integer_only, samples=2)
 
 
-def test_nncf_float_bias_on_a_float_island_suggests_integer_only(tmp_path: Path) -> None:
+def test_nncf_float_bias_on_a_float_island_is_quantized_as_ort_does() -> None:
     """int8 activations after a Relu: the Relu is not redundant before the int8
-    QuantizeLinear, so ORT keeps each Conv in float, and a float island with a float
-    bias initializer is refused. --integer-only really takes that model (it fuses the
-    units, clamps in integers and quantizes the bias), so the refusal says so."""
-    path = tmp_path / "nncf_int8.onnx"
-    onnx.save(nncf_style(np.int8), path)
-    message = refusal(cli("generate", path, "-o", tmp_path / "out"))
-    assert message.startswith("node 'conv0' (Conv, domain ai.onnx): float island: bias 'b0' "
-                              "is a float initializer"), message
-    assert message.endswith("; --integer-only takes this model: it fuses such units into "
-                            "integer kernels instead")
-    assert not (tmp_path / "out").exists()
-    inspected = cli("inspect", path).stdout.splitlines()
-    assert inspected[-3] == "unsupported: 2 node(s)"
-    assert all(line.endswith("integer kernels instead") for line in inspected[-2:]), inspected
-    result = cli("generate", path, "-o", tmp_path / "out", "--integer-only")
-    assert result.returncode == 0, result.stderr
-    report = codegen.verify(path, samples=2, integer_only=True)
+    QuantizeLinear, so ORT keeps each Conv in float; its WeightBiasQuantization still
+    quantizes the float bias (the path to the QuantizeLinear goes through the Relu), and
+    the float island computes with that int32 bias, as onnx2mcu does. --integer-only
+    fuses the units into integer kernels."""
+    model = nncf_style(np.int8)
+    gen = generate_sources(model, Options())
+    assert [n.op_type for n in gen.graph.nodes].count("Conv") == 2
+    report = codegen.verify(model, samples=3)
     assert report.ok, report.outputs
-    check_round_trip(onnx.load(path), tmp_path, integer_only=True, samples=2)
+    report = codegen.verify(model, samples=2, integer_only=True)
+    assert report.ok, report.outputs

@@ -26,6 +26,7 @@ from .qdq import (
     propagate_qdq_integer_only,
 )
 from .tabulate import gathers_to_tables, tabulate_elementwise_chains
+from .weights import quantize_weights_and_biases
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ def ort_passes(rules: str) -> list[Rewrite]:
         Rewrite("merge_double_qdq", merge_double_qdq),
         Rewrite("fuse_matmul_add", fuse_matmul_add),
         Rewrite("propagate_qdq", propagate_qdq),
+        Rewrite("quantize_weights_and_biases", quantize_weights_and_biases),
         Rewrite("drop_redundant_activations", drop_redundant_activations),
         *([Rewrite("int8_pairs_to_uint8", int8_pairs_to_uint8)] if x86 else []),
         Rewrite("fuse_qdq_operators", fuse_qdq_operators_x86 if x86 else fuse_qdq_operators),

@@ -1,0 +1,126 @@
+"""ConvTranspose (1-D and 2-D; strides, dilations, pads, output_padding, groups) on
+float32: ORT has no integer ConvTranspose (its QDQ rules leave DQ -> ConvTranspose -> Q
+in float, and its quantizer leaves QOperator ConvTranspose float), so it is a float
+island computed in ORT's order (runtime_c/conv_transpose_f32.c): MLAS's transposed
+product, col2im, then the bias. The weights and bias are float initializers or
+DequantizeLinear of constants, computed at generation time as ORT computes them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ModelError, UnsupportedError
+from ..ir import Graph, Node, Tensor
+from ..numerics import dequantize_like_ort
+from ..program import CArray, CRef, CStruct, KernelCall, Lowered
+from . import Inferred, LoweringOptions, OpDef, register
+from ._common import attr_int, attr_ints, attr_str, reject_unknown_attrs
+from ._float import FLOAT_TYPES, float_input, producer, refuse
+from ._geometry import Window, dims_struct, window_struct
+
+F32 = np.float32
+SOURCES = ("conv_transpose_f32.c",)
+
+
+@dataclass(frozen=True)
+class ConvTransposeSpec:
+    window: Window
+    groups: int
+    output_shape: tuple[int, ...]
+
+
+def constant_float(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
+    """A float initializer, or the values a DequantizeLinear of constants computes."""
+    name = node.inputs[index]
+    if name in graph.constants:
+        value = graph.constants[name]
+        if value.dtype != np.float32:
+            raise ModelError(f"{node.describe()}: {what} '{name}' is {value.dtype}; expected "
+                             "float32")
+        return value
+    dq = producer(graph, name)
+    if dq is None or dq.op_type != "DequantizeLinear" or dq.domain or not all(
+            i in graph.constants for i in dq.inputs if i):
+        raise refuse(node, f"{what} '{name}' is computed at run time; only constant weights "
+                     "are supported")
+    quant = graph.tensors[name].quant
+    assert quant is not None
+    return dequantize_like_ort(graph.constants[dq.inputs[0]], np.array(quant.scale, F32),
+                               np.array(quant.zero_point), quant.axis)
+
+
+def infer_conv_transpose(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"auto_pad", "dilations", "group", "kernel_shape",
+                                "output_padding", "output_shape", "pads", "strides"})
+    x, w = float_input(node, graph, 0, "X"), float_input(node, graph, 1, "W")
+    spatial = len(x.shape) - 2
+    if spatial not in (1, 2) or len(w.shape) != len(x.shape):
+        raise UnsupportedError(f"{node.describe()}: only 1-D and 2-D ConvTranspose is "
+                               "supported")
+    if x.shape[0] != 1:
+        raise UnsupportedError(f"{node.describe()}: a batch of {x.shape[0]}; 1 is supported")
+    if attr_str(node, "auto_pad", "NOTSET") != "NOTSET" or "output_shape" in node.attrs:
+        raise UnsupportedError(f"{node.describe()}: auto_pad and output_shape are not "
+                               "supported; give pads and output_padding")
+    groups = attr_int(node, "group", 1)
+    if groups < 1 or x.shape[1] % groups or w.shape[0] != x.shape[1]:
+        raise ModelError(f"{node.describe()}: W {list(w.shape)} for input channels "
+                         f"{x.shape[1]} in {groups} groups")
+    kernel = tuple(attr_ints(node, "kernel_shape", None) or w.shape[2:])
+    if kernel != tuple(w.shape[2:]):
+        raise ModelError(f"{node.describe()}: kernel_shape {list(kernel)} is not W's")
+    strides = tuple(attr_ints(node, "strides", None) or [1] * spatial)
+    dilations = tuple(attr_ints(node, "dilations", None) or [1] * spatial)
+    pads = attr_ints(node, "pads", None) or [0] * (2 * spatial)
+    extra = attr_ints(node, "output_padding", None) or [0] * spatial
+    if len(strides) != spatial or len(dilations) != spatial or len(pads) != 2 * spatial or \
+            len(extra) != spatial or min(*strides, *dilations) < 1 or min(pads) < 0:
+        raise ModelError(f"{node.describe()}: strides, dilations, pads or output_padding do "
+                         "not fit the kernel")
+    if any(e >= s for e, s in zip(extra, strides, strict=True)):
+        raise ModelError(f"{node.describe()}: output_padding {extra} must be below the strides "
+                         f"{list(strides)} (ONNX Runtime refuses it too)")
+    out = tuple(s * (n - 1) + e + (k - 1) * d + 1 - pads[i] - pads[i + spatial]
+                for i, (n, k, s, d, e) in enumerate(zip(x.shape[2:], kernel, strides,
+                                                        dilations, extra, strict=True)))
+    if min(out) < 1:
+        raise ModelError(f"{node.describe()}: the output is empty")
+    if node.input(2) is not None:
+        bias = float_input(node, graph, 2, "B")
+        if bias.shape != (w.shape[1] * groups,):
+            raise ModelError(f"{node.describe()}: B has shape {list(bias.shape)}")
+    window = Window(kernel, strides, dilations, tuple(pads[:spatial]), tuple(pads[spatial:]),
+                    out)
+    shape = (1, w.shape[1] * groups, *out)
+    return Inferred([Tensor(node.outputs[0], "float32", shape)],
+                    spec=ConvTransposeSpec(window, groups, shape))
+
+
+def lower_conv_transpose(node: Node, graph: Graph, spec: object,
+                         options: LoweringOptions) -> Sequence[Lowered]:
+    assert isinstance(spec, ConvTransposeSpec)
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    w = constant_float(node, graph, 1, "weight").astype(F32)
+    arrays = [CArray("weights", "float", w.reshape(-1))]
+    if node.input(2) is not None:
+        arrays.append(CArray("bias", "float", constant_float(node, graph, 2, "bias")
+                             .astype(F32).reshape(-1)))
+    params = CStruct("q8_conv_transpose_f32_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(spec.window)), ("groups", spec.groups),
+        ("weights", CRef("weights")),
+        ("bias", CRef("bias") if node.input(2) is not None else None)))
+    pixels = int(np.prod(x.shape[2:], dtype=np.int64))
+    rows = int(np.prod(w.shape[1:], dtype=np.int64))
+    macs = int(np.prod(w.shape, dtype=np.int64)) * pixels
+    return [KernelCall("q8_conv_transpose_f32", node.name, (x.name,), (y.name,), params,
+                       tuple(arrays), SOURCES, macs, scratch_bytes=4 * rows * pixels)]
+
+
+register(OpDef("ConvTranspose", "", infer_conv_transpose, lower_conv_transpose,
+               versions=(1, 11, 22), data_dtypes=FLOAT_TYPES, float_island=True))
