@@ -199,6 +199,56 @@ def mlas_tanh(x: Any) -> np.float32:
     return F32(p / q)
 
 
+# MlasErfConstants (onnxruntime/core/mlas/lib/erf.cpp), float32 as MLAS writes them.
+# The cap on |x| is ORT 1.32's, measured: 3.925 (a later source has 3.725).
+ERF_UPPER_ABS_RANGE = 3.925
+ERF_SPLIT_BOUNDARY = 0.921875
+ERF_SMALL = (-5.99104969e-4, 4.99339588e-3, -2.67667342e-2, 1.12818025e-1, -3.76124859e-1,
+             1.28379151e-1)
+ERF_BIG = (1.72948930e-5, -3.83208680e-4, 3.88393435e-3, -2.42545605e-2, 1.06777847e-1,
+           6.34846687e-1, 1.28717512e-1)
+EXP_LOWER_RANGE = -88.3762626647949
+EXP_LOG2_RECIPROCAL = 1.44269504088896341
+EXP_LOG2_HI = -6.93145752e-1
+EXP_LOG2_LO = -1.42860677e-6
+EXP_P = (1.38319808e-3, 8.37550033e-3, 4.16689515e-2, 1.66664466e-1, 4.99999851e-1, 1.0, 1.0)
+EXP_ROUNDING = 1.25829120e7
+
+
+def mlas_erf(x: Any) -> np.float32:
+    """One value of ORT's Erf on x86 (MlasErfKernelFma3, every lane alike): on |x| capped
+    at 3.925, an odd polynomial below 0.921875, else 1 - exp(-(a + a * p(a))) with MLAS's
+    exp (a rounding constant, two-part log 2, a degree-6 polynomial, then 2^i); the sign
+    put back. IEEE basic operations and the exact fma32 only."""
+    v = F32(x)
+    if np.isnan(v):
+        return v
+    negative = bool(np.signbit(v))
+    a = min(F32(abs(v)), F32(ERF_UPPER_ABS_RANGE))
+    big = F32(ERF_SPLIT_BOUNDARY) <= a
+    if not big:
+        s = F32(a * a)
+        p = fma32(F32(ERF_SMALL[0]), s, F32(ERF_SMALL[1]))
+        for c in ERF_SMALL[2:]:
+            p = fma32(p, s, F32(c))
+        result = fma32(p, a, a)
+    else:
+        r = fma32(F32(ERF_BIG[0]), a, F32(ERF_BIG[1]))
+        for c in ERF_BIG[2:]:
+            r = fma32(r, a, F32(c))
+        r = F32(-fma32(r, a, a))
+        r = max(r, F32(EXP_LOWER_RANGE))
+        t = F32(fma32(F32(EXP_LOG2_RECIPROCAL), r, F32(EXP_ROUNDING)) - F32(EXP_ROUNDING))
+        f = fma32(t, F32(EXP_LOG2_HI), r)
+        f = fma32(t, F32(EXP_LOG2_LO), f)
+        y = fma32(F32(EXP_P[0]), f, F32(EXP_P[1]))
+        for c in EXP_P[2:]:
+            y = fma32(y, f, F32(c))
+        power = F32(np.ldexp(F32(1.0), int(t)))  # (trunc(t) + 127) << 23
+        result = F32(F32(1.0) - F32(y * power))
+    return F32(-result) if negative else result
+
+
 def sigmoid_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,
                   dtype: str) -> NDArray[Any]:
     values = np.array([mlas_logistic(v) for v in table_inputs(x_scale, x_zp, dtype)], F32)

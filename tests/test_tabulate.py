@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from conftest import SANITIZE
 from modelgen import graph_model
@@ -65,6 +66,30 @@ def relu6_over_6(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
             helper.make_node("Div", [f"{p}m", f"{p}six"], [out], name=f"{p}div")], consts
 
 
+def gelu_erf_half(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
+        list[onnx.NodeProto], dict[str, NDArray[Any]]]:
+    """Erf(x / sqrt(2)) + 1, the part of GELU that ORT's quantizer leaves between one
+    DequantizeLinear and one QuantizeLinear."""
+    consts = {f"{p}root2": np.array(1.4142135, F32), f"{p}one": np.array(1.0, F32)}
+    return [helper.make_node("Div", [x, f"{p}root2"], [f"{p}d"], name=f"{p}div"),
+            helper.make_node("Erf", [f"{p}d"], [f"{p}e"], name=f"{p}erf"),
+            helper.make_node("Add", [f"{p}e", f"{p}one"], [out], name=f"{p}add")], consts
+
+
+def gelu_tanh_inner(x: str, p: str, out: str, rng: np.random.Generator) -> tuple[
+        list[onnx.NodeProto], dict[str, NDArray[Any]]]:
+    """1 + Tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)): GELU's tanh form as torch exports
+    gelu(approximate="tanh")."""
+    consts = {f"{p}three": np.array(3.0, F32), f"{p}c": np.array(0.044715, F32),
+              f"{p}k": np.array(0.7978846, F32), f"{p}one": np.array(1.0, F32)}
+    return [helper.make_node("Pow", [x, f"{p}three"], [f"{p}cube"], name=f"{p}pow"),
+            helper.make_node("Mul", [f"{p}cube", f"{p}c"], [f"{p}m"], name=f"{p}mul"),
+            helper.make_node("Add", [x, f"{p}m"], [f"{p}s"], name=f"{p}add"),
+            helper.make_node("Mul", [f"{p}s", f"{p}k"], [f"{p}t"], name=f"{p}scale"),
+            helper.make_node("Tanh", [f"{p}t"], [f"{p}h"], name=f"{p}tanh"),
+            helper.make_node("Add", [f"{p}h", f"{p}one"], [out], name=f"{p}plus")], consts
+
+
 CHAINS: dict[str, Chain] = {
     "HardSigmoid": unary("HardSigmoid"),
     "HardSigmoid_attrs": unary("HardSigmoid", alpha=0.1667, beta=0.4),
@@ -82,6 +107,11 @@ CHAINS: dict[str, Chain] = {
     "Abs": unary("Abs"),
     "Sqrt": unary("Sqrt"),
     "Tanh": unary("Tanh"),
+    "Erf": unary("Erf"),
+    "Pow2": with_constant("Pow", 2.0, 2.0),
+    "Pow3": with_constant("Pow", 3.0, 3.0),
+    "gelu_tanh_inner": gelu_tanh_inner,
+    "gelu_erf_half": gelu_erf_half,
 }
 
 
@@ -142,3 +172,22 @@ def test_convert_writes_tables_that_ort_runs() -> None:
     model, feeds = chains_model("HardSwish", 3)
     report = codegen.verify(model, inputs=feeds, integer_only=True)
     assert report.ok, report.outputs
+
+
+def test_mlas_erf_matches_ort_on_many_floats() -> None:
+    """The Erf port (codegen/numerics.py) against ORT's Erf, bit for bit, on values
+    around both branches, the cap and zero."""
+    from codegen.numerics import mlas_erf
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(0, 1.5, 1500), rng.uniform(-5, 5, 1500),
+                        np.linspace(-4.2, 4.2, 841),
+                        [0.921875, -0.921875, 0.9218749, 3.925, -3.925, 3.9250002, 1e-8,
+                         -1e-30, 0.0, -0.0]]).astype(F32)
+    model = graph_model([helper.make_node("Erf", ["x"], ["y"])], {"x": ("float32", [x.size])},
+                        {"y": "float32"}, {})
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    expected = ort.InferenceSession(model.SerializeToString(), options, providers=[
+        "CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ours = np.array([mlas_erf(v) for v in x], F32)
+    assert np.array_equal(ours.view(np.uint32), expected.view(np.uint32))

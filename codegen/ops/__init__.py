@@ -68,7 +68,8 @@ FusionBuild = Callable[[Graph, Node, "list[Quantized | None]", "Quantized", bool
 FloatOutputBuild = Callable[[Graph, Node, "list[Quantized | None]", None, bool],
                             "list[str] | None"]
 ExportFn = Callable[[Node, "Writer"], None]
-ElementwiseFn = Callable[[Node, "list[NDArray[np.float32]]"], "NDArray[np.float32]"]
+# None: this node's configuration is not one onnx2mcu reproduces (Pow by 2.5).
+ElementwiseFn = Callable[[Node, "list[NDArray[np.float32]]"], "NDArray[np.float32] | None"]
 
 
 GENERIC_UNFUSED = ("ONNX Runtime's fusion conditions for it do not hold (quantization axes "

@@ -1,5 +1,5 @@
 """Float elementwise activations that QDQ models leave between DequantizeLinear and
-QuantizeLinear: HardSigmoid, HardSwish, Neg, Abs, Sqrt. ORT computes them in float
+QuantizeLinear: HardSigmoid, HardSwish, Erf (GELU's), Neg, Abs, Sqrt. ORT computes them in float
 (it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
 of their chain (passes/tabulate.py), each with ORT's float32 arithmetic: IEEE
 operations in the order of ORT's CPU kernel, checked exhaustively against ORT
@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..ir import Graph, Node
+from ..numerics import mlas_erf
 from . import Inferred, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
 from ._float import FLOAT_TYPES, f32, infer_float_unary, lower_only_tabulated
@@ -33,6 +34,12 @@ def hard_swish(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.fl
     """x * HardSigmoid(x) with alpha 1/6 and beta 0.5."""
     x = operands[0]
     return f32(x * _clamp01(f32(f32(x * F32(1.0 / 6.0)) + F32(0.5))))
+
+
+def error_function(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    """MLAS's erf (MlasErfKernelFma3), value by value."""
+    x = operands[0]
+    return f32([mlas_erf(v) for v in x.reshape(-1)]).reshape(x.shape)
 
 
 def negate(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
@@ -59,6 +66,7 @@ def infer_activation(node: Node, graph: Graph) -> Inferred:
 for _op, _versions, _fn in (
         ("HardSigmoid", (6, 22), hard_sigmoid),
         ("HardSwish", (14, 22), hard_swish),
+        ("Erf", (9, 13), error_function),
         ("Neg", (6, 13), negate),
         ("Abs", (6, 13), absolute),
         ("Sqrt", (6, 13), square_root)):

@@ -19,7 +19,7 @@ from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import fma32
 from ..program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
 from ..requant import float32_mult_exp
-from . import Fusion, Inferred, LoweringOptions, OpDef, register
+from . import ElementwiseFn, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
     check_finite_scales,
@@ -242,12 +242,24 @@ def _div(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]
         return f32(operands[0] / operands[1])
 
 
+def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
+    """ORT's Pow by a scalar exponent: x * x for 2, (x * x) * x for 3; any other
+    exponent goes to the C library's powf, which onnx2mcu does not reproduce."""
+    x, exponent = operands
+    if exponent.size != 1 or float(exponent.reshape(-1)[0]) not in (2.0, 3.0):
+        return None
+    square = f32(x * x)
+    return square if float(exponent.reshape(-1)[0]) == 2.0 else f32(square * x)
+
+
 # One IEEE operation each, as ORT's Eigen kernels compute them.
 for _op, _fn in (("Add", _add), ("Mul", _mul)):
     register(OpDef(_op, "", infer_float_binary, lower_float_binary, versions=(7, 13, 14),
                    data_dtypes=FLOAT_TYPES, float_island=True,
                    fusion=Fusion(f"QLinear{_op}", "com.microsoft", build_binary,
                                  dequantized_inputs=2), elementwise=_fn))
-for _op, _fn in (("Sub", _sub), ("Div", _div)):
-    register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=(7, 13, 14),
-                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
+TABULATED_ONLY: tuple[tuple[str, ElementwiseFn, tuple[int, ...]], ...] = (
+    ("Sub", _sub, (7, 13, 14)), ("Div", _div, (7, 13, 14)), ("Pow", _pow, (7, 12, 13, 15)))
+for _op, _table_fn, _versions in TABULATED_ONLY:
+    register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=_versions,
+                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))

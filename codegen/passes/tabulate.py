@@ -104,8 +104,9 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
     return Chain(source, ordered)
 
 
-def chain_values(graph: Graph, chain: Chain) -> NDArray[np.float32]:
-    """The chain's float32 result for each of the 256 bytes of x, in byte order."""
+def chain_values(graph: Graph, chain: Chain) -> NDArray[np.float32] | None:
+    """The chain's float32 result for each of the 256 bytes of x, in byte order (None
+    when an operator's configuration is not reproduced)."""
     scale, zero_point = chain.x.values(graph)
     dtype = graph.tensors[chain.x.q].dtype
     zp = int(zero_point.reshape(-1)[0]) if zero_point is not None else 0
@@ -117,7 +118,10 @@ def chain_values(graph: Graph, chain: Chain) -> NDArray[np.float32]:
         operands = [values[name] if name in values else
                     np.asarray(graph.constants[name], F32).reshape(())
                     for name in node.inputs if name]
-        values[node.outputs[0]] = np.asarray(fn(node, operands), F32)
+        result = fn(node, operands)
+        if result is None:
+            return None
+        values[node.outputs[0]] = np.asarray(result, F32)
     return values[chain.nodes[-1].outputs[0]]
 
 
@@ -126,7 +130,10 @@ def chain_table(graph: Graph, chain: Chain, q: Quantized) -> NDArray[Any] | None
     dtype = graph.tensors[q.q].dtype
     if params is None or dtype != graph.tensors[chain.x.q].dtype:
         return None
-    return quantize_like_mlas(chain_values(graph, chain), params[0], params[1], dtype)
+    values = chain_values(graph, chain)
+    if values is None:
+        return None
+    return quantize_like_mlas(values, params[0], params[1], dtype)
 
 
 def _tabulate(graph: Graph, index: Index, node: Node) -> Graph | None:
