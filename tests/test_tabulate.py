@@ -109,6 +109,8 @@ CHAINS: dict[str, Chain] = {
     "Tanh": unary("Tanh"),
     "Erf": unary("Erf"),
     "Pow2": with_constant("Pow", 2.0, 2.0),
+    "Max": with_constant("Max", -0.5, 0.5),
+    "Min": with_constant("Min", -0.5, 0.5, first=True),
     "Pow3": with_constant("Pow", 3.0, 3.0),
     "gelu_tanh_inner": gelu_tanh_inner,
     "gelu_erf_half": gelu_erf_half,

@@ -252,6 +252,22 @@ def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]
     return square if float(exponent.reshape(-1)[0]) == 2.0 else f32(square * x)
 
 
+def _max(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(np.maximum(operands[0], operands[1]))
+
+
+def _min(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    return f32(np.minimum(operands[0], operands[1]))
+
+
+def infer_float_pair(node: Node, graph: Graph) -> Inferred:
+    """Max and Min of two operands (the variadic forms with other counts are refused)."""
+    if len([name for name in node.inputs if name]) != 2:
+        raise UnsupportedError(f"{node.describe()}: {node.op_type} of "
+                               f"{len(node.inputs)} inputs; two are supported")
+    return infer_float_binary(node, graph)
+
+
 # One IEEE operation each, as ORT's Eigen kernels compute them.
 for _op, _fn in (("Add", _add), ("Mul", _mul)):
     register(OpDef(_op, "", infer_float_binary, lower_float_binary, versions=(7, 13, 14),
@@ -262,4 +278,7 @@ TABULATED_ONLY: tuple[tuple[str, ElementwiseFn, tuple[int, ...]], ...] = (
     ("Sub", _sub, (7, 13, 14)), ("Div", _div, (7, 13, 14)), ("Pow", _pow, (7, 12, 13, 15)))
 for _op, _table_fn, _versions in TABULATED_ONLY:
     register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=_versions,
+                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))
+for _op, _table_fn in (("Max", _max), ("Min", _min)):
+    register(OpDef(_op, "", infer_float_pair, lower_only_tabulated, versions=(8, 12, 13),
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))
