@@ -110,6 +110,7 @@ CHAINS: dict[str, Chain] = {
     "Erf": unary("Erf"),
     "Pow2": with_constant("Pow", 2.0, 2.0),
     "Max": with_constant("Max", -0.5, 0.5),
+    "PRelu": with_constant("PRelu", 0.05, 0.4),
     "Min": with_constant("Min", -0.5, 0.5, first=True),
     "Pow3": with_constant("Pow", 3.0, 3.0),
     "gelu_tanh_inner": gelu_tanh_inner,

@@ -252,6 +252,12 @@ def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]
     return square if float(exponent.reshape(-1)[0]) == 2.0 else f32(square * x)
 
 
+def _prelu(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    """ORT's PRelu: x where x > 0, else x * slope (one slope: torch's PReLU())."""
+    x, slope = operands
+    return f32(np.where(x > 0, x, f32(x * slope)))
+
+
 def _max(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
     return f32(np.maximum(operands[0], operands[1]))
 
@@ -275,7 +281,8 @@ for _op, _fn in (("Add", _add), ("Mul", _mul)):
                    fusion=Fusion(f"QLinear{_op}", "com.microsoft", build_binary,
                                  dequantized_inputs=2), elementwise=_fn))
 TABULATED_ONLY: tuple[tuple[str, ElementwiseFn, tuple[int, ...]], ...] = (
-    ("Sub", _sub, (7, 13, 14)), ("Div", _div, (7, 13, 14)), ("Pow", _pow, (7, 12, 13, 15)))
+    ("Sub", _sub, (7, 13, 14)), ("Div", _div, (7, 13, 14)), ("Pow", _pow, (7, 12, 13, 15)),
+    ("PRelu", _prelu, (7, 9, 16)))
 for _op, _table_fn, _versions in TABULATED_ONLY:
     register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=_versions,
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))
