@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from .errors import OptionError
-from .ir import Graph
+from .ir import Graph, Node
 
 PROFILE_ENV = "ONNX2MCU_CPU_PROFILE"
 # Set to 1/0 to override the u8 x s8 saturation probe (tests use it for both paths).
@@ -189,18 +189,24 @@ class KernelFamily:
 FAMILIES = (
     KernelFamily(
         "float-avx512f",
-        frozenset(("", op) for op in ("Conv", "Gemm", "MatMul", "AveragePool",
-                                      "GlobalAveragePool", "Softmax")),
+        frozenset(("", op) for op in ("Conv", "ConvTranspose", "Gemm", "MatMul",
+                                      "AveragePool", "GlobalAveragePool", "Softmax")),
         "float island(s)", "ORT's AVX-512F kernels",
         "without AVX-512F, ORT's SGEMM, convolution, pooling and softmax kernels are FMA3, "
         "AVX, SSE or NEON ones, which add in another order (NCHWc blocks of 8, not 16)",
         "avx512f"),
     KernelFamily(
         "fma3-activations",
-        frozenset({("", "Sigmoid"), ("", "Tanh"), ("com.microsoft", "QLinearSigmoid")}),
-        "sigmoid/tanh node(s)", "ORT's FMA3 kernels",
-        "without AVX2 and FMA, ORT's logistic and tanh are generic kernels (unfused "
+        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"),
+                   ("com.microsoft", "QLinearSigmoid")}),
+        "sigmoid/tanh/erf node(s)", "ORT's FMA3 kernels",
+        "without AVX2 and FMA, ORT's logistic, tanh and erf are generic kernels (unfused "
         "multiply-adds on SSE, NEON on ARM)", "fma"),
+    KernelFamily(
+        "eigen-sse-sums", frozenset({("", "ReduceMean"), ("", "ReduceSum")}),
+        "float reduction(s)", "Eigen's SSE summation of ORT's x86-64 build",
+        "off x86-64, ORT's Eigen sums use that CPU's vectors, in an order not measured",
+        "x86"),
     KernelFamily(
         "qlinear-add", frozenset({("com.microsoft", "QLinearAdd")}),
         "QLinearAdd node(s)", "ORT's AVX2 FMA kernel",
@@ -234,15 +240,25 @@ class FamilyUse:
                 f"{self.family.follows}: {here}")
 
 
+def computed_ops(node: Node) -> list[tuple[str, str]]:
+    """The (domain, op_type) whose ORT kernels decide the node's values: its own, and
+    for a table (passes/tabulate.py) the float operators it was computed from."""
+    ops = [("" if node.domain == "ai.onnx" else node.domain, node.op_type)]
+    tabulated = node.attrs.get("tabulates", ())
+    if isinstance(tabulated, (list, tuple)):
+        ops += [("", str(op)) for op in tabulated]
+    return ops
+
+
 def family_uses(graph: Graph) -> list[FamilyUse]:
     """The kernel families the graph's nodes use, in FAMILIES order."""
     uses = []
     for family in FAMILIES:
-        nodes = [n for n in graph.nodes
-                 if ("" if n.domain == "ai.onnx" else n.domain, n.op_type) in family.ops]
+        nodes = [n for n in graph.nodes if any(op in family.ops for op in computed_ops(n))]
         if nodes:
-            uses.append(FamilyUse(family, tuple(n.name for n in nodes),
-                                  tuple(sorted({n.op_type for n in nodes}))))
+            ops = {op for n in nodes for _, op in
+                   (o for o in computed_ops(n) if o in family.ops)}
+            uses.append(FamilyUse(family, tuple(n.name for n in nodes), tuple(sorted(ops))))
     return uses
 
 

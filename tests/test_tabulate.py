@@ -177,6 +177,7 @@ def test_convert_writes_tables_that_ort_runs() -> None:
     assert report.ok, report.outputs
 
 
+@pytest.mark.ort_kernels("fma3-activations")
 def test_mlas_erf_matches_ort_on_many_floats() -> None:
     """The Erf port (codegen/numerics.py) against ORT's Erf, bit for bit, on values
     around both branches, the cap and zero."""

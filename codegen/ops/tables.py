@@ -173,7 +173,7 @@ class TableSpec:
 
 
 def infer_table(node: Node, graph: Graph) -> Inferred:
-    reject_unknown_attrs(node, set())
+    reject_unknown_attrs(node, {"tabulates"})
     x = input_tensor(node, graph, 0, "x")
     check_dtype(node, "input x", x, INT8_TYPES)
     table = constant_input(node, graph, 1, "table")

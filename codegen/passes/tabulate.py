@@ -149,8 +149,9 @@ def _tabulate(graph: Graph, index: Index, node: Node) -> Graph | None:
     if table is None:
         return None
     name = new_constant(graph, f"{chain.nodes[-1].name}_table", table)
+    # The table remembers what it computes, for the CPU profiles (codegen/cpu.py).
     fused = Node(chain.nodes[-1].name, "Table", DOMAIN, (chain.x.q, name, *qparams(y, graph)),
-                 (y.q,), {}, 1)
+                 (y.q,), {"tabulates": tuple(n.op_type for n in chain.nodes)}, 1)
     graph.opsets.setdefault(DOMAIN, 1)
     if not validated(fused, graph):
         return None
