@@ -16,11 +16,10 @@ from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import Graph, Node, Tensor
-from ..numerics import dequantize_like_ort
 from ..program import CArray, CRef, CStruct, KernelCall, Lowered
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, attr_ints, attr_str, reject_unknown_attrs
-from ._float import FLOAT_TYPES, float_input, producer, refuse
+from ._float import FLOAT_TYPES, dequantized_weights, float_input
 from ._geometry import Window, dims_struct, window_struct
 
 F32 = np.float32
@@ -35,7 +34,8 @@ class ConvTransposeSpec:
 
 
 def constant_float(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
-    """A float initializer, or the values a DequantizeLinear of constants computes."""
+    """A float initializer (ORT's ConvTranspose takes it as it is, unlike Conv), or the
+    values a DequantizeLinear of constants computes."""
     name = node.inputs[index]
     if name in graph.constants:
         value = graph.constants[name]
@@ -43,15 +43,7 @@ def constant_float(node: Node, graph: Graph, index: int, what: str) -> NDArray[A
             raise ModelError(f"{node.describe()}: {what} '{name}' is {value.dtype}; expected "
                              "float32")
         return value
-    dq = producer(graph, name)
-    if dq is None or dq.op_type != "DequantizeLinear" or dq.domain or not all(
-            i in graph.constants for i in dq.inputs if i):
-        raise refuse(node, f"{what} '{name}' is computed at run time; only constant weights "
-                     "are supported")
-    quant = graph.tensors[name].quant
-    assert quant is not None
-    return dequantize_like_ort(graph.constants[dq.inputs[0]], np.array(quant.scale, F32),
-                               np.array(quant.zero_point), quant.axis)
+    return dequantized_weights(node, graph, index, what)
 
 
 def infer_conv_transpose(node: Node, graph: Graph) -> Inferred:

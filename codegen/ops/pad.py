@@ -32,7 +32,7 @@ from ._common import (
     normalize_axis,
     reject_unknown_attrs,
 )
-from .views import carried_quant
+from .views import carried_quant, dense_strides
 
 SOURCES = ("pad.c",)
 MAX_RANK = 6
@@ -124,7 +124,7 @@ def lower_pad(node: Node, graph: Graph, spec: object,
     assert isinstance(spec, PadSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     rank = len(x.shape)
-    strides = [int(np.prod(x.shape[d + 1:], dtype=np.int64)) for d in range(rank)]
+    strides = dense_strides(x.shape)
     starts = np.cumsum([0] + [t.size for t in spec.tables[:-1]]).astype(int).tolist()
     pad = (0,) * (MAX_RANK - rank)
     params = CStruct("q8_pad_params", (

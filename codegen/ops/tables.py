@@ -108,11 +108,16 @@ def infer_lookup(node: Node, graph: Graph) -> Inferred:
 def lower_lookup(node: Node, graph: Graph, spec: object,
                  options: LoweringOptions) -> Sequence[KernelCall | Alias]:
     assert isinstance(spec, LookupSpec)
+    return [lut_call(node, graph, lookup_table(spec))]
+
+
+def lut_call(node: Node, graph: Graph, table: NDArray[Any]) -> KernelCall:
+    """y = table[x] for every element, with an absorbed Relu/Clip applied to the table."""
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    table = clamp_output_table(lookup_table(spec), node, graph).view(np.uint8)
+    clamped = clamp_output_table(table, node, graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
-    return [KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
-                       params, (CArray("table", "uint8_t", table),), SOURCES, in_place=0)]
+    return KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
+                      params, (CArray("table", "uint8_t", clamped),), SOURCES, in_place=0)
 
 
 for _op in TABLES:
@@ -196,11 +201,7 @@ def infer_table(node: Node, graph: Graph) -> Inferred:
 def lower_table(node: Node, graph: Graph, spec: object,
                 options: LoweringOptions) -> Sequence[KernelCall | Alias]:
     assert isinstance(spec, TableSpec)
-    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    table = clamp_output_table(spec.table, node, graph).view(np.uint8)
-    params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
-    return [KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
-                       params, (CArray("table", "uint8_t", table),), SOURCES, in_place=0)]
+    return [lut_call(node, graph, spec.table)]
 
 
 def export_table(node: Node, w: Writer) -> None:
