@@ -1,4 +1,4 @@
-/* resize.c - nearest-neighbour Resize (resize.h). */
+/* resize.c - nearest-neighbour and bilinear Resize (resize.h). */
 #include <string.h>
 
 #include "resize.h"
@@ -30,3 +30,35 @@ void q8_resize_nearest(const q8_resize_params *params, const void *Q8_RESTRICT i
         }
     }
 }
+
+/* ORT's UpsampleBilinear sums left to right, each weight a product of two distances;
+ * one definition for the three types keeps their arithmetic identical. The integer
+ * types convert with C's truncation, as ORT's static_cast does. */
+#define Q8_RESIZE_BILINEAR(NAME, TYPE)                                                    \
+    void NAME(const q8_resize_bilinear_params *params, const TYPE *Q8_RESTRICT input,    \
+              TYPE *Q8_RESTRICT output)                                                  \
+    {                                                                                    \
+        int32_t p, y, x;                                                                 \
+        for (p = 0; p < params->planes; p++) {                                           \
+            const TYPE *plane = input + (size_t)p * (size_t)params->in_size;             \
+            for (y = 0; y < params->out_h; y++) {                                        \
+                const TYPE *upper = plane + params->row1[y];                             \
+                const TYPE *lower = plane + params->row2[y];                             \
+                const float dy1 = params->dy1[y], dy2 = params->dy2[y];                  \
+                for (x = 0; x < params->out_w; x++) {                                    \
+                    const int32_t x1 = params->col1[x], x2 = params->col2[x];            \
+                    const float dx1 = params->dx1[x], dx2 = params->dx2[x];              \
+                    float sum = (dx2 * dy2) * (float)upper[x1];                          \
+                    sum = sum + (dx1 * dy2) * (float)upper[x2];                          \
+                    sum = sum + (dx2 * dy1) * (float)lower[x1];                          \
+                    sum = sum + (dx1 * dy1) * (float)lower[x2];                          \
+                    output[x] = (TYPE)sum;                                               \
+                }                                                                        \
+                output += params->out_w;                                                 \
+            }                                                                            \
+        }                                                                                \
+    }
+
+Q8_RESIZE_BILINEAR(q8_resize_bilinear_f32, float)
+Q8_RESIZE_BILINEAR(q8_resize_bilinear_u8, uint8_t)
+Q8_RESIZE_BILINEAR(q8_resize_bilinear_s8, int8_t)

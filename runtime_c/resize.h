@@ -1,6 +1,7 @@
-/* resize.h - nearest-neighbour Resize of the last two axes: output pixel (y, x) of each
- * plane copies input pixel (rows[y], cols[x]); the generator computes the two index
- * tables with ONNX Runtime's float32 coordinate arithmetic. */
+/* resize.h - Resize of the last two axes. Nearest: output pixel (y, x) of each plane
+ * copies input pixel (rows[y], cols[x]). Bilinear: ONNX Runtime's weighted sum of the
+ * four neighbours in float32 (truncated to the integer type for u8/s8). The generator
+ * computes the index and distance tables with ORT's float32 coordinate arithmetic. */
 #ifndef Q8_RESIZE_H
 #define Q8_RESIZE_H
 
@@ -18,6 +19,28 @@ typedef struct {
     const int32_t *rows;   /* out_h entries in [0, in_h) */
     const int32_t *cols;   /* out_w entries in [0, in_w) */
 } q8_resize_params;
+
+typedef struct {
+    int32_t planes;
+    int32_t in_size;          /* in_h * in_w */
+    int32_t out_h;
+    int32_t out_w;
+    const int32_t *row1;      /* out_h offsets of the upper neighbour row (y1 * in_w) */
+    const int32_t *row2;      /* ... and of the lower one */
+    const float *dy1;         /* out_h distances to the upper neighbour */
+    const float *dy2;
+    const int32_t *col1;      /* out_w left and right neighbour columns */
+    const int32_t *col2;
+    const float *dx1;
+    const float *dx2;
+} q8_resize_bilinear_params;
+
+void q8_resize_bilinear_f32(const q8_resize_bilinear_params *params,
+                            const float *Q8_RESTRICT input, float *Q8_RESTRICT output);
+void q8_resize_bilinear_u8(const q8_resize_bilinear_params *params,
+                           const uint8_t *Q8_RESTRICT input, uint8_t *Q8_RESTRICT output);
+void q8_resize_bilinear_s8(const q8_resize_bilinear_params *params,
+                           const int8_t *Q8_RESTRICT input, int8_t *Q8_RESTRICT output);
 
 void q8_resize_nearest(const q8_resize_params *params, const void *Q8_RESTRICT input,
                        void *Q8_RESTRICT output);

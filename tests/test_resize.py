@@ -1,6 +1,8 @@
-"""Resize with mode "nearest" (codegen/ops/resize.py, runtime_c/resize.c) against ONNX
-Runtime: the index tables for every coordinate mode and rounding on many sizes and
-scales, then whole models on uint8, int8 and float32 tensors and in QDQ form."""
+"""Resize (codegen/ops/resize.py, runtime_c/resize.c) against ONNX Runtime. Nearest: the
+index tables for every coordinate mode and rounding on many sizes and scales, then whole
+models on uint8, int8 and float32 tensors and in QDQ form. Linear (bilinear): float32,
+uint8 and int8 models over the coordinate modes and up/down scales, sizes, and the QDQ
+form, which ORT keeps in float."""
 
 from __future__ import annotations
 
@@ -110,9 +112,70 @@ def test_sizes_with_exact_ratios_and_refusals() -> None:
         generate_sources(graph_model([resize_node("asymmetric", "round_prefer_ceil", "sizes")],
                                      {"x": ("uint8", [1, 2, 7, 7])}, {"y": "uint8"}, inits,
                                      opset=13), Options())
-    linear = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear")
-    with pytest.raises(UnsupportedError, match="mode 'linear'"):
-        generate_sources(graph_model([linear], {"x": ("float32", [1, 1, 2, 2])},
+    cubic = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="cubic")
+    with pytest.raises(UnsupportedError, match="mode 'cubic'"):
+        generate_sources(graph_model([cubic], {"x": ("float32", [1, 1, 2, 2])},
                                      {"y": "float32"}, {"roi": np.array([], F32),
                                                         "scales": np.array([1, 1, 2, 2], F32)}),
                          Options())
+    linear = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear")
+    with pytest.raises(UnsupportedError, match="trilinear"):
+        generate_sources(graph_model([linear], {"x": ("float32", [1, 2, 5])},
+                                     {"y": "float32"}, {"roi": np.array([], F32),
+                                                        "scales": np.array([1, 1, 2], F32)}),
+                         Options())
+
+
+LINEAR_TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                     "tf_half_pixel_for_nn")
+
+
+def linear_model(dtype: str, transform: str, shape: list[int], scales: list[float],
+                 opset: int = 13) -> onnx.ModelProto:
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear",
+                            coordinate_transformation_mode=transform)
+    inits = {"roi": np.array([], F32), "scales": np.array(scales, F32)}
+    return graph_model([node], {"x": (dtype, shape)}, {"y": dtype}, inits, opset=opset)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+@pytest.mark.parametrize("transform", LINEAR_TRANSFORMS)
+def test_linear_models_match_ort(dtype: str, transform: str) -> None:
+    rng = np.random.default_rng(sum(map(ord, dtype + transform)))
+    for _ in range(3):
+        h, w = (int(d) for d in rng.integers(1, 9, 2))
+        sh, sw = (float(rng.choice(SCALES)) for _ in range(2))
+        if int(F32(F32(h) * F32(sh))) < 1 or int(F32(F32(w) * F32(sw))) < 1:
+            continue
+        model = linear_model(dtype, transform, [int(rng.integers(1, 3)), 3, h, w],
+                             [1, 1, sh, sw])
+        report = codegen.verify(model, samples=2, cflags=SANITIZE)
+        assert report.ok, (h, w, sh, sw, report.outputs)
+
+
+def test_linear_with_sizes_as_torch_writes_it() -> None:
+    # F.interpolate(scale_factor=2, mode="bilinear") from the TorchScript exporter.
+    node = helper.make_node("Resize", ["x", "roi", "scales", "sizes"], ["y"], mode="linear",
+                            coordinate_transformation_mode="pytorch_half_pixel")
+    inits = {"roi": np.array([], F32), "scales": np.array([], F32),
+             "sizes": np.array([1, 4, 10, 12], np.int64)}
+    model = graph_model([node], {"x": ("float32", [1, 4, 5, 6])}, {"y": "float32"}, inits,
+                        opset=18)
+    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_qdq_linear_resize_is_a_float_island() -> None:
+    inits = {"roi": np.array([], F32), "scales": np.array([1, 1, 2, 2], F32),
+             "s": np.array(0.02, F32), "z": np.array(7, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"]),
+             helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear",
+                              coordinate_transformation_mode="half_pixel"),
+             helper.make_node("QuantizeLinear", ["y", "s", "z"], ["out"])]
+    model = graph_model(nodes, {"q": ("uint8", [1, 3, 4, 5])}, {"out": "uint8"}, inits)
+    gen = generate_sources(model, Options())
+    assert [n.op_type for n in gen.graph.nodes] == ["DequantizeLinear", "Resize",
+                                                   "QuantizeLinear"]
+    for requant in ("float", "int"):
+        report = codegen.verify(model, samples=3, requant=requant, cflags=SANITIZE)
+        assert report.ok, report.outputs

@@ -133,8 +133,9 @@ class OpDef:
     # How `convert` writes the node as ONNX; None: as it is.
     export: ExportFn | None = None
     # Moves values without arithmetic: DQ -> op -> Q with one quantization on both
-    # sides is the op on the integers (ORT's DropQDQ actions).
-    moves_values: bool = False
+    # sides is the op on the integers (ORT's DropQDQ actions). A predicate where the
+    # node's attributes decide.
+    moves_values: bool | Callable[[Node], bool] = False
     # ORT's QDQPropagation moves DequantizeLinear forward and QuantizeLinear backward
     # through it; `integer_only_propagates`: --integer-only does too.
     ort_propagates: bool = False
@@ -144,6 +145,10 @@ class OpDef:
     # of such operators between one DequantizeLinear and one QuantizeLinear becomes a
     # 256-entry table (passes/tabulate.py).
     elementwise: ElementwiseFn | None = None
+
+    def moves(self, node: Node) -> bool:
+        """Whether this node moves values (a mode may decide: Resize)."""
+        return self.moves_values(node) if callable(self.moves_values) else self.moves_values
 
 
 _REGISTRY: dict[tuple[str, str], OpDef] = {}

@@ -1,11 +1,20 @@
-"""Resize with mode "nearest" of the last one or two axes, on any dtype (torch's
-Upsample(mode="nearest") and F.interpolate, TF's UpSampling2D and resize_nearest_neighbor
-as tf2onnx writes them). Every output element is an input element, so the result is
-exact for every type; which one is ORT's float32 coordinate arithmetic (each
+"""Resize of the last one or two axes (torch's Upsample and F.interpolate, TF's
+UpSampling2D and resize_* as tf2onnx writes them).
+
+Mode "nearest", on any dtype: every output element is an input element, so the result
+is exact for every type; which one is ORT's float32 coordinate arithmetic (each
 coordinate_transformation_mode, then the nearest_mode rounding), computed here for each
 output row and column (checked against ORT over the modes and many sizes in
-tests/test_resize.py). ORT drops the DequantizeLinear/QuantizeLinear around a Resize when
-both sides share one quantization."""
+tests/test_resize.py). ORT drops the DequantizeLinear/QuantizeLinear around a nearest
+Resize when both sides share one quantization.
+
+Mode "linear" on 4-D inputs (bilinear): ORT's UpsampleBilinear, measured bit-exact on
+ORT 1.32: per axis, the coordinate clamped to [0, len - 1], the two neighbours and their
+distances (0.5 and 0.5 where both neighbours are one pixel), then
+`((dx2*dy2)*X11 + (dx1*dy2)*X21) + (dx2*dy1)*X12 + (dx1*dy1)*X22` in float32; on
+uint8/int8 tensors (QOperator models) the same sum truncated to the integer type. ORT
+keeps DQ -> linear Resize -> Q in float: a float island. A 3-D linear Resize is ORT's
+trilinear kernel over (N, C, L), which is not reproduced."""
 
 from __future__ import annotations
 
@@ -38,6 +47,23 @@ class ResizeSpec:
     planes: int
     rows: NDArray[Any]  # input row of each output row
     cols: NDArray[Any]  # input column of each output column
+
+
+@dataclass(frozen=True)
+class LinearAxis:
+    """Along one axis, each output index's two input neighbours and their distances,
+    as ORT's SetupUpsampleBilinear computes them."""
+    first: NDArray[Any]
+    second: NDArray[Any]
+    to_first: NDArray[Any]
+    to_second: NDArray[Any]
+
+
+@dataclass(frozen=True)
+class BilinearSpec:
+    planes: int
+    rows: LinearAxis
+    cols: LinearAxis
 
 
 def original_coordinate(mode: str, out_index: int, scale: np.float32, in_len: int,
@@ -87,6 +113,25 @@ def axis_indices(mode: str, rounding: str, scale: np.float32, in_len: int,
         mode, i, scale, in_len, out_len), in_len) for i in range(out_len)], np.int32)
 
 
+def linear_axis(mode: str, scale: np.float32, in_len: int, out_len: int) -> LinearAxis:
+    first, second, d1, d2 = [], [], [], []
+    for i in range(out_len):
+        x = F32(i) if scale == F32(1) else original_coordinate(mode, i, scale, in_len, out_len)
+        x = max(F32(0), min(x, F32(in_len - 1)))
+        a = min(int(x), in_len - 1)
+        b = min(a + 1, in_len - 1)
+        first.append(a)
+        second.append(b)
+        if a == b:
+            d1.append(F32(0.5))
+            d2.append(F32(0.5))
+        else:
+            d1.append(abs(F32(x - F32(a))))
+            d2.append(abs(F32(x - F32(b))))
+    return LinearAxis(np.array(first, np.int32), np.array(second, np.int32),
+                      np.array(d1, F32), np.array(d2, F32))
+
+
 def _constant(node: Node, graph: Graph, index: int) -> NDArray[Any] | None:
     name = node.input(index)
     if name is None:
@@ -134,9 +179,9 @@ def infer_resize(node: Node, graph: Graph) -> Inferred:
                                 "antialias", "axes", "keep_aspect_ratio_policy"})
     x = input_tensor(node, graph, 0, "X")
     mode = attr_str(node, "mode", "nearest")
-    if mode != "nearest":
+    if mode not in ("nearest", "linear"):
         raise UnsupportedError(f"{node.describe()}: Resize mode '{mode}' is not supported "
-                               "(nearest only)")
+                               "(nearest and linear are)")
     for name in ("axes", "antialias"):
         if name in node.attrs and (name != "antialias" or attr_int(node, name, 0)):
             raise UnsupportedError(f"{node.describe()}: attribute '{name}' is not supported")
@@ -152,24 +197,53 @@ def infer_resize(node: Node, graph: Graph) -> Inferred:
     if len(x.shape) not in (3, 4):
         raise UnsupportedError(f"{node.describe()}: a rank-{len(x.shape)} input; 3-D and 4-D "
                                "are supported")
+    if mode == "linear" and len(x.shape) != 4:
+        raise UnsupportedError(f"{node.describe()}: a linear Resize of a rank-3 input, which "
+                               "ONNX Runtime computes with its trilinear kernel over all "
+                               "three axes; only 4-D (bilinear) is supported")
+    if mode == "linear" and x.dtype not in ("float32", "uint8", "int8"):
+        raise UnsupportedError(f"{node.describe()}: a linear Resize of {x.dtype}")
     scales, out = scales_and_sizes(node, graph, x.shape)
     if any(o != i for o, i in zip(out[:2], x.shape[:2], strict=True)):
         raise UnsupportedError(f"{node.describe()}: resizing the batch or channel axis is not "
                                "supported")
     if min(out) < 1:
         raise UnsupportedError(f"{node.describe()}: the output is empty")
+    output = Tensor(node.outputs[0], x.dtype, tuple(out), carried_quant(x))
+    if mode == "linear":
+        return Inferred([output], spec=BilinearSpec(
+            x.shape[0] * x.shape[1], linear_axis(transform, scales[2], x.shape[2], out[2]),
+            linear_axis(transform, scales[3], x.shape[3], out[3])))
     spatial = list(range(2, len(x.shape)))
     tables = [axis_indices(transform, rounding, scales[a], x.shape[a], out[a])
               for a in spatial]
     rows = tables[0] if len(tables) == 2 else np.zeros(1, np.int32)
     cols = tables[-1]
-    spec = ResizeSpec(x.shape[0] * x.shape[1], rows, cols)
-    return Inferred([Tensor(node.outputs[0], x.dtype, tuple(out), carried_quant(x))],
-                    spec=spec)
+    return Inferred([output], spec=ResizeSpec(x.shape[0] * x.shape[1], rows, cols))
+
+
+def lower_bilinear(node: Node, graph: Graph, spec: BilinearSpec) -> Sequence[Lowered]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    rows, cols = spec.rows, spec.cols
+    # Row neighbours as offsets into the plane, as ORT keeps them.
+    arrays = (CArray("row1", "int32_t", rows.first * np.int32(x.shape[3])),
+              CArray("row2", "int32_t", rows.second * np.int32(x.shape[3])),
+              CArray("dy1", "float", rows.to_first), CArray("dy2", "float", rows.to_second),
+              CArray("col1", "int32_t", cols.first), CArray("col2", "int32_t", cols.second),
+              CArray("dx1", "float", cols.to_first), CArray("dx2", "float", cols.to_second))
+    params = CStruct("q8_resize_bilinear_params", (
+        ("planes", spec.planes), ("in_size", x.shape[2] * x.shape[3]),
+        ("out_h", y.shape[2]), ("out_w", y.shape[3]),
+        *((a.name, CRef(a.name)) for a in arrays)))
+    suffix = {"float32": "f32", "uint8": "u8", "int8": "s8"}[x.dtype]
+    return [KernelCall(f"q8_resize_bilinear_{suffix}", node.name, (x.name,), (y.name,), params,
+                       arrays, SOURCES, macs=4 * int(np.prod(y.shape, dtype=np.int64)))]
 
 
 def lower_resize(node: Node, graph: Graph, spec: object,
                  options: LoweringOptions) -> Sequence[Lowered]:
+    if isinstance(spec, BilinearSpec):
+        return lower_bilinear(node, graph, spec)
     assert isinstance(spec, ResizeSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     in_h = x.shape[2] if len(x.shape) == 4 else 1
@@ -184,4 +258,5 @@ def lower_resize(node: Node, graph: Graph, spec: object,
 
 register(OpDef("Resize", "", infer_resize, lower_resize, versions=(10, 11, 13, 18, 19),
                constant_inputs=frozenset({1, 2, 3}),
-               data_dtypes=frozenset({"uint8", "int8", "float32"}), moves_values=True))
+               data_dtypes=frozenset({"uint8", "int8", "float32"}), float_island=True,
+               moves_values=lambda node: attr_str(node, "mode", "nearest") == "nearest"))

@@ -375,12 +375,8 @@ def fuse_qdq_operators_integer_only(graph: Graph) -> tuple[Graph, list[str]]:
     return rewrite_all(graph, _fuse(integer_only=True))
 
 
-def _moves_values(opdef: OpDef) -> bool:
-    return opdef.moves_values
-
-
 def _pass_through(graph: Graph, index: Index, node: Node) -> Graph | None:
-    if not _goes_through(node, _moves_values):
+    if not _goes_through(node, lambda opdef: opdef.moves(node)):
         return None
     x = dequantized(node.inputs[0], graph, index)
     if x is None:
