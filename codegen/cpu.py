@@ -178,6 +178,8 @@ class KernelFamily:
     follows: str  # the kernels the generated C reproduces, briefly
     elsewhere: str  # what ORT runs on a CPU where they differ
     needs: str  # "avx512f", "fma" or "x86": the profile feature the kernels need
+    # Which nodes of those op types it covers, where their attributes decide.
+    covers: Callable[[Node], bool] = lambda node: True
 
     def holds_on(self, profile: CpuProfile) -> bool:
         """Does ORT on this CPU run the kernels the generated C reproduces?"""
@@ -207,6 +209,11 @@ FAMILIES = (
         "float reduction(s)", "Eigen's SSE summation of ORT's x86-64 build",
         "off x86-64, ORT's Eigen sums use that CPU's vectors, in an order not measured",
         "x86"),
+    KernelFamily(
+        "x86-scalar-float", frozenset({("", "Resize")}),
+        "float interpolation(s)", "ORT's plain C++ float arithmetic as x86-64 builds run it",
+        "ORT's ARM builds may fuse its multiply-adds (GCC contracts a*b + c by default)",
+        "x86", covers=lambda node: node.attrs.get("mode", "nearest") == "linear"),
     KernelFamily(
         "qlinear-add", frozenset({("com.microsoft", "QLinearAdd")}),
         "QLinearAdd node(s)", "ORT's AVX2 FMA kernel",
@@ -254,7 +261,8 @@ def family_uses(graph: Graph) -> list[FamilyUse]:
     """The kernel families the graph's nodes use, in FAMILIES order."""
     uses = []
     for family in FAMILIES:
-        nodes = [n for n in graph.nodes if any(op in family.ops for op in computed_ops(n))]
+        nodes = [n for n in graph.nodes if family.covers(n) and
+                 any(op in family.ops for op in computed_ops(n))]
         if nodes:
             ops = {op for n in nodes for _, op in
                    (o for o in computed_ops(n) if o in family.ops)}
