@@ -235,3 +235,28 @@ def test_fast_matrix_products_are_bit_identical_to_the_reference(requant: str,
                             run_generated(reference, data, SANITIZE), strict=True):
         for name, value in ours.items():
             assert np.array_equal(value.view(np.uint8), theirs[name].view(np.uint8)), name
+
+
+def qdq_activation_matmul(a_shape: list[int], b_shape: list[int], dtype: str) -> Any:
+    """Attention's Q*K^T and scores*V as a QDQ quantizer writes them: two dequantized
+    activations, broadcast over batch and heads."""
+    zt = np.uint8 if dtype == "uint8" else np.int8
+    inits = {"sa": np.array(0.05, np.float32), "za": np.array(3, zt),
+             "sb": np.array(0.04, np.float32), "zb": np.array(-2 if zt is np.int8 else 130, zt),
+             "sy": np.array(0.3, np.float32), "zy": np.array(5, zt)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["af"]),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bf"]),
+             helper.make_node("MatMul", ["af", "bf"], ["yf"]),
+             helper.make_node("QuantizeLinear", ["yf", "sy", "zy"], ["y"])]
+    return graph_model(nodes, {"a": (dtype, a_shape), "b": (dtype, b_shape)}, {"y": dtype},
+                       inits)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("shapes", [([2, 3, 4, 5], [2, 3, 5, 6]), ([2, 1, 4, 5], [3, 5, 6]),
+                                    ([4, 5], [2, 5, 3]), ([1, 2, 8, 4], [1, 2, 4, 8])])
+def test_qdq_batched_matmul_of_activations(dtype: str,
+                                           shapes: tuple[list[int], list[int]]) -> None:
+    report = codegen.verify(qdq_activation_matmul(*shapes, dtype), samples=2,
+                            cflags=SANITIZE)
+    assert report.ok, report.outputs
