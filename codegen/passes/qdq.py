@@ -531,12 +531,12 @@ def fusion_refusal(graph: Graph, node: Node, x86: bool) -> str:
             return f"its output '{out}' is a float output of the model"
         readers = ", ".join(r.describe() for r in index.readers.get(out, []))
         return f"its output '{out}' is not quantized by one QuantizeLinear (read by {readers})"
-    x = dequantized(node.inputs[0], graph, index)
-    assert x is not None
-    if x86 and fusion.int8_input_refused_on_x86 and dtype_of(graph, x) == "int8":
+    x = dequantized(node.inputs[0], graph, index) if count else None
+    if x is not None and x86 and fusion.int8_input_refused_on_x86 and \
+            dtype_of(graph, x) == "int8":
         return ("its input is int8, which ONNX Runtime on x86 fuses into no Conv or MatMul "
                 "(--qdq-rules arm follows ARM, which does)")
-    if fusion.product and dtype_of(graph, y) != dtype_of(graph, x):
+    if x is not None and fusion.product and dtype_of(graph, y) != dtype_of(graph, x):
         return (f"its input is {dtype_of(graph, x)} and its output {dtype_of(graph, y)}: ONNX "
                 "Runtime's integer kernel produces its input's type")
     types = {dtype_of(graph, y)} | {dtype_of(graph, d) for d in (
