@@ -197,7 +197,7 @@ FAMILIES = (
         "avx512f"),
     KernelFamily(
         "fma3-activations",
-        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"),
+        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"),
                    ("com.microsoft", "QLinearSigmoid")}),
         "sigmoid/tanh/erf node(s)", "ORT's FMA3 kernels",
         "without AVX2 and FMA, ORT's logistic, tanh and erf are generic kernels (unfused "
