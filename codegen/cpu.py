@@ -197,7 +197,7 @@ FAMILIES = (
         "avx512f"),
     KernelFamily(
         "fma3-activations",
-        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"),
+        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"), ("", "LSTM"),
                    ("com.microsoft", "QLinearSigmoid")}),
         "sigmoid/tanh/erf/GRU node(s)", "ORT's FMA3 kernels",
         "without AVX2 and FMA, ORT's logistic, tanh and erf are generic kernels (unfused "

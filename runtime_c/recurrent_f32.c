@@ -165,3 +165,114 @@ void q8_gru_f32_h(const q8_gru_f32_params *params, const float *Q8_RESTRICT inpu
 {
     q8_gru_f32(params, input, NULL, y_h, scratch);
 }
+
+/*
+ * LSTM (deep_cpu_lstm.cc, uni_directional_lstm.cc), W and R pre-packed as for GRU. Per
+ * step: g = x W^T (beta 0); g += h R^T (beta 1); g += f32(Wb + Rb) per gate;
+ * i, o, f = MLAS logistic; c~ = MLAS tanh; C = f32(f32(C * f) + f32(i * c~));
+ * h = f32(MLAS tanh(C) * o).
+ */
+static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
+                           const float *input, float *y, int32_t y_step, float *y_h,
+                           float *y_c, float *scratch)
+{
+    const int32_t hs = p->hidden_size, in = p->input_size;
+    const float *w = p->w + (size_t)d * 4u * (size_t)hs * (size_t)in;
+    const float *r = p->r + (size_t)d * 4u * (size_t)hs * (size_t)hs;
+    const float *b = p->b != NULL ? p->b + (size_t)d * 8u * (size_t)hs : NULL;
+    float *g = scratch, *h = scratch + 4 * hs, *c = scratch + 5 * hs;
+    int32_t step, i;
+    for (i = 0; i < hs; i++) {
+        const size_t at = (size_t)d * (size_t)hs + (size_t)i;
+        h[i] = p->initial_h != NULL ? p->initial_h[at] : 0.0f;
+        c[i] = p->initial_c != NULL ? p->initial_c[at] : 0.0f;
+    }
+    for (step = 0; step < p->seq_length; step++) {
+        const int32_t t = reverse ? p->seq_length - 1 - step : step;
+        packed_product(input + (size_t)t * (size_t)in, w, 4 * hs, in, g, 0);
+        packed_product(h, r, 4 * hs, hs, g, 1);
+        if (b != NULL) {
+            for (i = 0; i < 4 * hs; i++) {
+                g[i] = (float)(g[i] + (float)(b[i] + b[4 * hs + i]));
+            }
+        }
+        for (i = 0; i < hs; i++) {
+            const float in_gate = q8_mlas_logistic(g[i]);
+            const float out_gate = q8_mlas_logistic(g[hs + i]);
+            const float forget = q8_mlas_logistic(g[2 * hs + i]);
+            const float cell = q8_mlas_tanh(g[3 * hs + i]);
+            c[i] = (float)(q8_mul_unfused(c[i], forget) + q8_mul_unfused(in_gate, cell));
+            h[i] = q8_mul_unfused(q8_mlas_tanh(c[i]), out_gate);
+        }
+        if (y != NULL) {
+            for (i = 0; i < hs; i++) {
+                y[(size_t)t * (size_t)y_step + (size_t)i] = h[i];
+            }
+        }
+    }
+    for (i = 0; i < hs; i++) {
+        if (y_h != NULL) {
+            y_h[i] = h[i];
+        }
+        if (y_c != NULL) {
+            y_c[i] = c[i];
+        }
+    }
+}
+
+static void lstm(const q8_lstm_f32_params *p, const float *input, float *y, float *y_h,
+                 float *y_c, void *scratch)
+{
+    const int32_t hs = p->hidden_size, step = p->directions * hs;
+    int32_t d;
+    for (d = 0; d < p->directions; d++) {
+        const int reverse = p->directions == 2 ? d == 1 : p->reverse != 0;
+        const size_t at = (size_t)d * (size_t)hs;
+        lstm_direction(p, d, reverse, input, y != NULL ? y + at : NULL, step,
+                       y_h != NULL ? y_h + at : NULL, y_c != NULL ? y_c + at : NULL,
+                       (float *)scratch);
+    }
+}
+
+void q8_lstm_f32(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, float *Q8_RESTRICT y_c,
+                 void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, y_h, y_c, scratch);
+}
+
+void q8_lstm_f32_y(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                   float *Q8_RESTRICT y, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, NULL, NULL, scratch);
+}
+
+void q8_lstm_f32_h(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                   float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, NULL, y_h, NULL, scratch);
+}
+
+void q8_lstm_f32_c(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                   float *Q8_RESTRICT y_c, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, NULL, NULL, y_c, scratch);
+}
+
+void q8_lstm_f32_yh(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, y_h, NULL, scratch);
+}
+
+void q8_lstm_f32_yc(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT y, float *Q8_RESTRICT y_c, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, NULL, y_c, scratch);
+}
+
+void q8_lstm_f32_hc(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT y_h, float *Q8_RESTRICT y_c, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, NULL, y_h, y_c, scratch);
+}

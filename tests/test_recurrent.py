@@ -114,3 +114,45 @@ def test_gru_computed_weights_refused() -> None:
     graph.node.insert(0, helper.make_node("DequantizeLinear", ["Wq", "Ws"], ["W"]))
     message = refused(model)
     assert "node 'gru'" in message and "pre-packs" in message
+
+
+def lstm_model(seed: int, outputs: tuple[str, ...]) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    direction = DIRECTIONS[seed % 3]
+    nd = 2 if direction == "bidirectional" else 1
+    seq, size = int(rng.integers(1, 30)), int(rng.choice([1, 3, 10, 40, 300]))
+    hidden = int(rng.choice([1, 2, 5, 8, 16, 33]))
+    inits: dict[str, NDArray[Any]] = {
+        "W": rng.normal(0, 0.5, (nd, 4 * hidden, size)).astype(F32),
+        "R": rng.normal(0, 0.5, (nd, 4 * hidden, hidden)).astype(F32)}
+    names = ["x", "W", "R", "", "", "", ""]
+    for index, name, shape in ((3, "B", (nd, 8 * hidden)), (5, "h0", (nd, 1, hidden)),
+                               (6, "c0", (nd, 1, hidden))):
+        if rng.random() < 0.7:
+            inits[name] = rng.normal(0, 0.5, shape).astype(F32)
+            names[index] = name
+    node = helper.make_node("LSTM", names, list(outputs), name="lstm", hidden_size=hidden,
+                            direction=direction)
+    return graph_model([node], {"x": ("float32", [seq, 1, size])},
+                       {n: "float32" for n in outputs if n}, inits, opset=14)
+
+
+OUTPUT_SETS = (("y", "y_h", "y_c"), ("y",), ("", "y_h"), ("", "", "y_c"), ("y", "y_h"),
+               ("y", "", "y_c"), ("", "y_h", "y_c"))
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_lstm_matches_ort(seed: int) -> None:
+    model = lstm_model(300 + seed, OUTPUT_SETS[seed % len(OUTPUT_SETS)])
+    report = codegen.verify(model, samples=2, seed=seed, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_lstm_refusals() -> None:
+    model = lstm_model(300, ("y",))
+    node = model.graph.node[0]
+    node.attribute.append(helper.make_attribute("input_forget", 1))
+    assert "input_forget" in refused(model)
+    model = lstm_model(300, ("y",))
+    model.graph.node[0].attribute.append(helper.make_attribute("clip", 2.0))
+    assert "clip" in refused(model)
