@@ -6,6 +6,7 @@ model; the refusals."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import numpy as np
@@ -156,3 +157,35 @@ def test_lstm_refusals() -> None:
     model = lstm_model(300, ("y",))
     model.graph.node[0].attribute.append(helper.make_attribute("clip", 2.0))
     assert "clip" in refused(model)
+
+
+CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_recurrent_in_qemu(board: str) -> None:
+    """The same bits from soft float (cortex-m0plus) and the FPU (cortex-m4f)."""
+    for model in (gru_model(7, "both", seq=6, input_size=10, hidden=8, lbr=0),
+                  lstm_model(302, ("y", "y_h", "y_c"))):
+        report = codegen.verify(model, board=board, samples=1)
+        assert report.ok, report.outputs
+
+
+def test_lstm_qdq() -> None:
+    model = lstm_model(305, ("y",))
+    graph = model.graph
+    x = graph.input[0]
+    shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+    graph.input.remove(x)
+    graph.input.append(helper.make_tensor_value_info("xq", onnx.TensorProto.UINT8, shape))
+    graph.initializer.extend([onnx.numpy_helper.from_array(np.array(0.02, F32), "xs"),
+                              onnx.numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+                              onnx.numpy_helper.from_array(np.array(0.008, F32), "ys")])
+    graph.node.insert(0, helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["x"]))
+    graph.node.append(helper.make_node("QuantizeLinear", ["y", "ys", "xz"], ["y_q"]))
+    graph.output.pop()
+    graph.output.append(helper.make_tensor_value_info("y_q", onnx.TensorProto.UINT8, None))
+    for requant in ("float", "int"):
+        report = codegen.verify(model, samples=3, seed=1, requant=requant, cflags=SANITIZE)
+        assert report.ok, report.outputs
