@@ -199,11 +199,12 @@ FAMILIES = (
         "avx512f"),
     KernelFamily(
         "fma3-activations",
-        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"),
+        frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"), ("", "LSTM"),
                    ("com.microsoft", "QLinearSigmoid")}),
-        "sigmoid/tanh/erf node(s)", "ORT's FMA3 kernels",
+        "sigmoid/tanh/erf/GRU/LSTM node(s)", "ORT's FMA3 kernels",
         "without AVX2 and FMA, ORT's logistic, tanh and erf are generic kernels (unfused "
-        "multiply-adds on SSE, NEON on ARM)", "fma"),
+        "multiply-adds on SSE, NEON on ARM), and GRU/LSTM packed SGEMMs are SSE or NEON "
+        "kernels", "fma"),
     KernelFamily(
         "eigen-sse-sums", frozenset({("", "ReduceMean"), ("", "ReduceSum")}),
         "float reduction(s)", "Eigen's SSE summation of ORT's x86-64 build",

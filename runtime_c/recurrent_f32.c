@@ -1,0 +1,278 @@
+/*
+ * recurrent_f32.c - GRU on float32, computed exactly as ONNX Runtime 1.32's DeepCPU GRU
+ * (deep_cpu_gru.cc, rnn_helpers.cc; one thread, x86-64 with FMA3) for a float island.
+ *
+ * ORT pre-packs W and R (MlasGemmPackB), so every product is MLAS's packed SGEMM: per
+ * output, K blocks of 256, each an fmaf chain from 0 in k order, added to C (or C = acc
+ * for the first block with beta = 0). Per step t, for one direction:
+ *   zrh        = X[t] W^T                                   (beta 0)
+ *   zrh[z, r] += h R[z, r]^T                                (beta 1)
+ *   r_in       = min(max(zrh_r + (Wbr + Rbr), -20), 20)     (bias sums rounded once)
+ *   s          = 0.5f * (1 + p/q)(0.5f * r_in)              (ORT's own tanh polynomial)
+ *   linear_before_reset: lin = Rbh + h Rh^T (beta 1; 0 without B);
+ *                        zrh_h = zrh_h + (lin * 0.5f) * (1 + p/q)
+ *   otherwise:           g = (h * 0.5f) * (1 + p/q); zrh_h += g Rh^T (beta 1)
+ *   z          = MLAS logistic(zrh_z + (Wbz + Rbz))
+ *   h_in       = min(max(zrh_h + Wbh [+ Rbh when not lbr], -10), 10)
+ *   h'         = (1 - z) * (p/q)(h_in) + z * h
+ * every operation rounded to float32 once, products never fused with the additions.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "q8_arith.h"
+#include "q8_float.h"
+#include "q8_runtime.h"
+#include "q8_softfloat.h"
+#include "recurrent_f32.h"
+
+#define Q8_GRU_PACKED_STRIDE_K 256
+
+/* out[n] (+)= a . rows[n] for n < count: MLAS's packed SGEMM, one row of A. */
+static void packed_product(const float *a, const float *rows, int32_t count, int32_t k,
+                           float *out, int accumulate)
+{
+    int32_t n, k0, i;
+    for (n = 0; n < count; n++) {
+        const float *row = rows + (size_t)n * (size_t)k;
+        int first = !accumulate;
+        for (k0 = 0; k0 < k; k0 += Q8_GRU_PACKED_STRIDE_K) {
+            const int32_t end = k - k0 < Q8_GRU_PACKED_STRIDE_K ? k : k0 + Q8_GRU_PACKED_STRIDE_K;
+            float acc = 0.0f;
+            for (i = k0; i < end; i++) {
+                acc = q8_fmaf(a[i], row[i], acc);
+            }
+            out[n] = first ? acc : (float)(out[n] + acc);
+            first = 0;
+        }
+    }
+}
+
+/* p / q of rnn_helpers.cc's rational tanh, plain float operations in its order. */
+Q8_INLINE float gru_tanh_ratio(float x)
+{
+    const float x2 = q8_mul_unfused(x, x);
+    float p = (float)(q8_mul_unfused(x2, -2.76076847742355e-16f) + 2.00018790482477e-13f);
+    float q;
+    p = (float)(q8_mul_unfused(x2, p) + -8.60467152213735e-11f);
+    p = (float)(q8_mul_unfused(x2, p) + 5.12229709037114e-08f);
+    p = (float)(q8_mul_unfused(x2, p) + 1.48572235717979e-05f);
+    p = (float)(q8_mul_unfused(x2, p) + 6.37261928875436e-04f);
+    p = (float)(q8_mul_unfused(x2, p) + 4.89352455891786e-03f);
+    p = q8_mul_unfused(x, p);
+    q = (float)(q8_mul_unfused(x2, 1.19825839466702e-06f) + 1.18534705686654e-04f);
+    q = (float)(q8_mul_unfused(x2, q) + 2.26843463243900e-03f);
+    q = (float)(q8_mul_unfused(x2, q) + 4.89352518554385e-03f);
+    return (float)(p / q);
+}
+
+Q8_INLINE float gru_clip(float x, float bound)
+{
+    if (x < -bound) {
+        return -bound;
+    }
+    return x > bound ? bound : x;
+}
+
+/* One direction over the whole sequence. y (stride y_step) and y_h may be NULL. */
+static void gru_direction(const q8_gru_f32_params *p, int32_t d, int reverse,
+                          const float *input, float *y, int32_t y_step, float *y_h,
+                          float *scratch)
+{
+    const int32_t hs = p->hidden_size, in = p->input_size;
+    const float *w = p->w + (size_t)d * 3u * (size_t)hs * (size_t)in;
+    const float *r = p->r + (size_t)d * 3u * (size_t)hs * (size_t)hs;
+    const float *b = p->b != NULL ? p->b + (size_t)d * 6u * (size_t)hs : NULL;
+    float *zrh = scratch, *lin = scratch + 3 * hs, *gated = scratch + 4 * hs;
+    float *h = scratch + 5 * hs;
+    int32_t step, i;
+    for (i = 0; i < hs; i++) {
+        h[i] = p->initial_h != NULL ? p->initial_h[(size_t)d * (size_t)hs + (size_t)i] : 0.0f;
+    }
+    for (step = 0; step < p->seq_length; step++) {
+        const int32_t t = reverse ? p->seq_length - 1 - step : step;
+        packed_product(input + (size_t)t * (size_t)in, w, 3 * hs, in, zrh, 0);
+        packed_product(h, r, 2 * hs, hs, zrh, 1);
+        if (p->linear_before_reset) {
+            for (i = 0; i < hs; i++) {
+                lin[i] = b != NULL ? b[5 * hs + i] : 0.0f;
+            }
+            packed_product(h, r + (size_t)2 * (size_t)hs * (size_t)hs, hs, hs, lin, b != NULL);
+        }
+        for (i = 0; i < hs; i++) {
+            float x = zrh[hs + i];
+            float s;
+            if (b != NULL) {
+                x = (float)(x + (float)(b[hs + i] + b[4 * hs + i]));
+            }
+            s = (float)(1.0f + gru_tanh_ratio(q8_mul_unfused(0.5f, gru_clip(x, 20.0f))));
+            if (p->linear_before_reset) {
+                zrh[2 * hs + i] =
+                    (float)(zrh[2 * hs + i] + q8_mul_unfused(q8_mul_unfused(lin[i], 0.5f), s));
+            } else {
+                gated[i] = q8_mul_unfused(q8_mul_unfused(h[i], 0.5f), s);
+            }
+        }
+        if (!p->linear_before_reset) {
+            packed_product(gated, r + (size_t)2 * (size_t)hs * (size_t)hs, hs, hs,
+                           zrh + 2 * hs, 1);
+        }
+        for (i = 0; i < hs; i++) {
+            float xz = zrh[i], xh = zrh[2 * hs + i], z;
+            if (b != NULL) {
+                xz = (float)(xz + (float)(b[i] + b[3 * hs + i]));
+                xh = (float)(xh + (p->linear_before_reset ? b[2 * hs + i]
+                                                          : (float)(b[2 * hs + i] + b[5 * hs + i])));
+            }
+            z = q8_mlas_logistic(xz);
+            h[i] = (float)(q8_mul_unfused((float)(1.0f - z), gru_tanh_ratio(gru_clip(xh, 10.0f))) +
+                           q8_mul_unfused(z, h[i]));
+        }
+        if (y != NULL) {
+            for (i = 0; i < hs; i++) {
+                y[(size_t)t * (size_t)y_step + (size_t)i] = h[i];
+            }
+        }
+    }
+    if (y_h != NULL) {
+        for (i = 0; i < hs; i++) {
+            y_h[i] = h[i];
+        }
+    }
+}
+
+void q8_gru_f32(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch)
+{
+    const q8_gru_f32_params *p = params;
+    const int32_t hs = p->hidden_size, step = p->directions * hs;
+    int32_t d;
+    for (d = 0; d < p->directions; d++) {
+        const int reverse = p->directions == 2 ? d == 1 : p->reverse != 0;
+        gru_direction(p, d, reverse, input, y != NULL ? y + (size_t)d * (size_t)hs : NULL, step,
+                      y_h != NULL ? y_h + (size_t)d * (size_t)hs : NULL, (float *)scratch);
+    }
+}
+
+void q8_gru_f32_y(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
+                  float *Q8_RESTRICT y, void *Q8_RESTRICT scratch)
+{
+    q8_gru_f32(params, input, y, NULL, scratch);
+}
+
+void q8_gru_f32_h(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
+                  float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch)
+{
+    q8_gru_f32(params, input, NULL, y_h, scratch);
+}
+
+/*
+ * LSTM (deep_cpu_lstm.cc, uni_directional_lstm.cc), W and R pre-packed as for GRU. Per
+ * step: g = x W^T (beta 0); g += h R^T (beta 1); g += f32(Wb + Rb) per gate;
+ * i, o, f = MLAS logistic; c~ = MLAS tanh; C = f32(f32(C * f) + f32(i * c~));
+ * h = f32(MLAS tanh(C) * o).
+ */
+static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
+                           const float *input, float *y, int32_t y_step, float *y_h,
+                           float *y_c, float *scratch)
+{
+    const int32_t hs = p->hidden_size, in = p->input_size;
+    const float *w = p->w + (size_t)d * 4u * (size_t)hs * (size_t)in;
+    const float *r = p->r + (size_t)d * 4u * (size_t)hs * (size_t)hs;
+    const float *b = p->b != NULL ? p->b + (size_t)d * 8u * (size_t)hs : NULL;
+    float *g = scratch, *h = scratch + 4 * hs, *c = scratch + 5 * hs;
+    int32_t step, i;
+    for (i = 0; i < hs; i++) {
+        const size_t at = (size_t)d * (size_t)hs + (size_t)i;
+        h[i] = p->initial_h != NULL ? p->initial_h[at] : 0.0f;
+        c[i] = p->initial_c != NULL ? p->initial_c[at] : 0.0f;
+    }
+    for (step = 0; step < p->seq_length; step++) {
+        const int32_t t = reverse ? p->seq_length - 1 - step : step;
+        packed_product(input + (size_t)t * (size_t)in, w, 4 * hs, in, g, 0);
+        packed_product(h, r, 4 * hs, hs, g, 1);
+        if (b != NULL) {
+            for (i = 0; i < 4 * hs; i++) {
+                g[i] = (float)(g[i] + (float)(b[i] + b[4 * hs + i]));
+            }
+        }
+        for (i = 0; i < hs; i++) {
+            const float in_gate = q8_mlas_logistic(g[i]);
+            const float out_gate = q8_mlas_logistic(g[hs + i]);
+            const float forget = q8_mlas_logistic(g[2 * hs + i]);
+            const float cell = q8_mlas_tanh(g[3 * hs + i]);
+            c[i] = (float)(q8_mul_unfused(c[i], forget) + q8_mul_unfused(in_gate, cell));
+            h[i] = q8_mul_unfused(q8_mlas_tanh(c[i]), out_gate);
+        }
+        if (y != NULL) {
+            for (i = 0; i < hs; i++) {
+                y[(size_t)t * (size_t)y_step + (size_t)i] = h[i];
+            }
+        }
+    }
+    for (i = 0; i < hs; i++) {
+        if (y_h != NULL) {
+            y_h[i] = h[i];
+        }
+        if (y_c != NULL) {
+            y_c[i] = c[i];
+        }
+    }
+}
+
+static void lstm(const q8_lstm_f32_params *p, const float *input, float *y, float *y_h,
+                 float *y_c, void *scratch)
+{
+    const int32_t hs = p->hidden_size, step = p->directions * hs;
+    int32_t d;
+    for (d = 0; d < p->directions; d++) {
+        const int reverse = p->directions == 2 ? d == 1 : p->reverse != 0;
+        const size_t at = (size_t)d * (size_t)hs;
+        lstm_direction(p, d, reverse, input, y != NULL ? y + at : NULL, step,
+                       y_h != NULL ? y_h + at : NULL, y_c != NULL ? y_c + at : NULL,
+                       (float *)scratch);
+    }
+}
+
+void q8_lstm_f32(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, float *Q8_RESTRICT y_c,
+                 void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, y_h, y_c, scratch);
+}
+
+void q8_lstm_f32_y(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                   float *Q8_RESTRICT y, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, NULL, NULL, scratch);
+}
+
+void q8_lstm_f32_h(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                   float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, NULL, y_h, NULL, scratch);
+}
+
+void q8_lstm_f32_c(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                   float *Q8_RESTRICT y_c, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, NULL, NULL, y_c, scratch);
+}
+
+void q8_lstm_f32_yh(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, y_h, NULL, scratch);
+}
+
+void q8_lstm_f32_yc(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT y, float *Q8_RESTRICT y_c, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, y, NULL, y_c, scratch);
+}
+
+void q8_lstm_f32_hc(const q8_lstm_f32_params *params, const float *Q8_RESTRICT input,
+                    float *Q8_RESTRICT y_h, float *Q8_RESTRICT y_c, void *Q8_RESTRICT scratch)
+{
+    lstm(params, input, NULL, y_h, y_c, scratch);
+}

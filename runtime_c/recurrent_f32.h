@@ -1,0 +1,58 @@
+/* recurrent_f32.h - GRU on float32 (layout 0, batch 1), in ONNX Runtime's order
+ * (recurrent_f32.c). */
+#ifndef Q8_RECURRENT_F32_H
+#define Q8_RECURRENT_F32_H
+
+#include <stdint.h>
+
+#include "q8_runtime.h"
+
+typedef struct {
+    int32_t seq_length;
+    int32_t input_size;
+    int32_t hidden_size;
+    int32_t directions;          /* 1 or 2 */
+    int32_t reverse;             /* with one direction: 1 for direction=reverse */
+    int32_t linear_before_reset; /* 0 or 1 */
+    const float *w;              /* [directions][3 * hidden][input] (z, r, h) */
+    const float *r;              /* [directions][3 * hidden][hidden] */
+    const float *b;              /* [directions][6 * hidden] (Wb z r h, Rb z r h) or NULL */
+    const float *initial_h;      /* [directions][hidden] or NULL (zeros) */
+} q8_gru_f32_params;
+
+/* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h: [directions][1][hidden]. */
+void q8_gru_f32(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch);
+void q8_gru_f32_y(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
+                  float *Q8_RESTRICT y, void *Q8_RESTRICT scratch);
+void q8_gru_f32_h(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
+                  float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch);
+
+typedef struct {
+    int32_t seq_length;
+    int32_t input_size;
+    int32_t hidden_size;
+    int32_t directions;     /* 1 or 2 */
+    int32_t reverse;        /* with one direction: 1 for direction=reverse */
+    const float *w;         /* [directions][4 * hidden][input] (i, o, f, c) */
+    const float *r;         /* [directions][4 * hidden][hidden] */
+    const float *b;         /* [directions][8 * hidden] (Wb i o f c, Rb i o f c) or NULL */
+    const float *initial_h; /* [directions][hidden] or NULL (zeros) */
+    const float *initial_c; /* [directions][hidden] or NULL (zeros) */
+} q8_lstm_f32_params;
+
+/* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h, y_c:
+ * [directions][1][hidden]. The suffix names the outputs written, in that order. */
+#define Q8_LSTM_F32_DECLARE(suffix, ...)                                                  \
+    void q8_lstm_f32##suffix(const q8_lstm_f32_params *params,                            \
+                             const float *Q8_RESTRICT input, __VA_ARGS__,                 \
+                             void *Q8_RESTRICT scratch);
+Q8_LSTM_F32_DECLARE(, float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, float *Q8_RESTRICT y_c)
+Q8_LSTM_F32_DECLARE(_y, float *Q8_RESTRICT y)
+Q8_LSTM_F32_DECLARE(_h, float *Q8_RESTRICT y_h)
+Q8_LSTM_F32_DECLARE(_c, float *Q8_RESTRICT y_c)
+Q8_LSTM_F32_DECLARE(_yh, float *Q8_RESTRICT y, float *Q8_RESTRICT y_h)
+Q8_LSTM_F32_DECLARE(_yc, float *Q8_RESTRICT y, float *Q8_RESTRICT y_c)
+Q8_LSTM_F32_DECLARE(_hc, float *Q8_RESTRICT y_h, float *Q8_RESTRICT y_c)
+
+#endif /* Q8_RECURRENT_F32_H */
