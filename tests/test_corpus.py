@@ -53,7 +53,8 @@ def test_refused_models_name_the_node_and_operator(name: str) -> None:
 @pytest.mark.parametrize("name", ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
                                   "shufflenetv2_unit_dynamo_ort_qop_u8s8.onnx",
                                   "attention_tiny_torchscript_ort_qdq_u8s8.onnx",
-                                  "unet_tiny_dynamo_ort_qop_u8s8.onnx"])
+                                  "unet_tiny_dynamo_ort_qop_u8s8.onnx",
+                                  "gelu_mlp_torchscript_ort_qdq_u8s8.onnx"])
 def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     report = codegen.verify(CORPUS / name, board=board, samples=1)
     assert report.ok, report.outputs

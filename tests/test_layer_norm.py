@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import shutil
+
 import numpy as np
 import onnx
 import pytest
@@ -94,3 +96,15 @@ def test_layer_norm_refusals(what: str) -> None:
         del model.graph.output[2]
     with pytest.raises(UnsupportedError, match="node 'ln'"):
         codegen.verify(model, samples=1, seed=0)
+
+
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_layer_norm_on_cortex_m(board: str) -> None:
+    # Both row kernels, with a 4..7 tail, and the statistics, in soft or single-precision
+    # hardware float (the double-precision mean is soft float on both).
+    model = layer_norm_model([3, 21], -1, 3, stats=True)
+    assert codegen.verify(model, board=board, samples=1).ok
+    model = layer_norm_model([4, 5], -1, 4, quantized=True)
+    assert codegen.verify(model, board=board, samples=1).ok
