@@ -6,9 +6,8 @@ scale/bias, and refusals."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import shutil
+from typing import Any
 
 import numpy as np
 import onnx
