@@ -206,6 +206,11 @@ FAMILIES = (
         "multiply-adds on SSE, NEON on ARM), and GRU/LSTM packed SGEMMs are SSE or NEON "
         "kernels", "fma"),
     KernelFamily(
+        "layernorm-avx2", frozenset({("", "LayerNormalization")}),
+        "LayerNormalization node(s)", "MLAS's AVX2 LayerNorm kernel (rows of 8 or more)",
+        "without AVX2 and FMA, ORT normalizes every row with its scalar Welford loop",
+        "fma"),
+    KernelFamily(
         "eigen-sse-sums", frozenset({("", "ReduceMean"), ("", "ReduceSum")}),
         "float reduction(s)", "Eigen's SSE summation of ORT's x86-64 build",
         "off x86-64, ORT's Eigen sums use that CPU's vectors, in an order not measured",

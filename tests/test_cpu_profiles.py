@@ -62,7 +62,7 @@ ALL = {f.key for f in FAMILIES} - {"eigen-sse-sums", "x86-scalar-float"}
 DIFFERING = {
     "x86-avx512-vnni": set(), "x86-avx512": set(),
     "x86-avx2-vnni": {"float-avx512f"}, "x86-avx2": {"float-avx512f"},
-    "x86-sse": {"float-avx512f", "fma3-activations", "qlinear-add"},
+    "x86-sse": {"float-avx512f", "fma3-activations", "qlinear-add", "layernorm-avx2"},
     "arm64": ALL, "unknown": ALL,
 }
 
@@ -193,7 +193,8 @@ def test_verify_notes_per_profile(name: str, monkeypatch: pytest.MonkeyPatch) ->
     qop, qdq = references(name, monkeypatch)
     profile = PROFILES[name]
     differing = set(qop.cpu_differences) | set(qdq.cpu_differences)
-    assert differing == DIFFERING[name]
+    # misc_ops has no LayerNormalization: verify notes only the families a model uses.
+    assert differing == DIFFERING[name] - {"layernorm-avx2"}
     for ref in (qop, qdq):
         assert all(len(f"note: {note}") < 100 for note in ref.notes), ref.notes
         warned = [note for note in ref.notes if note.endswith("may differ")]
