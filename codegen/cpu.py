@@ -211,7 +211,8 @@ FAMILIES = (
         "without AVX2 and FMA, ORT normalizes every row with its scalar Welford loop",
         "fma"),
     KernelFamily(
-        "eigen-sse-sums", frozenset({("", "ReduceMean"), ("", "ReduceSum")}),
+        "eigen-sse-sums", frozenset({("", "ReduceMean"), ("", "ReduceSum"),
+                                     ("", "InstanceNormalization")}),
         "float reduction(s)", "Eigen's SSE summation of ORT's x86-64 build",
         "off x86-64, ORT's Eigen sums use that CPU's vectors, in an order not measured",
         "x86"),
