@@ -11,7 +11,7 @@ import onnx
 
 from .boards import Board, load_board
 from .emitter import emit_project, estimate_source_bytes
-from .errors import FloatIslandError, OptionError, UnsupportedOperatorError
+from .errors import OptionError, UnsupportedError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
@@ -178,7 +178,7 @@ def generate_sources(source: ModelSource, options: Options | Target) -> Generate
     target = options if isinstance(options, Target) else resolve_target(options)
     try:
         return _generate_sources(source, target)
-    except (UnsupportedOperatorError, FloatIslandError) as error:
+    except UnsupportedError as error:  # a float model is refused as such, first
         raise explain_refusal(error, source, target.options) from None
 
 

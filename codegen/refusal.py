@@ -28,9 +28,26 @@ def is_float_model(model: onnx.ModelProto) -> bool:
                    for node in model.graph.node)
 
 
+def is_float_model_with_adapters(model: onnx.ModelProto) -> bool:
+    """A float model whose only quantized operators are QuantizeLinear nodes writing its
+    outputs (tf2onnx --dequantize of an int8-I/O TFLite model: Cast, Sub, Mul on the
+    inputs, float weights, QuantizeLinear on the outputs)."""
+    outputs = {o.name for o in model.graph.output}
+    quantized = [n for n in model.graph.node
+                 if n.op_type in QUANTIZED_OPS or n.op_type.startswith("QLinear")]
+    return bool(quantized) and all(n.op_type == "QuantizeLinear" and n.output[0] in outputs
+                                   for n in quantized)
+
+
 def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
     name = Path(source).name.removesuffix(".onnx") if isinstance(source, str | Path) else (
         model.graph.name or "model")
+    if is_float_model_with_adapters(model):
+        return (f"model {quoted(name)} is a float model with 8-bit I/O adapters (Cast/Sub/Mul "
+                "on its inputs, QuantizeLinear on its outputs, as tf2onnx --dequantize writes "
+                "them): its weights and activations are float; convert the TFLite model "
+                "without --dequantize, or quantize it with "
+                "onnxruntime.quantization.quantize_static")
     return (f"model {quoted(name)} is a float model: onnx2mcu needs a quantized one; "
             "quantize it with onnxruntime.quantization.quantize_static (QDQ or QOperator)")
 
@@ -58,7 +75,7 @@ def explain_problems(problems: list[UnsupportedError], source: ModelSource,
     if not problems:
         return problems
     model = load_model(source, options.limits)
-    if is_float_model(model):
+    if is_float_model(model) or is_float_model_with_adapters(model):
         return [UnsupportedError(float_model_message(source, model))]
     islands = [p for p in problems if isinstance(p, FloatIslandError)]
     if not islands or options.integer_only or not integer_only_takes(model, options):

@@ -1,7 +1,10 @@
 """The model corpus (tests/corpus/, made by tests/corpus/make_corpus.py with torch 2.13's
 TorchScript and dynamo exporters and ONNX Runtime's quantize_static in QDQ and QOperator
-format): every model onnx2mcu accepts is bit-exact against ORT in both requantization
-modes, and every other one is refused with one line naming the node and the operator.
+format, and by tests/corpus/make_tf_corpus.py: int8 TFLite models from TensorFlow 2.21's
+converter, with int8 and float I/O, converted by tf2onnx 1.17 with and without
+--dequantize): every model onnx2mcu accepts is bit-exact against ORT in both
+requantization modes, a --dequantize conversion (float weights) is refused as a float
+model, and every other one is refused with one line naming the node and the operator.
 REFUSED is the list of what is not supported yet; it shrinks as operators are added."""
 
 from __future__ import annotations
@@ -18,7 +21,12 @@ import codegen
 from codegen.errors import UnsupportedError
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
-ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
+TORCH_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
+# tf2onnx conversions of int8 TFLite models (tests/corpus/make_tf_corpus.py).
+TF_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "tf_corpus.json").read_text())
+# tf2onnx --dequantize writes float weights and activations: refused as a float model.
+FLOAT = [e["file"] for e in TF_ENTRIES if e["file"] and "dequantize" in e["quantizer"]]
+ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT]
 # Architecture -> the operator the first refusal names, for what is not supported yet.
 REFUSED: dict[str, str] = {}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED]
@@ -28,8 +36,18 @@ CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-ar
 
 
 def test_every_producer_made_its_model() -> None:
-    assert all(e["file"] for e in ENTRIES), [e for e in ENTRIES if not e["file"]]
-    assert len(ENTRIES) == 28
+    every = TORCH_ENTRIES + TF_ENTRIES
+    assert all(e["file"] for e in every), [e for e in every if not e["file"]]
+    assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT)) == (28, 12, 6)
+
+
+@pytest.mark.parametrize("name", FLOAT)
+def test_dequantized_conversions_are_refused_as_float_models(name: str) -> None:
+    with pytest.raises(UnsupportedError) as refusal:
+        codegen.verify(CORPUS / name, samples=1)
+    message = str(refusal.value)
+    assert message.startswith("model '") and "is a float model" in message
+    assert ("8-bit I/O adapters" in message) == ("int8io" in name)
 
 
 @pytest.mark.parametrize("requant", ["float", "int"])
@@ -55,7 +73,8 @@ def test_refused_models_name_the_node_and_operator(name: str) -> None:
                                   "attention_tiny_torchscript_ort_qdq_u8s8.onnx",
                                   "unet_tiny_dynamo_ort_qop_u8s8.onnx",
                                   "kws_gru_torchscript_ort_qdq_u8s8.onnx",
-                                  "gelu_mlp_torchscript_ort_qdq_u8s8.onnx"])
+                                  "gelu_mlp_torchscript_ort_qdq_u8s8.onnx",
+                                  "tf_ds_cnn_tflite_int8io_tf2onnx_qdq.onnx"])
 def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     report = codegen.verify(CORPUS / name, board=board, samples=1)
     assert report.ok, report.outputs

@@ -184,15 +184,17 @@ def test_a_float_model_is_told_to_be_quantized(build: Any, name: str, tmp_path: 
         "unsupported: 1 node(s)", f"  model '{name}' {FLOAT_MODEL}"], inspected.stdout
 
 
-def test_tf2onnx_dequantized_with_int8_io_names_what_is_unsupported(tmp_path: Path) -> None:
-    """Its input's dequantization (Cast, Sub, Mul) is not something onnx2mcu computes
-    yet (Cast only indexes tables), and --integer-only would not help either."""
+def test_tf2onnx_dequantized_with_int8_io_is_refused_as_a_float_model(tmp_path: Path) -> None:
+    """Its input's dequantization (Cast, Sub, Mul) and output QuantizeLinear are adapters
+    around a float network: refused as a float model, saying so, with or without
+    --integer-only (the real conversions are in the corpus, tests/test_corpus.py)."""
     onnx.save(tf2onnx_dequantized("int8"), tmp_path / "m.onnx")
     for extra in ([], ["--integer-only"]):
         message = refusal(cli("generate", tmp_path / "m.onnx", "-o", tmp_path / "out", *extra))
-        assert message.startswith("node 'x_cast' (Cast, domain ai.onnx): Cast from int8 to "
-                                  "float32 is supported only"), message
-        assert "--integer-only" not in message and "float model" not in message
+        assert message.startswith("model 'm' is a float model with 8-bit I/O adapters "
+                                  "(Cast/Sub/Mul on its inputs"), message
+        assert "tf2onnx --dequantize" in message and "--integer-only" not in message
+    assert not (tmp_path / "out").exists()
 
 
 def test_float_weights_in_a_qdq_model_are_quantized_as_ort_does(tmp_path: Path) -> None:
