@@ -92,8 +92,10 @@ def randomize(model: keras.Model, rng: np.random.Generator) -> None:
     for layer in model.layers:
         if isinstance(layer, layers.BatchNormalization):
             gamma, beta, mean, var = layer.get_weights()
-            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.uniform(-0.2, 0.2, beta.shape),
-                               rng.uniform(-0.2, 0.2, mean.shape), rng.uniform(0.5, 1.5, var.shape)])
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape),
+                               rng.uniform(-0.2, 0.2, beta.shape),
+                               rng.uniform(-0.2, 0.2, mean.shape),
+                               rng.uniform(0.5, 1.5, var.shape)])
 
 
 def to_tflite(model: keras.Model, io_type: Any, rng: np.random.Generator) -> bytes:

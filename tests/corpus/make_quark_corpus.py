@@ -1,0 +1,90 @@
+"""Make the AMD Quark part of the model corpus in tests/corpus/: the float ONNX models that
+tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
+conversions, committed), quantized by Quark's ONNX ModelQuantizer with its int8 presets
+A8W8 (int8 activations and weights) and XINT8 (power-of-two scales, as for AMD's NPUs).
+tests/test_corpus.py runs every committed model.
+
+To make them again (quark is not a test dependency: use a separate environment; torch
+2.13.0 first, so that Quark does not fetch another one):
+
+    python -m venv /tmp/quark-venv
+    /tmp/quark-venv/bin/pip install torch==2.13.0
+    /tmp/quark-venv/bin/pip install amd-quark==0.13 onnx onnxruntime==1.32.0
+    /tmp/quark-venv/bin/python tests/corpus/make_quark_corpus.py
+
+It writes NAME.onnx for each model and quark_corpus.json.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import quark
+import quark.onnx as quark_onnx
+from onnxruntime.quantization import CalibrationDataReader
+
+HERE = Path(__file__).resolve().parent
+CALIBRATION_COUNT = 16
+SOURCES = {"tf_ds_cnn": "tf_ds_cnn_tflite_floatio_tf2onnx_dequantize.onnx",
+           "tf_mobilenet_tiny": "tf_mobilenet_tiny_tflite_floatio_tf2onnx_dequantize.onnx",
+           "tf_autoencoder": "tf_autoencoder_tflite_floatio_tf2onnx_dequantize.onnx"}
+PRESETS = {"a8w8": quark_onnx.A8W8_QCONFIG, "xint8": quark_onnx.XINT8_QCONFIG}
+
+
+class Calibration(CalibrationDataReader):
+    def __init__(self, name: str, shape: list[int]) -> None:
+        rng = np.random.default_rng(5)
+        self._feeds = iter([{name: rng.uniform(-1, 1, shape).astype(np.float32)}
+                            for _ in range(CALIBRATION_COUNT)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._feeds, None)
+
+
+def make(arch: str, source: str, preset: str) -> dict[str, Any]:
+    model = onnx.load(HERE / source)
+    value = model.graph.input[0]
+    shape = [d.dim_value or 1 for d in value.type.tensor_type.shape.dim]
+    target = HERE / f"{arch}_tf2onnx_quark_{preset}.onnx"
+    quantizer = quark_onnx.ModelQuantizer(PRESETS[preset])
+    quantizer.quantize_model(str(HERE / source), str(target), Calibration(value.name, shape))
+    return {"file": target.name, "architecture": arch,
+            "exporter": f"tf2onnx float model ({source})",
+            "quantizer": f"amd-quark {quark.__version__} ModelQuantizer {preset.upper()}",
+            "input_shape": shape, "bytes": target.stat().st_size}
+
+
+def make_one(arch: str, preset: str) -> None:
+    """One model in this process: Quark 0.13 keeps state between quantize_model calls
+    (a second model fails with "Both `activation` and `input_tensors` are provided")."""
+    try:
+        entry = make(arch, SOURCES[arch], preset)
+    except Exception as exc:  # the producer itself failed: say so
+        entry = {"file": None, "architecture": arch, "name": f"{arch}_quark_{preset}",
+                 "producer_error": str(exc).splitlines()[0][:300]}
+    print("ENTRY " + json.dumps(entry))
+
+
+def main() -> None:
+    if len(sys.argv) == 3:
+        make_one(sys.argv[1], sys.argv[2])
+        return
+    entries = []
+    for arch in SOURCES:
+        for preset in PRESETS:
+            run = subprocess.run([sys.executable, __file__, arch, preset], check=True,
+                                 capture_output=True, text=True)
+            line = next(x for x in run.stdout.splitlines() if x.startswith("ENTRY "))
+            entries.append(json.loads(line.removeprefix("ENTRY ")))
+            print(entries[-1])
+    (HERE / "quark_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
