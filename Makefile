@@ -77,7 +77,7 @@ CPU_PROFILE_TESTS ?= tests/test_cpu_profiles.py tests/test_u8s8_reference.py \
 	tests/test_quantized_cnn.py tests/test_tabulate.py tests/test_reduce.py \
 	tests/test_conv_transpose.py tests/test_corpus.py tests/test_refusals.py \
 	tests/test_resize.py tests/test_recurrent.py tests/test_where.py tests/test_layer_norm.py \
-	tests/test_instance_norm.py
+	tests/test_instance_norm.py tests/test_transpose.py
 CPU_PROFILE_PYTEST_ARGS ?=
 test-cpu-profiles: $(VENV)/.installed-test
 	@for profile in $(CPU_PROFILES); do \

@@ -602,6 +602,17 @@ typedef struct {
 void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT input,
                   void *Q8_RESTRICT output);
 
+/* Each of `batches` row-major [rows][cols] matrices to [cols][rows] (NHWC <-> NCHW). */
+typedef struct {
+    int32_t batches;
+    int32_t rows;
+    int32_t cols;
+    int32_t element_size; /* bytes */
+} q8_transpose_2d_params;
+
+void q8_transpose_2d(const q8_transpose_2d_params *params, const void *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output);
+
 /*
  * Float islands: operators a QDQ model leaves in float (ONNX Runtime computes them in
  * float32 too). Each kernel reproduces the order of ORT's x86-64 CPU kernels (MLAS, one

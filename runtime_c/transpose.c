@@ -33,3 +33,59 @@ void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT inp
         }
     }
 }
+
+/* Tiles of TILE x TILE elements, so that both the rows read and the rows written stay
+ * in a few cache lines (or, on a Cortex-M, the loops stay short and the index
+ * arithmetic is one add per element). */
+#define TILE 16
+
+#define Q8_TRANSPOSE_TILES(TYPE)                                                        \
+    do {                                                                                \
+        const TYPE *src = (const TYPE *)input;                                          \
+        TYPE *dst = (TYPE *)output;                                                     \
+        for (b = 0; b < p->batches; b++) {                                              \
+            for (r0 = 0; r0 < p->rows; r0 += TILE) {                                    \
+                const int32_t r1 = r0 + TILE < p->rows ? r0 + TILE : p->rows;           \
+                for (c0 = 0; c0 < p->cols; c0 += TILE) {                                \
+                    const int32_t c1 = c0 + TILE < p->cols ? c0 + TILE : p->cols;       \
+                    for (c = c0; c < c1; c++) {                                         \
+                        TYPE *out_row = dst + (size_t)c * (size_t)p->rows;              \
+                        const TYPE *in_col = src + c;                                   \
+                        for (r = r0; r < r1; r++) {                                     \
+                            out_row[r] = in_col[(size_t)r * (size_t)p->cols];           \
+                        }                                                               \
+                    }                                                                   \
+                }                                                                       \
+            }                                                                           \
+            src += plane;                                                               \
+            dst += plane;                                                               \
+        }                                                                               \
+    } while (0)
+
+void q8_transpose_2d(const q8_transpose_2d_params *params, const void *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output)
+{
+    const q8_transpose_2d_params *p = params;
+    const size_t plane = (size_t)p->rows * (size_t)p->cols;
+    int32_t b, r0, c0, r, c;
+
+    if (p->element_size == 1) {
+        Q8_TRANSPOSE_TILES(uint8_t);
+    } else if (p->element_size == 4) {
+        Q8_TRANSPOSE_TILES(uint32_t);
+    } else {
+        const unsigned char *in = (const unsigned char *)input;
+        unsigned char *out = (unsigned char *)output;
+        const size_t esize = (size_t)p->element_size;
+        for (b = 0; b < p->batches; b++) {
+            for (r = 0; r < p->rows; r++) {
+                for (c = 0; c < p->cols; c++) {
+                    memcpy(out + ((size_t)c * (size_t)p->rows + (size_t)r) * esize,
+                           in + ((size_t)r * (size_t)p->cols + (size_t)c) * esize, esize);
+                }
+            }
+            in += plane * esize;
+            out += plane * esize;
+        }
+    }
+}

@@ -1,5 +1,7 @@
 """Transpose of any supported dtype. A permutation that only moves size-1 axes keeps
-the bytes in order, so it becomes an alias; anything else is a strided copy."""
+the bytes in order, so it becomes an alias. One that, once size-1 axes are dropped and
+axes that stay together are merged, swaps two blocks (NHWC <-> NCHW, a matrix
+transpose, batched or not) is a tiled 2-D transpose; anything else is a strided copy."""
 
 from __future__ import annotations
 
@@ -41,6 +43,22 @@ def keeps_order(shape: tuple[int, ...], perm: list[int]) -> bool:
     return moved == sorted(moved)
 
 
+def merged_axes(shape: tuple[int, ...], perm: list[int]) -> tuple[list[int], list[int]]:
+    """The permutation on merged axes: size-1 axes dropped, and input axes that follow
+    each other in the output merged into one. Returns (merged input shape, merged perm)."""
+    kept = [a for a in perm if shape[a] != 1]
+    groups: list[list[int]] = []
+    for a in kept:
+        if groups and groups[-1][-1] + 1 == a:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    sizes = [int(np.prod([shape[a] for a in groups[g]], dtype=np.int64)) for g in order]
+    rank_of = {g: i for i, g in enumerate(order)}
+    return sizes, [rank_of[g] for g in range(len(groups))]
+
+
 def lower_transpose(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
@@ -49,6 +67,15 @@ def lower_transpose(node: Node, graph: Graph, spec: object,
     perm = permutation(node, len(x.shape))
     if keeps_order(x.shape, perm):
         return [Alias(y.name, x.name)]
+    sizes, merged = merged_axes(x.shape, perm)
+    if merged in ([1, 0], [0, 2, 1]):
+        batches = sizes[0] if len(sizes) == 3 else 1
+        rows, cols = sizes[-2], sizes[-1]
+        params_2d = CStruct("q8_transpose_2d_params", (
+            ("batches", batches), ("rows", rows), ("cols", cols),
+            ("element_size", itemsize(x.dtype))))
+        return [KernelCall("q8_transpose_2d", node.name, (x.name,), (y.name,), params_2d, (),
+                           ("transpose.c",))]
     strides = [int(np.prod(x.shape[a + 1:], dtype=np.int64)) for a in range(len(x.shape))]
     pad = [0] * (MAX_RANK - len(perm))
     params = CStruct("q8_transpose_params", (
