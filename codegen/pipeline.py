@@ -11,7 +11,7 @@ import onnx
 
 from .boards import Board, load_board
 from .emitter import emit_project, estimate_source_bytes
-from .errors import OptionError, UnsupportedError
+from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
 from .importer import ModelSource, import_model, load_model
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
@@ -21,7 +21,7 @@ from .ops import LoweringOptions
 from .passes import Recipes, check_qdq_rules, expose_intermediates, run_passes
 from .planner import ArenaPlan, plan_arena
 from .program import Program
-from .refusal import explain_refusal
+from .refusal import explain_adapter_refusal, explain_refusal
 from .schedule import schedule_for_memory
 
 REQUANT_MODES = ("float", "int")
@@ -178,8 +178,10 @@ def generate_sources(source: ModelSource, options: Options | Target) -> Generate
     target = options if isinstance(options, Target) else resolve_target(options)
     try:
         return _generate_sources(source, target)
-    except UnsupportedError as error:  # a float model is refused as such, first
+    except (UnsupportedOperatorError, FloatIslandError) as error:
         raise explain_refusal(error, source, target.options) from None
+    except UnsupportedError as error:  # a float network behind 8-bit I/O adapters
+        raise explain_adapter_refusal(error, source, target.options) from None
 
 
 def _generate_sources(source: ModelSource, target: Target) -> Generated:

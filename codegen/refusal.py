@@ -33,10 +33,14 @@ def is_float_model_with_adapters(model: onnx.ModelProto) -> bool:
     outputs (tf2onnx --dequantize of an int8-I/O TFLite model: Cast, Sub, Mul on the
     inputs, float weights, QuantizeLinear on the outputs)."""
     outputs = {o.name for o in model.graph.output}
+    eight_bit = {i.name for i in model.graph.input if i.type.tensor_type.elem_type in (
+        onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
+    adapted = any(n.op_type == "Cast" and n.input and n.input[0] in eight_bit
+                  for n in model.graph.node)
     quantized = [n for n in model.graph.node
                  if n.op_type in QUANTIZED_OPS or n.op_type.startswith("QLinear")]
-    return bool(quantized) and all(n.op_type == "QuantizeLinear" and n.output[0] in outputs
-                                   for n in quantized)
+    return adapted and all(n.op_type == "QuantizeLinear" and n.output[0] in outputs
+                           for n in quantized)
 
 
 def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
@@ -89,3 +93,13 @@ def explain_refusal(error: UnsupportedError, source: ModelSource,
     """The refusal to report for `error` (an unsupported operator or a float island): a
     float model is refused as such, whatever its first unsupported node."""
     return explain_problems([error], source, options)[0]
+
+
+def explain_adapter_refusal(error: UnsupportedError, source: ModelSource,
+                            options: Options) -> UnsupportedError:
+    """Any refusal of a float model behind 8-bit I/O adapters (its first refused node is
+    usually the input's Cast) is reported as that model's refusal."""
+    model = load_model(source, options.limits)
+    if is_float_model_with_adapters(model):
+        return UnsupportedError(float_model_message(source, model))
+    return error
