@@ -24,7 +24,7 @@ from onnx import helper, numpy_helper
 from .cpu import SATURATION_ENV as SATURATION_ENV  # re-exported: tests force the probe
 from .cpu import CpuProfile, current_profile, differences, family_uses
 from .errors import Onnx2McuError
-from .ir import DTYPES, QUANT_RANGE, Graph, Tensor
+from .ir import DTYPES, QUANT_RANGE, Graph, Node, Tensor
 
 ORT_LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED",
               "basic": "ORT_ENABLE_BASIC", "disable": "ORT_DISABLE_ALL"}
@@ -120,6 +120,62 @@ def u8s8_nodes(graph: Graph) -> list[str]:
     return names
 
 
+FLOAT_WEIGHT_TARGETS = {"Conv": ("QLinearConv", 8), "Gemm": ("QGemm", 6)}
+
+
+def weights_quantized_by_ort(model: onnx.ModelProto, graph: Graph) -> dict[str, Node]:
+    """The model's QDQ Conv and Gemm nodes whose float weights ORT quantizes to int8 itself
+    (WeightBiasQuantization, codegen.passes.weights) before it fuses a u8 x s8 unit, by
+    name, with the fused IR node that holds those int8 weights."""
+    initializers = {i.name: i for i in model.graph.initializer}
+    fused = {n.name: n for n in graph.nodes if n.name in set(u8s8_nodes(graph))}
+    found = {}
+    for node in model.graph.node:
+        target = FLOAT_WEIGHT_TARGETS.get(node.op_type)
+        ir = fused.get(node.name)
+        if node.domain or target is None or ir is None or ir.op_type != target[0] or \
+                len(node.input) < 2:
+            continue
+        w = initializers.get(node.input[1])
+        if w is not None and w.data_type == onnx.TensorProto.FLOAT and \
+                tuple(w.dims) == graph.constants[ir.inputs[3]].shape:
+            found[node.name] = ir
+    return found
+
+
+def dequantized_u8_weights(node: onnx.NodeProto, graph: Graph, ir: Node,
+                           fresh: Callable[[str], str],
+                           ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """Where ORT would quantize float weights to int8 and saturate, give it the same
+    integers as uint8 (+128, zero point +128) behind a DequantizeLinear, and the int32
+    bias it would compute behind another (scale x_scale * w_scale): the same unit, which
+    ORT then fuses as u8 x u8 and computes exactly. `node`'s inputs are redirected."""
+    w_q = graph.constants[ir.inputs[3]]
+    w_scale, w_zp = graph.constants[ir.inputs[4]], graph.constants[ir.inputs[5]]
+    names = [fresh(f"{node.name}__w_u8"), fresh(f"{node.name}__w_scale"),
+             fresh(f"{node.name}__w_zp_u8")]
+    initializers = [numpy_helper.from_array((w_q.astype(np.int16) + 128).astype(np.uint8),
+                                            names[0]),
+                    numpy_helper.from_array(w_scale.astype(np.float32), names[1]),
+                    numpy_helper.from_array((w_zp.astype(np.int16) + 128).astype(np.uint8),
+                                            names[2])]
+    w_out = fresh(f"{node.name}__w_dq")
+    nodes = [helper.make_node("DequantizeLinear", names, [w_out])]
+    node.input[1] = w_out
+    bias_slot = FLOAT_WEIGHT_TARGETS[node.op_type][1]
+    if len(node.input) > 2 and node.input[2] and ir.input(bias_slot) is not None:
+        bias = graph.constants[ir.inputs[bias_slot]]
+        x_scale = graph.constants[ir.inputs[1]].astype(np.float32).reshape(-1)[0]
+        b_name, b_scale, b_out = (fresh(f"{node.name}__b_i32"), fresh(f"{node.name}__b_scale"),
+                                  fresh(f"{node.name}__b_dq"))
+        initializers += [numpy_helper.from_array(bias.astype(np.int32), b_name),
+                         numpy_helper.from_array(np.array(x_scale * w_scale.astype(
+                             np.float32).reshape(-1)[0], np.float32), b_scale)]
+        nodes.append(helper.make_node("DequantizeLinear", [b_name, b_scale], [b_out]))
+        node.input[2] = b_out
+    return nodes, initializers
+
+
 def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     """The same model with B moved from int8 to uint8 (+128, zero points +128) in every
     u8 x s8 product: the same mathematics, which ORT computes exactly. B is converted by
@@ -146,7 +202,15 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     shift = fresh("onnx2mcu_u8s8_shift")
     g.initializer.append(numpy_helper.from_array(np.array(128, dtype=np.int32), shift))
     converted: list[onnx.NodeProto] = []
+    float_weights = weights_quantized_by_ort(model, graph)
     for node in g.node:
+        if node.name in float_weights:
+            nodes, initializers = dequantized_u8_weights(node, graph, float_weights[node.name],
+                                                         fresh)
+            converted += nodes
+            g.initializer.extend(initializers)
+            converted.append(node)
+            continue
         slots = U8S8_B_SLOTS.get((node.domain, node.op_type))
         if node.op_type == "DequantizeLinear" and not node.domain:
             slots = (0, 2)

@@ -19,6 +19,7 @@ from roundtrip import check_round_trip
 
 import codegen
 from codegen.pipeline import Options, generate_sources
+from codegen.verify import SATURATION_ENV
 
 F32 = np.float32
 SHAPE = [1, 3, 8, 8]
@@ -208,6 +209,34 @@ def test_float_weights_in_a_qdq_model_are_quantized_as_ort_does(tmp_path: Path) 
         report = codegen.verify(model, samples=3, integer_only=integer_only)
         assert report.ok, report.outputs
     check_round_trip(model, tmp_path, integer_only=False, samples=2)
+
+
+def test_float_weights_are_those_ort_quantizes(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The int8 weights and int32 bias onnx2mcu computes from float weights are those in
+    ORT's own optimized graph (WeightBiasQuantization), on any CPU; and where ORT
+    saturates u8 x s8 (forced here), the reference gives ORT those integers as uint8
+    (+128) so that it computes them exactly, and the C matches it."""
+    import onnxruntime as ort
+
+    model = qdq_with_float_weights()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(model.SerializeToString(), options,
+                         providers=["CPUExecutionProvider"])
+    optimized = onnx.load(tmp_path / "optimized.onnx")
+    theirs = {i.name: numpy_helper.to_array(i) for i in optimized.graph.initializer}
+    int8 = [v for v in theirs.values() if v.dtype == np.int8 and v.ndim == 4]
+    int32 = [v for v in theirs.values() if v.dtype == np.int32 and v.ndim == 1]
+    graph = generate_sources(model, Options()).graph
+    conv = next(n for n in graph.nodes if n.op_type == "QLinearConv")
+    assert len(int8) == 1 and np.array_equal(int8[0], graph.constants[conv.inputs[3]])
+    assert len(int32) == 1 and np.array_equal(int32[0], graph.constants[conv.inputs[8]])
+    monkeypatch.setenv(SATURATION_ENV, "1")
+    report = codegen.verify(model, samples=3)
+    assert report.ok, report.outputs
+    assert report.reference == "the model with int8 weights moved to uint8", report.reference
 
 
 def test_gemm_alpha_with_a_bias_does_not_suggest_integer_only() -> None:
