@@ -36,15 +36,9 @@ ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT] + NN
     QUARK_ENTRIES
 # Architecture -> the operator the first refusal names, for what is not supported yet.
 REFUSED: dict[str, str] = {}
-# File -> the operator the first refusal names. NNCF's convolutions with ReLU/ReLU6: ORT
-# leaves them float (a Clip it keeps, int8 on x86) with NNCF's float biases, which ORT
-# computes with kernels not reproduced yet.
-REFUSED_FILES = {f"{arch}_tf2onnx_nncf_{preset}.onnx": "Conv"
-                 for arch in ("tf_ds_cnn", "tf_mobilenet_tiny")
-                 for preset in ("performance", "mixed")}
-# Quark's XINT8 output layer: a Gemm of dequantized weights with a float output, which ORT
+# File -> the operator the first refusal names. Quark's XINT8 output layer: a Gemm of dequantized weights with a float output, which ORT
 # rewrites into MatMulNBits.
-REFUSED_FILES["tf_autoencoder_tf2onnx_quark_xint8.onnx"] = "Gemm"
+REFUSED_FILES = {"tf_autoencoder_tf2onnx_quark_xint8.onnx": "Gemm"}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
             and e["file"] not in REFUSED_FILES]
 REJECTED = [e["file"] for e in ENTRIES if e["file"] and (e["architecture"] in REFUSED or
@@ -97,7 +91,8 @@ def test_refused_models_name_the_node_and_operator(name: str) -> None:
                                   "kws_gru_torchscript_ort_qdq_u8s8.onnx",
                                   "gelu_mlp_torchscript_ort_qdq_u8s8.onnx",
                                   "tf_ds_cnn_tflite_int8io_tf2onnx_qdq.onnx",
-                                  "tf_mobilenet_tiny_tf2onnx_quark_a8w8.onnx"])
+                                  "tf_mobilenet_tiny_tf2onnx_quark_a8w8.onnx",
+                                  "tf_ds_cnn_tf2onnx_nncf_performance.onnx"])
 def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     report = codegen.verify(CORPUS / name, board=board, samples=1)
     assert report.ok, report.outputs

@@ -200,6 +200,26 @@ def test_float_island_between_integer_operators() -> None:
     exact(model)
 
 
+def test_float_bias_initializers() -> None:
+    """A float-initializer bias on dequantized weights, as NNCF leaves it where ORT keeps
+    the convolution in float (per-channel activations before a depthwise Conv): ORT adds
+    the bias tensor as given, with the kernels of a dequantized bias."""
+    net = Islands()
+    rng = np.random.default_rng(7)
+    for c, m, k, g, relu in ((8, 8, 3, 8, True), (6, 10, 3, 1, False), (12, 16, 1, 1, True)):
+        x = net.activation((1, c, 9, 9))
+        b = net.const(rng.normal(0, 0.5, m).astype(F32))
+        y = net.op("Conv", [x, net.weights((m, c // g, k, k)), b], kernel_shape=[k, k],
+                   pads=[k // 2] * 4, group=g)
+        net.output(net.op("Relu", [y]) if relu else y)
+    a = net.activation((3, 20))
+    net.output(net.op("Gemm", [a, net.weights((7, 20)), net.const(
+        rng.normal(0, 0.5, 7).astype(F32))], transB=1))
+    model = net.model()
+    assert kernels(model).count("q8_conv_f32") == 3
+    exact(model)
+
+
 def test_float_weights_are_refused_with_the_reason(tmp_path: Any) -> None:
     net = Islands()
     x = net.activation((1, 4, 8, 8))

@@ -115,6 +115,25 @@ def check_scales(node: Node, what: str, scale: NDArray[Any]) -> NDArray[Any]:
     return scale
 
 
+def scalar_constant(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
+    """A one-value constant input, flattened."""
+    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
+
+
+def per_tensor_quant(node: Node, graph: Graph, scale_index: int, zp_index: int, what: str,
+                     dtype: str | None) -> tuple[float, int]:
+    """(scale, zero point) of a per-tensor quantization given as constant inputs; an
+    omitted zero point is 0; the zero point's type is checked when `dtype` is given."""
+    scale = check_scales(node, f"{what}_scale", scalar_constant(node, graph, scale_index,
+                                                                f"{what}_scale"))
+    if node.input(zp_index) is None:
+        return float(scale[0]), 0
+    zp = scalar_constant(node, graph, zp_index, f"{what}_zero_point")
+    if dtype is not None:
+        check_dtype(node, f"{what}_zero_point", zp, (dtype,))
+    return float(scale[0]), int(zp[0])
+
+
 def check_zero_points(node: Node, what: str, zp: NDArray[Any],
                       dtype: str) -> NDArray[Any]:
     if str(zp.dtype) != dtype:

@@ -62,6 +62,18 @@ def dequantized_weights(node: Node, graph: Graph, index: int, what: str) -> NDAr
                                np.array(quant.zero_point), quant.axis)
 
 
+def float_bias(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
+    """A bias: a float initializer or dequantized constants. Unlike weights, a constant
+    bias does not change ORT's kernel (it adds the bias tensor as given; only constant
+    weights are prepacked or turned to NCHWc), so either is computed the same way."""
+    name = node.inputs[index]
+    value = graph.constants.get(name)
+    if value is None:
+        return dequantized_weights(node, graph, index, what)
+    check_dtype(node, what, value, FLOAT)
+    return value
+
+
 def infer_float_unary(node: Node, graph: Graph) -> Inferred:
     x = float_input(node, graph, 0, "X")
     if node.op_type == "Softmax":

@@ -7,10 +7,8 @@ the global path instead, and so does this module."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..importer import operator_version
@@ -20,13 +18,12 @@ from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
     check_dtype,
-    check_scales,
     constant_input,
     input_tensor,
     kernel_suffix,
+    per_tensor_quant,
     reject_unknown_attrs,
     requant_params,
-    scalar_or_vector,
 )
 from ._float import FLOAT_TYPES, float_input, producer, refuse
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
@@ -38,22 +35,11 @@ INT8_TYPES = ("uint8", "int8")
 MAX_GLOBAL_SIZE = 2**23  # keeps 255 * size inside int32 (ORT itself stops at 2^24)
 
 
-def _scalar(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
-    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-
 def pool_quant(node: Node, graph: Graph, x: Tensor) -> tuple[float, int, float, int]:
     """x_scale, x_zero_point, y_scale, y_zero_point (y_zero_point may be omitted: 0)."""
-    x_scale = check_scales(node, "x_scale", _scalar(node, graph, 1, "x_scale"))
-    x_zp = _scalar(node, graph, 2, "x_zero_point")
-    check_dtype(node, "x_zero_point", x_zp, (x.dtype,))
-    y_scale = check_scales(node, "y_scale", _scalar(node, graph, 3, "y_scale"))
-    y_zp = 0
-    if node.input(4) is not None:
-        zp = _scalar(node, graph, 4, "y_zero_point")
-        check_dtype(node, "y_zero_point", zp, (x.dtype,))
-        y_zp = int(zp[0])
-    return float(x_scale[0]), int(x_zp[0]), float(y_scale[0]), y_zp
+    constant_input(node, graph, 2, "x_zero_point")  # required, unlike y_zero_point
+    return (*per_tensor_quant(node, graph, 1, 2, "x", x.dtype),
+            *per_tensor_quant(node, graph, 3, 4, "y", x.dtype))
 
 
 def global_scale(node: Node, x_scale: float, y_scale: float, size: int) -> np.float32:

@@ -6,10 +6,8 @@ ORT's arithmetic. ORT copies exactly when scale and zero point are equal."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ..errors import ModelError
 from ..ir import Graph, Node, QuantParams, Tensor, itemsize
@@ -21,11 +19,10 @@ from ._common import (
     attr_int,
     check_dtype,
     check_scales,
-    constant_input,
     input_tensor,
     normalize_axis,
     reject_unknown_attrs,
-    scalar_or_vector,
+    scalar_constant,
 )
 
 SOURCES = ("concat.c",)
@@ -50,15 +47,11 @@ def data_inputs(node: Node) -> list[str]:
     return list(node.inputs)
 
 
-def _scalar(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
-    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-
 def input_quant(node: Node, graph: Graph, index: int) -> tuple[float, int]:
     """(scale, zero point) of the QLinearConcat operand at input `index` (-1: Y)."""
     scale_at, zp_at = (0, 1) if index < 0 else (2 + 3 * index + 1, 2 + 3 * index + 2)
-    scale = check_scales(node, "scale", _scalar(node, graph, scale_at, "scale"))
-    return float(scale[0]), int(_scalar(node, graph, zp_at, "zero point")[0])
+    scale = check_scales(node, "scale", scalar_constant(node, graph, scale_at, "scale"))
+    return float(scale[0]), int(scalar_constant(node, graph, zp_at, "zero point")[0])
 
 
 def infer_concat(node: Node, graph: Graph) -> Inferred:
@@ -78,7 +71,7 @@ def infer_concat(node: Node, graph: Graph) -> Inferred:
     annotations: dict[str, QuantParams] = {}
     if node.op_type == "QLinearConcat":
         check_dtype(node, "inputs", tensors[0], ("uint8", "int8"))
-        zp = _scalar(node, graph, 1, "Y_zero_point")
+        zp = scalar_constant(node, graph, 1, "Y_zero_point")
         check_dtype(node, "Y_zero_point", zp, (dtype,))
         ys, yz = input_quant(node, graph, -1)
         quant = QuantParams((ys,), (yz,))

@@ -23,12 +23,10 @@ from . import ElementwiseFn, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
     check_finite_scales,
-    check_scales,
-    constant_input,
     input_tensor,
     kernel_suffix,
+    per_tensor_quant,
     reject_unknown_attrs,
-    scalar_or_vector,
 )
 from ._float import FLOAT_TYPES, f32, float_input, lower_only_tabulated
 from ._qdq import build_binary
@@ -84,25 +82,12 @@ def ort_input0_is_scalar(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     raise AssertionError("unreachable: the loop returns at its last axis")
 
 
-def _scalar(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
-    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-
 def binary_quant(node: Node, graph: Graph, dtype: str) -> tuple[float, int, float, int,
                                                                 float, int]:
     """sA, zA, sB, zB, sC, zC of QLinearAdd/QLinearMul (zero points may be omitted)."""
-    values: list[float | int] = []
-    for scale_index, zp_index, what in ((1, 2, "A"), (4, 5, "B"), (6, 7, "C")):
-        scale = check_scales(node, f"{what}_scale", _scalar(node, graph, scale_index,
-                                                            f"{what}_scale"))
-        zp = 0
-        if node.input(zp_index) is not None:
-            z = _scalar(node, graph, zp_index, f"{what}_zero_point")
-            check_dtype(node, f"{what}_zero_point", z, (dtype,))
-            zp = int(z[0])
-        values += [float(scale[0]), zp]
-    sa, za, sb, zb, sc, zc = values
-    return float(sa), int(za), float(sb), int(zb), float(sc), int(zc)
+    return (*per_tensor_quant(node, graph, 1, 2, "A", dtype),
+            *per_tensor_quant(node, graph, 4, 5, "B", dtype),
+            *per_tensor_quant(node, graph, 6, 7, "C", dtype))
 
 
 def infer_binary(node: Node, graph: Graph) -> Inferred:

@@ -31,9 +31,9 @@ from ._common import (
     no_requant,
     reject_unknown_attrs,
     requant_params,
-    scalar_or_vector,
+    scalar_constant,
 )
-from ._float import FLOAT_TYPES, dequantized_weights, float_input, producer, refuse
+from ._float import FLOAT_TYPES, float_bias, float_input, producer, refuse
 from ._qdq import bias_input
 from .clamp import output_range
 
@@ -213,10 +213,6 @@ def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: i
                       scratch_bytes=2 * k_padded)
 
 
-def _scalar(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
-    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-
 # ------------------------------------------------------------------ QLinearMatMul
 
 
@@ -227,21 +223,21 @@ def infer_qlinear_matmul(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input a", a, INT8_TYPES)
     check_dtype(node, "input b", b, INT8_TYPES)
     shape = matmul_shape(node, a.shape, b.shape)
-    a_scale = check_scales(node, "a_scale", _scalar(node, graph, 1, "a_scale"))
-    check_dtype(node, "a_zero_point", _scalar(node, graph, 2, "a_zero_point"), (a.dtype,))
+    a_scale = check_scales(node, "a_scale", scalar_constant(node, graph, 1, "a_scale"))
+    check_dtype(node, "a_zero_point", scalar_constant(node, graph, 2, "a_zero_point"), (a.dtype,))
     b_scale = constant_input(node, graph, 4, "b_scale")
     b_zp = constant_input(node, graph, 5, "b_zero_point")
     check_scales(node, "b_scale", b_scale.reshape(-1))
     column_params(node, "b_scale", b_scale, b.shape)
     column_params(node, "b_zero_point", b_zp, b.shape)
     check_dtype(node, "b_zero_point", b_zp, (b.dtype,))
-    y_scale = check_scales(node, "y_scale", _scalar(node, graph, 6, "y_scale"))
-    y_zp = _scalar(node, graph, 7, "y_zero_point")
+    y_scale = check_scales(node, "y_scale", scalar_constant(node, graph, 6, "y_scale"))
+    y_zp = scalar_constant(node, graph, 7, "y_zero_point")
     y_dtype = check_dtype(node, "y_zero_point", y_zp, INT8_TYPES)
     y = Tensor(node.outputs[0], y_dtype, shape.output,
                QuantParams((float(y_scale[0]),), (int(y_zp[0]),)))
     return Inferred([y], {a.name: QuantParams((float(a_scale[0]),),
-                                              (int(_scalar(node, graph, 2, "a_zp")[0]),))})
+                                              (int(scalar_constant(node, graph, 2, "a_zp")[0]),))})
 
 
 def b_quantization(node: Node, b: Tensor, scale: NDArray[Any] | None,
@@ -268,10 +264,10 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
     b_scale, b_zp = b_quantization(
         node, b, check_scales(node, "b_scale", constant_input(node, graph, 4, "b_scale")),
         constant_input(node, graph, 5, "b_zero_point"))
-    scales = output_scale(float(_scalar(node, graph, 1, "a_scale")[0]), b_scale.values,
-                          float(_scalar(node, graph, 6, "y_scale")[0]))
+    scales = output_scale(float(scalar_constant(node, graph, 1, "a_scale")[0]), b_scale.values,
+                          float(scalar_constant(node, graph, 6, "y_scale")[0]))
     qmin, qmax = output_range(node, graph, y.dtype)
-    requant, arrays = requant_params(node, scales, int(_scalar(node, graph, 7, "y_zp")[0]),
+    requant, arrays = requant_params(node, scales, int(scalar_constant(node, graph, 7, "y_zp")[0]),
                                      qmin, qmax, options.requant,
                                      collapse=not b_zp.per_column)
     mode = "ireq" if options.requant == "int" else "freq"
@@ -280,10 +276,11 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
         weights = fc_weights(graph.constants[b.name], b_zp.values, trans_b=False)
         if weights is not None:
             rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
-            return [fc_call(node, a, y, weights, int(_scalar(node, graph, 2, "a_zp")[0]), None,
-                            requant, arrays, mode, rows, options.wide_weights)]
+            a_zp = int(scalar_constant(node, graph, 2, "a_zp")[0])
+            return [fc_call(node, a, y, weights, a_zp, None, requant, arrays, mode, rows,
+                            options.wide_weights)]
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
-                          int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
+                          int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           b_zp.batched, None, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
     mode = "ireq" if options.requant == "int" else "freq"
@@ -396,8 +393,8 @@ def infer_qgemm(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input A", a, INT8_TYPES)
     check_dtype(node, "input B", b, INT8_TYPES)
     layout = gemm_layout(node, a, b)
-    a_scale = check_scales(node, "a_scale", _scalar(node, graph, 1, "a_scale"))
-    a_zp = _scalar(node, graph, 2, "a_zero_point")
+    a_scale = check_scales(node, "a_scale", scalar_constant(node, graph, 1, "a_scale"))
+    a_zp = scalar_constant(node, graph, 2, "a_zero_point")
     check_dtype(node, "a_zero_point", a_zp, (a.dtype,))
     b_scale = constant_input(node, graph, 4, "b_scale")
     check_scales(node, "b_scale", b_scale.reshape(-1))
@@ -411,13 +408,14 @@ def infer_qgemm(node: Node, graph: Graph) -> Inferred:
     quant = None
     y_dtype = "float32"
     if node.input(7) is not None:
-        check_scales(node, "y_scale", _scalar(node, graph, 7, "y_scale"))
+        check_scales(node, "y_scale", scalar_constant(node, graph, 7, "y_scale"))
     if node.input(8) is not None:
-        y_zp = _scalar(node, graph, 8, "y_zero_point")
+        y_zp = scalar_constant(node, graph, 8, "y_zero_point")
         y_dtype = check_dtype(node, "y_zero_point", y_zp, INT8_TYPES)
         if node.input(7) is None:
             raise ModelError(f"{node.describe()}: y_zero_point without y_scale")
-        quant = QuantParams((float(_scalar(node, graph, 7, "y_scale")[0]),), (int(y_zp[0]),))
+        y_scale = float(scalar_constant(node, graph, 7, "y_scale")[0])
+        quant = QuantParams((y_scale,), (int(y_zp[0]),))
     y = Tensor(node.outputs[0], y_dtype, layout.shape.output, quant)
     return Inferred([y], {a.name: QuantParams((float(a_scale[0]),), (int(a_zp[0]),))})
 
@@ -425,10 +423,10 @@ def infer_qgemm(node: Node, graph: Graph) -> Inferred:
 def qgemm_scale(node: Node, graph: Graph, b_scale: NDArray[Any]) -> NDArray[Any]:
     """ORT: s = f32(f32(alpha * a_scale) * b_scale[n]), then f32(s / y_scale) if given."""
     alpha = np.float32(attr_float(node, "alpha", 1.0))
-    a_scale = np.float32(_scalar(node, graph, 1, "a_scale")[0])
+    a_scale = np.float32(scalar_constant(node, graph, 1, "a_scale")[0])
     s = (np.float32(alpha * a_scale) * b_scale.astype(np.float32)).astype(np.float32)
     if node.input(7) is not None:
-        s = (s / np.float32(_scalar(node, graph, 7, "y_scale")[0])).astype(np.float32)
+        s = (s / np.float32(scalar_constant(node, graph, 7, "y_scale")[0])).astype(np.float32)
     return s
 
 
@@ -449,8 +447,8 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         mode = "f32"
     else:
         qmin, qmax = output_range(node, graph, y.dtype)
-        requant, arrays = requant_params(node, scale, int(_scalar(node, graph, 8, "y_zp")[0]),
-                                         qmin, qmax, options.requant,
+        y_zp_value = int(scalar_constant(node, graph, 8, "y_zp")[0])
+        requant, arrays = requant_params(node, scale, y_zp_value, qmin, qmax, options.requant,
                                          collapse=not b_zp.per_column)
         mode = "ireq" if options.requant == "int" else "freq"
     c_value = constant_input(node, graph, 6, "C") if node.input(6) is not None else None
@@ -461,7 +459,7 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         weights = fc_weights(graph.constants[b.name], b_zp.values,
                              trans_b=bool(attr_int(node, "transB", 0)))
         if weights is not None:
-            return [fc_call(node, a, y, weights, int(_scalar(node, graph, 2, "a_zp")[0]),
+            return [fc_call(node, a, y, weights, int(scalar_constant(node, graph, 2, "a_zp")[0]),
                             c_value, requant, arrays, mode, layout.shape.m,
                             options.wide_weights)]
     bias = None
@@ -469,7 +467,7 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         bias = bias_strides(node, c_value, layout.shape.m, layout.shape.n)
         arrays.append(CArray("bias", "int32_t", c_value.reshape(-1)))
     params = _gemm_struct(layout.shape, layout.a_strides, layout.b_strides,
-                          int(_scalar(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
+                          int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           False, bias, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values),
                *_offset_arrays(layout.shape, False)]
@@ -495,7 +493,7 @@ def infer_matmul_integer_to_float(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input A", a, INT8_TYPES)
     check_dtype(node, "input B", b, INT8_TYPES)
     shape = matmul_shape(node, a.shape, b.shape)
-    check_scales(node, "a_scale", _scalar(node, graph, 2, "a_scale"))
+    check_scales(node, "a_scale", scalar_constant(node, graph, 2, "a_scale"))
     b_scale = constant_input(node, graph, 3, "b_scale")
     check_scales(node, "b_scale", b_scale.reshape(-1))
     column_params(node, "b_scale", b_scale, b.shape)
@@ -518,7 +516,7 @@ def lower_matmul_integer_to_float(node: Node, graph: Graph, spec: object,
     shape = matmul_shape(node, a.shape, b.shape)
     b_zp_value = constant_input(node, graph, 5, "b_zp") if node.input(5) is not None else None
     b_scale, b_zp = b_quantization(node, b, constant_input(node, graph, 3, "b_scale"), b_zp_value)
-    a_scale = np.float32(_scalar(node, graph, 2, "a_scale")[0])
+    a_scale = np.float32(scalar_constant(node, graph, 2, "a_scale")[0])
     scale = (a_scale * b_scale.values.astype(np.float32)).astype(np.float32)
     requant, arrays = requant_params(node, scale, 0, 0, 0, "float",
                                      collapse=not b_zp.per_column)
@@ -672,9 +670,7 @@ def lower_float_gemm(node: Node, graph: Graph, spec: object,
     bias = None
     if has_bias:
         # ORT copies C into the output before the product, whatever its origin.
-        c = node.inputs[2]
-        bias = graph.constants[c] if c in graph.constants else dequantized_weights(
-            node, graph, 2, "C")
+        bias = float_bias(node, graph, 2, "C")
     return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias)]
 
 

@@ -31,9 +31,10 @@ from ._common import (
     quant_params,
     reject_unknown_attrs,
     requant_params,
+    scalar_constant,
     scalar_or_vector,
 )
-from ._float import FLOAT_TYPES, dequantized_weights, float_input, refuse
+from ._float import FLOAT_TYPES, dequantized_weights, float_bias, float_input, refuse
 from ._geometry import Window, dims_struct, sliding_window, window_struct
 from ._qdq import bias_input
 from .clamp import output_range
@@ -77,20 +78,16 @@ class ConvQuant:
     y_dtype: str
 
 
-def _scalar_param(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
-    return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-
 def conv_quant(node: Node, graph: Graph, x: Tensor, w: NDArray[Any]) -> ConvQuant:
     m = w.shape[0]
-    x_scale = check_scales(node, "x_scale", _scalar_param(node, graph, 1, "x_scale"))
-    x_zp = _scalar_param(node, graph, 2, "x_zero_point")
+    x_scale = check_scales(node, "x_scale", scalar_constant(node, graph, 1, "x_scale"))
+    x_zp = scalar_constant(node, graph, 2, "x_zero_point")
     w_scale = check_scales(node, "w_scale", scalar_or_vector(
         node, "w_scale", constant_input(node, graph, 4, "w_scale"), m, True))
     w_zp = scalar_or_vector(node, "w_zero_point", constant_input(node, graph, 5, "w_zero_point"),
                             m, True)
-    y_scale = check_scales(node, "y_scale", _scalar_param(node, graph, 6, "y_scale"))
-    y_zp = _scalar_param(node, graph, 7, "y_zero_point")
+    y_scale = check_scales(node, "y_scale", scalar_constant(node, graph, 6, "y_scale"))
+    y_zp = scalar_constant(node, graph, 7, "y_zero_point")
     check_dtype(node, "x_zero_point", x_zp, (x.dtype,))
     check_dtype(node, "w_zero_point", w_zp, (str(w.dtype),))
     y_dtype = check_dtype(node, "y_zero_point", y_zp, ("uint8", "int8"))
@@ -342,7 +339,7 @@ def conv_integer_zero_points(node: Node, graph: Graph, x: Tensor,
     point per output channel; ORT 1.32 refuses those, so `verify` cannot compare them."""
     x_zp, w_zp = 0, np.zeros(1, dtype=w.dtype)
     if node.input(2) is not None:
-        zp = _scalar_param(node, graph, 2, "x_zero_point")
+        zp = scalar_constant(node, graph, 2, "x_zero_point")
         check_dtype(node, "x_zero_point", zp, (x.dtype,))
         x_zp = int(zp[0])
     if node.input(3) is not None:
@@ -423,7 +420,7 @@ def lower_float_conv(node: Node, graph: Graph, spec: object,
     window = conv_window(node, x.shape, w.shape)
     if min(window.pads_begin) < 0:
         raise refuse(node, "negative padding (SAME with a kernel smaller than the stride)")
-    bias = dequantized_weights(node, graph, 2, "bias") if node.input(2) else None
+    bias = float_bias(node, graph, 2, "bias") if node.input(2) else None
     pads_end = (0, *window.pads_end) if len(window.pads_end) == 1 else window.pads_end
     arrays = [CArray("weights", "float", w.astype(F32).reshape(-1))]
     if bias is not None:

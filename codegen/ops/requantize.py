@@ -24,7 +24,7 @@ from ._common import (
     constant_input,
     input_tensor,
     reject_unknown_attrs,
-    scalar_or_vector,
+    scalar_constant,
 )
 from .clamp import clamp_output_table
 
@@ -33,12 +33,10 @@ INT8_TYPES = ("uint8", "int8")
 
 
 def requantize_params(node: Node, graph: Graph) -> tuple[float, int, float, int, str]:
-    def scalar(index: int, what: str) -> NDArray[Any]:
-        return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-    x_scale = check_scales(node, "x_scale", scalar(1, "x_scale"))
-    y_scale = check_scales(node, "y_scale", scalar(3, "y_scale"))
-    x_zp, y_zp = scalar(2, "x_zero_point"), scalar(4, "y_zero_point")
+    x_scale = check_scales(node, "x_scale", scalar_constant(node, graph, 1, "x_scale"))
+    y_scale = check_scales(node, "y_scale", scalar_constant(node, graph, 3, "y_scale"))
+    x_zp = scalar_constant(node, graph, 2, "x_zero_point")
+    y_zp = scalar_constant(node, graph, 4, "y_zero_point")
     y_dtype = check_dtype(node, "y_zero_point", y_zp, INT8_TYPES)
     return float(x_scale[0]), int(x_zp[0]), float(y_scale[0]), int(y_zp[0]), y_dtype
 

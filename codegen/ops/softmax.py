@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..importer import operator_version
@@ -28,7 +27,7 @@ from ._common import (
     kernel_suffix,
     normalize_axis,
     reject_unknown_attrs,
-    scalar_or_vector,
+    scalar_constant,
 )
 from ._float import FLOAT_TYPES, infer_float_unary
 from ._qdq import build_unary
@@ -51,12 +50,9 @@ def softmax_layout(node: Node, shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 def softmax_quant(node: Node, graph: Graph, dtype: str) -> tuple[float, float, int]:
     """x_scale, y_scale, y_zero_point; ORT ignores x_zero_point."""
-    def scalar(index: int, what: str) -> NDArray[Any]:
-        return scalar_or_vector(node, what, constant_input(node, graph, index, what), 1, False)
-
-    x_scale = check_scales(node, "X_scale", scalar(1, "X_scale"))
-    y_scale = check_scales(node, "y_scale", scalar(3, "y_scale"))
-    y_zp = scalar(4, "y_zero_point")
+    x_scale = check_scales(node, "X_scale", scalar_constant(node, graph, 1, "X_scale"))
+    y_scale = check_scales(node, "y_scale", scalar_constant(node, graph, 3, "y_scale"))
+    y_zp = scalar_constant(node, graph, 4, "y_zero_point")
     check_dtype(node, "y_zero_point", y_zp, (dtype,))
     return float(x_scale[0]), float(y_scale[0]), int(y_zp[0])
 

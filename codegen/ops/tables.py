@@ -26,6 +26,7 @@ from ._common import (
     constant_input,
     input_tensor,
     kernel_suffix,
+    per_tensor_quant,
     reject_unknown_attrs,
     scalar_or_vector,
 )
@@ -40,21 +41,8 @@ INT8_TYPES = ("uint8", "int8")
 
 def unary_quant(node: Node, graph: Graph, dtype: str) -> tuple[float, int, float, int]:
     """x_scale, x_zero_point, y_scale, y_zero_point (zero points may be omitted: 0)."""
-    values: list[float | int] = []
-    for scale_index, zp_index, what in ((1, 2, "X"), (3, 4, "Y")):
-        scale = scalar_or_vector(node, f"{what}_scale",
-                                 constant_input(node, graph, scale_index, f"{what}_scale"), 1,
-                                 False)
-        check_scales(node, f"{what}_scale", scale)
-        zp = 0
-        if node.input(zp_index) is not None:
-            z = scalar_or_vector(node, f"{what}_zero_point",
-                                 constant_input(node, graph, zp_index, f"{what}_zero_point"), 1,
-                                 False)
-            check_dtype(node, f"{what}_zero_point", z, (dtype,))
-            zp = int(z[0])
-        values += [float(scale[0]), zp]
-    return float(values[0]), int(values[1]), float(values[2]), int(values[3])
+    return (*per_tensor_quant(node, graph, 1, 2, "X", dtype),
+            *per_tensor_quant(node, graph, 3, 4, "Y", dtype))
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,10 @@ from ..program import CArray, CRef, CStruct, KernelCall, Lowered
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
-    check_scales,
     constant_input,
     input_tensor,
+    per_tensor_quant,
     reject_unknown_attrs,
-    scalar_or_vector,
 )
 from ._float import refuse
 
@@ -55,17 +54,6 @@ class WhereSpec:
     tables: tuple[NDArray[Any] | None, ...]
     constant: int | None
     mask: NDArray[Any]
-
-
-def _branch_quant(node: Node, graph: Graph, first: int, what: str,
-                  dtype: str) -> tuple[float, int]:
-    scale = check_scales(node, f"{what}_scale", scalar_or_vector(
-        node, f"{what}_scale", constant_input(node, graph, first, f"{what}_scale"), 1, False))
-    zp = scalar_or_vector(node, f"{what}_zero_point",
-                          constant_input(node, graph, first + 1, f"{what}_zero_point"), 1,
-                          False)
-    check_dtype(node, f"{what}_zero_point", zp, (dtype,))
-    return float(scale[0]), int(zp[0])
 
 
 def _table(xs: float, xz: int, zs: float, zz: int, dtype: str) -> NDArray[Any] | None:
@@ -99,11 +87,12 @@ def infer_qlinear_where(node: Node, graph: Graph) -> Inferred:
         raise ModelError(f"{node.describe()}: the condition is {condition.dtype}; expected bool")
     zz_value = constant_input(node, graph, 8, "Z_zero_point")
     dtype = check_dtype(node, "Z_zero_point", zz_value, INT8_TYPES)
-    zs, zz = _branch_quant(node, graph, 7, "Z", dtype)
+    zs, zz = per_tensor_quant(node, graph, 7, 8, "Z", dtype)
     branches = []
     for data, what in ((1, "X"), (4, "Y")):
         name = node.inputs[data]
-        scale, zp = _branch_quant(node, graph, data + 1, what, dtype)
+        scale, zp = per_tensor_quant(node, graph, data + 1, data + 2, what,
+                                     dtype)
         if name in graph.constants:
             value = graph.constants[name]
             check_dtype(node, f"constant {what}", value, (dtype,))

@@ -16,33 +16,27 @@ It writes NAME.onnx for each model and nncf_corpus.json.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import nncf
-import numpy as np
 import onnx
+from tf_float_sources import (
+    CALIBRATION_COUNT,
+    HERE,
+    SOURCES,
+    calibration_samples,
+    input_shape,
+    producer_failure,
+)
 
-HERE = Path(__file__).resolve().parent
-CALIBRATION_COUNT = 16
-SOURCES = {"tf_ds_cnn": "tf_ds_cnn_tflite_floatio_tf2onnx_dequantize.onnx",
-           "tf_mobilenet_tiny": "tf_mobilenet_tiny_tflite_floatio_tf2onnx_dequantize.onnx",
-           "tf_autoencoder": "tf_autoencoder_tflite_floatio_tf2onnx_dequantize.onnx"}
 PRESETS = {"performance": nncf.QuantizationPreset.PERFORMANCE,
            "mixed": nncf.QuantizationPreset.MIXED}
-
-
-def input_shape(model: onnx.ModelProto) -> tuple[str, list[int]]:
-    value = model.graph.input[0]
-    return value.name, [d.dim_value or 1 for d in value.type.tensor_type.shape.dim]
 
 
 def make(arch: str, source: str, preset: str) -> dict[str, Any]:
     model = onnx.load(HERE / source)
     name, shape = input_shape(model)
-    rng = np.random.default_rng(5)
-    samples = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(CALIBRATION_COUNT)]
-    dataset = nncf.Dataset(samples, lambda sample: {name: sample})
+    dataset = nncf.Dataset(calibration_samples(shape), lambda sample: {name: sample})
     quantized = nncf.quantize(model, dataset, preset=PRESETS[preset],
                               subset_size=CALIBRATION_COUNT)
     target = HERE / f"{arch}_tf2onnx_nncf_{preset}.onnx"
@@ -60,9 +54,7 @@ def main() -> None:
             try:
                 entries.append(make(arch, source, preset))
             except Exception as exc:  # the producer itself failed: say so
-                entries.append({"file": None, "architecture": arch,
-                                "name": f"{arch}_nncf_{preset}",
-                                "producer_error": str(exc).splitlines()[0][:300]})
+                entries.append(producer_failure(arch, f"{arch}_nncf_{preset}", exc))
             print(entries[-1])
     (HERE / "nncf_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
 

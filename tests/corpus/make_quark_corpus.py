@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,20 +27,14 @@ import onnx
 import quark
 import quark.onnx as quark_onnx
 from onnxruntime.quantization import CalibrationDataReader
+from tf_float_sources import HERE, SOURCES, calibration_samples, input_shape, producer_failure
 
-HERE = Path(__file__).resolve().parent
-CALIBRATION_COUNT = 16
-SOURCES = {"tf_ds_cnn": "tf_ds_cnn_tflite_floatio_tf2onnx_dequantize.onnx",
-           "tf_mobilenet_tiny": "tf_mobilenet_tiny_tflite_floatio_tf2onnx_dequantize.onnx",
-           "tf_autoencoder": "tf_autoencoder_tflite_floatio_tf2onnx_dequantize.onnx"}
 PRESETS = {"a8w8": quark_onnx.A8W8_QCONFIG, "xint8": quark_onnx.XINT8_QCONFIG}
 
 
 class Calibration(CalibrationDataReader):
     def __init__(self, name: str, shape: list[int]) -> None:
-        rng = np.random.default_rng(5)
-        self._feeds = iter([{name: rng.uniform(-1, 1, shape).astype(np.float32)}
-                            for _ in range(CALIBRATION_COUNT)])
+        self._feeds = iter([{name: sample} for sample in calibration_samples(shape)])
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         return next(self._feeds, None)
@@ -49,11 +42,10 @@ class Calibration(CalibrationDataReader):
 
 def make(arch: str, source: str, preset: str) -> dict[str, Any]:
     model = onnx.load(HERE / source)
-    value = model.graph.input[0]
-    shape = [d.dim_value or 1 for d in value.type.tensor_type.shape.dim]
+    name, shape = input_shape(model)
     target = HERE / f"{arch}_tf2onnx_quark_{preset}.onnx"
     quantizer = quark_onnx.ModelQuantizer(PRESETS[preset])
-    quantizer.quantize_model(str(HERE / source), str(target), Calibration(value.name, shape))
+    quantizer.quantize_model(str(HERE / source), str(target), Calibration(name, shape))
     return {"file": target.name, "architecture": arch,
             "exporter": f"tf2onnx float model ({source})",
             "quantizer": f"amd-quark {quark.__version__} ModelQuantizer {preset.upper()}",
@@ -66,8 +58,7 @@ def make_one(arch: str, preset: str) -> None:
     try:
         entry = make(arch, SOURCES[arch], preset)
     except Exception as exc:  # the producer itself failed: say so
-        entry = {"file": None, "architecture": arch, "name": f"{arch}_quark_{preset}",
-                 "producer_error": str(exc).splitlines()[0][:300]}
+        entry = producer_failure(arch, f"{arch}_quark_{preset}", exc)
     print("ENTRY " + json.dumps(entry))
 
 
