@@ -36,9 +36,8 @@ ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT] + NN
     QUARK_ENTRIES
 # Architecture -> the operator the first refusal names, for what is not supported yet.
 REFUSED: dict[str, str] = {}
-# File -> the operator the first refusal names. Quark's XINT8 output layer: a Gemm of dequantized weights with a float output, which ORT
-# rewrites into MatMulNBits.
-REFUSED_FILES = {"tf_autoencoder_tf2onnx_quark_xint8.onnx": "Gemm"}
+# File -> the operator the first refusal names.
+REFUSED_FILES: dict[str, str] = {}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
             and e["file"] not in REFUSED_FILES]
 REJECTED = [e["file"] for e in ENTRIES if e["file"] and (e["architecture"] in REFUSED or

@@ -362,6 +362,44 @@ def test_matmul_nbits_is_refused() -> None:
         generate_sources(model, Options())
 
 
+def ort_optimized_ops(model: onnx.ModelProto, tmp_path: Path) -> list[str]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(model.SerializeToString(), options,
+                         providers=["CPUExecutionProvider"])
+    return [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+
+
+# (op, A dequantized, what follows the product, does ORT make a MatMulNBits) as measured
+# on ORT 1.32's optimized graph.
+NBITS_CASES = [("MatMul", False, "Relu-Q", False), ("Gemm", False, "Relu-Q", False),
+               ("Gemm", True, "Relu-Q", False), ("Gemm", True, "", False),
+               ("MatMul", False, "Sigmoid-Q", True), ("Gemm", False, "", True)]
+
+
+@pytest.mark.parametrize("op,a_dequantized,after,nbits", NBITS_CASES)
+def test_matmul_nbits_only_where_ort_makes_one(op: str, a_dequantized: bool, after: str,
+                                               nbits: bool, tmp_path: Path) -> None:
+    """Dequantized constant weights times a float A: ORT's MatMulNBits rewrite (refused)
+    happens unless A is dequantized too (its QDQ selectors take the unit) or the product
+    is quantized through a Relu; the others are float products, bit-exact."""
+    net = Net((3, 16))
+    a = net.qdq("x", 0.05, 128) if a_dequantized else "x"
+    y = net.op(op, [a, net.weight((16, 8))])
+    for step in after.split("-") if after else []:
+        y = net.dq(net.q(y, 0.1, 128), F32(0.1), np.uint8(128)) if step == "Q" else \
+            net.op(step, [y])
+    model = net.model(net.op("Identity", [y]))
+    assert ("MatMulNBits" in ort_optimized_ops(model, tmp_path)) == nbits
+    if nbits:
+        with pytest.raises(codegen.UnsupportedError, match="MatMulNBits"):
+            generate_sources(model, Options())
+    else:
+        exact(model)
+
+
 def test_clamp_after_an_operator_costs_nothing() -> None:
     """A Relu/Clip left on the integers after QLinearConv (Brevitas' sandwich with one
     quantization on both sides) becomes the convolution's own output clamp."""

@@ -634,20 +634,39 @@ def check_b_operand(node: Node, graph: Graph) -> Tensor:
 
 
 def check_not_matmul_nbits(node: Node, graph: Graph) -> None:
-    """ORT_ENABLE_ALL turns a float product with B [K, N] dequantized from constants and
-    no QuantizeLinear after it into MatMulNBits (weights quantized in blocks, A on the
-    fly), which onnx2mcu does not reproduce."""
+    """ORT_ENABLE_ALL turns a float product with B [K, N] dequantized from constants into
+    MatMulNBits (weights quantized in blocks, A on the fly), which onnx2mcu does not
+    reproduce. Measured on ORT 1.32, it does not when A is dequantized too (the QDQ
+    selectors take the node unit first: MatMulIntegerToFloat, or Gemm left in float) or
+    when the product is quantized, directly or through a Relu."""
     dq = producer(graph, node.inputs[1])
     if dq is None or dq.op_type != "DequantizeLinear" or dq.domain or not all(
             i in graph.constants for i in dq.inputs if i):
         return
-    readers = [n for n in graph.nodes if node.outputs[0] in n.inputs]
-    if readers and all(r.op_type == "QuantizeLinear" and not r.domain for r in readers) and \
-            node.outputs[0] not in graph.outputs:
+    a = producer(graph, node.inputs[0])
+    if a is not None and a.op_type == "DequantizeLinear" and not a.domain:
+        return
+    if quantized_after(graph, node.outputs[0], through=("Relu",)):
         return
     raise refuse(node, "ONNX Runtime rewrites this product of dequantized constant "
                   "weights into MatMulNBits, which onnx2mcu does not reproduce; quantize its "
                   "output (QuantizeLinear) or transpose the weights (Gemm transB=1)")
+
+
+def quantized_after(graph: Graph, tensor: str, through: tuple[str, ...]) -> bool:
+    """Is every reader of `tensor` a QuantizeLinear, or one of `through` whose output is
+    (one level), and `tensor` not a graph output?"""
+    readers = [n for n in graph.nodes if tensor in n.inputs]
+    if not readers or tensor in graph.outputs:
+        return False
+    for reader in readers:
+        if reader.domain:
+            return False
+        if reader.op_type == "QuantizeLinear":
+            continue
+        if reader.op_type not in through or not quantized_after(graph, reader.outputs[0], ()):
+            return False
+    return True
 
 
 def lower_float_gemm(node: Node, graph: Graph, spec: object,
