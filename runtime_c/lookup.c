@@ -25,3 +25,31 @@ void q8_lut_bytes(const q8_lut_params *params, const void *input, void *output)
 {
     lookup(params->table, params->size, (const uint8_t *)input, (uint8_t *)output);
 }
+
+/* One table of 256 entries per channel: element (o, c, i) of [outer, channels, inner]
+ * is looked up in table c (a chain with per-channel constants, PRelu's slopes). */
+static void lookup_channels(const q8_lut_channels_params *p, const uint8_t *in, uint8_t *out)
+{
+    int32_t o, c, i;
+    size_t at = 0;
+    for (o = 0; o < p->outer; o++) {
+        for (c = 0; c < p->channels; c++) {
+            const uint8_t *table = p->tables + (size_t)c * 256u;
+            for (i = 0; i < p->inner; i++, at++) {
+                out[at] = table[in[at]];
+            }
+        }
+    }
+}
+
+void q8_lut_channels_u8(const q8_lut_channels_params *params, const uint8_t *input,
+                        uint8_t *output)
+{
+    lookup_channels(params, input, output);
+}
+
+void q8_lut_channels_s8(const q8_lut_channels_params *params, const int8_t *input,
+                        int8_t *output)
+{
+    lookup_channels(params, (const uint8_t *)input, (uint8_t *)output);
+}

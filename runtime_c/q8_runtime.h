@@ -526,6 +526,19 @@ void q8_lut_s8(const q8_lut_params *params, const int8_t *input, int8_t *output)
 /* The same over raw bytes, between any two 8-bit types (Requantize int8 -> uint8). */
 void q8_lut_bytes(const q8_lut_params *params, const void *input, void *output);
 
+/* A table per channel of [outer, channels, inner]: tables holds channels x 256 bytes. */
+typedef struct {
+    int32_t outer;
+    int32_t channels;
+    int32_t inner;
+    const uint8_t *tables;
+} q8_lut_channels_params;
+
+void q8_lut_channels_u8(const q8_lut_channels_params *params, const uint8_t *input,
+                        uint8_t *output);
+void q8_lut_channels_s8(const q8_lut_channels_params *params, const int8_t *input,
+                        int8_t *output);
+
 /*
  * One input of a Concat: outer blocks of block bytes, written at out_offset + o *
  * out_stride bytes of the output; through table (1-byte elements) when the input is

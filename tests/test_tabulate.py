@@ -195,3 +195,54 @@ def test_mlas_erf_matches_ort_on_many_floats() -> None:
         "CPUExecutionProvider"]).run(None, {"x": x})[0]
     ours = np.array([mlas_erf(v) for v in x], F32)
     assert np.array_equal(ours.view(np.uint32), expected.view(np.uint32))
+
+
+def per_channel_model(kind: str, dtype: str, channels: int,
+                      seed: int) -> tuple[onnx.ModelProto, dict[str, NDArray[Any]]]:
+    """DQ -> a chain with per-channel constants -> Q on x [2, channels, 256, 1] (axis 1),
+    every byte in every channel: PRelu with torch's PReLU(C) slopes [C, 1, 1], a
+    BatchNorm left as Mul and Add, a per-channel Div."""
+    rng = np.random.default_rng(seed)
+    lo = 0 if dtype == "uint8" else -128
+    inits: dict[str, NDArray[Any]] = {
+        "xs": np.array(rng.uniform(0.01, 0.06), F32), "xz": np.array(lo + 100, dtype),
+        "ys": np.array(rng.uniform(0.01, 0.05), F32), "yz": np.array(lo + 120, dtype)}
+    per_channel = (channels, 1, 1)
+    nodes = [helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["x"], name="dq")]
+    if kind == "PRelu":
+        inits["slope"] = rng.uniform(-0.5, 0.9, per_channel).astype(F32)
+        nodes.append(helper.make_node("PRelu", ["x", "slope"], ["f"], name="prelu"))
+    elif kind == "MulAdd":
+        inits["gamma"] = rng.uniform(-2, 2, per_channel).astype(F32)
+        inits["beta"] = rng.uniform(-1, 1, (channels, 1, 1)).astype(F32)
+        nodes += [helper.make_node("Mul", ["x", "gamma"], ["m"], name="mul"),
+                  helper.make_node("Add", ["m", "beta"], ["f"], name="add")]
+    else:
+        inits["d"] = rng.uniform(0.5, 3, (1, channels, 1, 1)).astype(F32)
+        nodes.append(helper.make_node("Div", ["x", "d"], ["f"], name="div"))
+    nodes.append(helper.make_node("QuantizeLinear", ["f", "ys", "yz"], ["y"], name="q_out"))
+    shape = [2, channels, 256, 1]
+    values = np.broadcast_to(np.arange(lo, lo + 256).reshape(1, 1, 256, 1), shape)
+    feeds = {"q": np.ascontiguousarray(values).astype(dtype)}
+    return graph_model(nodes, {"q": (dtype, shape)}, {"y": dtype}, inits, opset=17), feeds
+
+
+@pytest.mark.parametrize("kind", ["PRelu", "MulAdd", "Div"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_per_channel_constants_give_a_table_per_channel(kind: str, dtype: str) -> None:
+    """Exact against ORT on every byte of every channel; convert writes the tables as one
+    flat Gather at x + 256 c (ORT runs it, and it imports back as the same Table)."""
+    model, feeds = per_channel_model(kind, dtype, 5, 0)
+    gen = generate_sources(model, Options())
+    assert [c.function for c in gen.program.calls] == [
+        f"q8_lut_channels_{'u8' if dtype == 'uint8' else 's8'}"]
+    report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
+    assert report.ok, report.outputs
+    report = codegen.verify(model, inputs=feeds, integer_only=True)
+    assert report.ok, report.outputs
+    converted = codegen.exporter.converted_model(gen.graph, gen.qdq_rules)
+    again = generate_sources(converted, Options())
+    assert [c.function for c in again.program.calls] == [c.function for c in
+                                                         gen.program.calls]
+    assert again.program.calls[0].arrays[0].values.tobytes() == \
+        gen.program.calls[0].arrays[0].values.tobytes()

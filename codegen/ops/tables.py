@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 from onnx import TensorProto, helper
 
-from ..errors import ModelError
+from ..errors import ModelError, UnsupportedError
 from ..exporter import Writer
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import leaky_relu_table, mlas_logistic, mlas_tanh, sigmoid_table
@@ -21,11 +21,13 @@ from ..program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_float,
+    attr_int,
     check_dtype,
     check_scales,
     constant_input,
     input_tensor,
     kernel_suffix,
+    normalize_axis,
     per_tensor_quant,
     reject_unknown_attrs,
     scalar_or_vector,
@@ -162,18 +164,31 @@ DOMAIN = "ai.onnx2mcu"
 
 @dataclass(frozen=True)
 class TableSpec:
-    table: NDArray[Any]  # 256 entries in byte order
+    table: NDArray[Any]  # [256] in byte order, or [channels, 256] for a per-channel table
+    axis: int  # x's channel axis of a per-channel table (-1 for one table)
+
+
+MAX_TABLE_CHANNELS = 1024  # 256 KB of tables: beyond it, not worth the flash
 
 
 def infer_table(node: Node, graph: Graph) -> Inferred:
-    reject_unknown_attrs(node, {"tabulates"})
+    reject_unknown_attrs(node, {"tabulates", "axis"})
     x = input_tensor(node, graph, 0, "x")
     check_dtype(node, "input x", x, INT8_TYPES)
     table = constant_input(node, graph, 1, "table")
     check_dtype(node, "table", table, (x.dtype,))
-    if table.shape != (256,):
+    axis = -1
+    if "axis" in node.attrs:
+        axis = normalize_axis(node, attr_int(node, "axis", 0), len(x.shape))
+        expected: tuple[int, ...] = (x.shape[axis], 256)
+    else:
+        expected = (256,)
+    if table.shape != expected:
         raise ModelError(f"{node.describe()}: the table has shape {list(table.shape)}; "
-                         "expected [256]")
+                         f"expected {list(expected)}")
+    if len(expected) == 2 and expected[0] > MAX_TABLE_CHANNELS:
+        raise UnsupportedError(f"{node.describe()}: {expected[0]} per-channel tables; at "
+                               f"most {MAX_TABLE_CHANNELS} are supported")
     quant = None
     if node.input(2) is not None:
         scale = check_scales(node, "y_scale", scalar_or_vector(
@@ -183,24 +198,60 @@ def infer_table(node: Node, graph: Graph) -> Inferred:
         check_dtype(node, "y_zero_point", zp, (x.dtype,))
         quant = QuantParams((float(scale[0]),), (int(zp[0]),))
     y = Tensor(node.outputs[0], x.dtype, x.shape, quant)
-    return Inferred([y], spec=TableSpec(table))
+    return Inferred([y], spec=TableSpec(table, axis))
 
 
 def lower_table(node: Node, graph: Graph, spec: object,
                 options: LoweringOptions) -> Sequence[KernelCall | Alias]:
     assert isinstance(spec, TableSpec)
-    return [lut_call(node, graph, spec.table)]
+    if spec.axis < 0:
+        return [lut_call(node, graph, spec.table)]
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    clamped = clamp_output_table(spec.table, node, graph).view(np.uint8).reshape(-1)
+    params = CStruct("q8_lut_channels_params", (
+        ("outer", int(np.prod(x.shape[:spec.axis], dtype=np.int64))),
+        ("channels", x.shape[spec.axis]),
+        ("inner", int(np.prod(x.shape[spec.axis + 1:], dtype=np.int64))),
+        ("tables", CRef("tables"))))
+    return [KernelCall(f"q8_lut_channels_{kernel_suffix(x.dtype)}", node.name, (x.name,),
+                       (y.name,), params, (CArray("tables", "uint8_t", clamped),), SOURCES,
+                       in_place=0)]
 
 
 def export_table(node: Node, w: Writer) -> None:
     """Standard ONNX that ORT runs: Gather from the table at x cast to int32 (an int8
     value v < 0 indexes from the end, which is the byte of v: the table is in byte
-    order either way)."""
-    index = w.fresh(f"{node.outputs[0]}__index")
-    w.nodes.append(helper.make_node("Cast", [node.inputs[0]], [index],
-                                    name=w.fresh(f"{node.name}_index"), to=TensorProto.INT32))
-    w.nodes.append(helper.make_node("Gather", [node.inputs[1], index], list(node.outputs),
-                                    name=node.name, axis=0))
+    order either way). A per-channel table is written flat, in value order per channel,
+    and indexed at Cast(Cast(x, float) + offset[c], int32) with offset[c] = 256 c (+ 128
+    for int8): float sums of integers below 2^24 are exact, and onnx2mcu's importer
+    takes float arithmetic where it would refuse integer Add."""
+    if "axis" not in node.attrs:
+        index = w.fresh(f"{node.outputs[0]}__index")
+        w.nodes.append(helper.make_node("Cast", [node.inputs[0]], [index],
+                                        name=w.fresh(f"{node.name}_index"),
+                                        to=TensorProto.INT32))
+        w.nodes.append(helper.make_node("Gather", [node.inputs[1], index], list(node.outputs),
+                                        name=node.name, axis=0))
+        return
+    x = w.graph.tensors[node.inputs[0]]
+    table = w.graph.constants[node.inputs[1]]
+    axis = int(node.attrs["axis"]) % len(x.shape)
+    signed = x.dtype == "int8"
+    by_value = np.roll(table, 128, axis=1) if signed else table
+    channels = table.shape[0]
+    offsets = (np.arange(channels, dtype=np.float32) * 256 + (128 if signed else 0)).reshape(
+        (channels,) + (1,) * (len(x.shape) - axis - 1))
+    flat = w.constant(f"{node.inputs[1]}__flat", by_value.reshape(-1))
+    offset = w.constant(f"{node.inputs[1]}__offsets", offsets)
+    value, at, index = (w.fresh(f"{node.outputs[0]}__{part}")
+                        for part in ("value", "at", "index"))
+    w.nodes += [
+        helper.make_node("Cast", [node.inputs[0]], [value], name=w.fresh(f"{node.name}_value"),
+                         to=TensorProto.FLOAT),
+        helper.make_node("Add", [value, offset], [at], name=w.fresh(f"{node.name}_offset")),
+        helper.make_node("Cast", [at], [index], name=w.fresh(f"{node.name}_index"),
+                         to=TensorProto.INT32),
+        helper.make_node("Gather", [flat, index], list(node.outputs), name=node.name, axis=0)]
 
 
 register(OpDef("Table", DOMAIN, infer_table, lower_table,

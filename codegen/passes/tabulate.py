@@ -6,7 +6,9 @@ takes one of 256 values, so the chain is a function of x's byte: the table holds
 each byte, ORT's own float32 arithmetic (DequantizeLinear, each operator as its OpDef's
 `elementwise` computes it, then MLAS's QuantizeLinear), and the C does one load per
 element. The chain may read x more than once (x * HardSigmoid(x)); every other operand
-must be a scalar constant, and nothing outside the chain may read its inner tensors."""
+must be a constant, and nothing outside the chain may read its inner tensors. Constants
+are scalars, or vary along one axis of x only (PRelu's per-channel slopes, a BatchNorm
+left as Mul and Add): then each channel gets its own table."""
 
 from __future__ import annotations
 
@@ -39,10 +41,11 @@ F32 = np.float32
 @dataclass(frozen=True)
 class Chain:
     """The operators between x's DequantizeLinear and the QuantizeLinear, in graph
-    order, and the tensor each reads."""
+    order, and x's axis along which its constants vary (-1: all are scalars)."""
 
     x: Quantized
     nodes: tuple[Node, ...]
+    axis: int = -1
 
 
 def _elementwise(node: Node) -> ops.ElementwiseFn | None:
@@ -50,9 +53,23 @@ def _elementwise(node: Node) -> ops.ElementwiseFn | None:
     return opdef.elementwise if opdef is not None else None
 
 
-def _scalar_constant(graph: Graph, name: str) -> bool:
+def _float_constant(graph: Graph, name: str) -> bool:
     value = graph.constants.get(name)
-    return value is not None and value.size == 1 and value.dtype == np.float32
+    return value is not None and value.dtype == np.float32
+
+
+def varying_axis(value: NDArray[Any], shape: tuple[int, ...]) -> int | None:
+    """-1 for a scalar; the axis of `shape` along which a constant broadcast to it varies
+    (it has that axis's full length there and 1 elsewhere); None otherwise."""
+    if value.size == 1:
+        return -1
+    if value.ndim > len(shape):
+        return None
+    padded = (1,) * (len(shape) - value.ndim) + tuple(value.shape)
+    axes = [i for i, d in enumerate(padded) if d != 1]
+    if len(axes) != 1 or padded[axes[0]] != shape[axes[0]]:
+        return None
+    return axes[0]
 
 
 def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
@@ -75,7 +92,7 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
             if not name:
                 continue
             if name in graph.constants:
-                if not _scalar_constant(graph, name):
+                if not _float_constant(graph, name):
                     return None
                 continue
             x = dequantized(name, graph, index)
@@ -92,21 +109,39 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
             graph.tensors[source.q].dtype not in QUANT_RANGE:
         return None
     shape = graph.tensors[source.q].shape
+    found = {varying_axis(graph.constants[name], shape) for node in members.values()
+             for name in node.inputs if name in graph.constants}
+    axes = {a for a in found if a is not None and a >= 0}
+    if None in found or len(axes) > 1:
+        return None
+    axis = axes.pop() if axes else -1
     for node in members.values():
         if graph.tensors[node.outputs[0]].shape != shape:
-            return None  # broadcasting against a constant that is not a scalar
+            return None  # a constant that broadcasts x to a larger shape
         if node is root:
             continue
         readers = index.readers.get(node.outputs[0], [])
         if node.outputs[0] in index.outputs or any(id(r) not in members for r in readers):
             return None
     ordered = tuple(n for n in graph.nodes if id(n) in members)
-    return Chain(source, ordered)
+    return Chain(source, ordered, axis)
 
 
 def chain_values(graph: Graph, chain: Chain) -> NDArray[np.float32] | None:
-    """The chain's float32 result for each of the 256 bytes of x, in byte order (None
-    when an operator's configuration is not reproduced)."""
+    """The chain's float32 result for each of the 256 bytes of x, in byte order, per
+    channel of chain.axis when its constants vary along it ([channels, 256]); None when
+    an operator's configuration is not reproduced."""
+    if chain.axis < 0:
+        return channel_values(graph, chain, None)
+    channels = graph.tensors[chain.x.q].shape[chain.axis]
+    rows = [channel_values(graph, chain, c) for c in range(channels)]
+    if any(row is None for row in rows):
+        return None
+    return np.stack([row for row in rows if row is not None])
+
+
+def channel_values(graph: Graph, chain: Chain, channel: int | None) -> NDArray[np.float32] | None:
+    """The chain's result for the 256 bytes of x, each constant taken at `channel`."""
     scale, zero_point = chain.x.values(graph)
     dtype = graph.tensors[chain.x.q].dtype
     zp = int(zero_point.reshape(-1)[0]) if zero_point is not None else 0
@@ -116,13 +151,17 @@ def chain_values(graph: Graph, chain: Chain) -> NDArray[np.float32] | None:
         fn = _elementwise(node)
         assert fn is not None
         operands = [values[name] if name in values else
-                    np.asarray(graph.constants[name], F32).reshape(())
-                    for name in node.inputs if name]
+                    constant_at(graph.constants[name], channel) for name in node.inputs if name]
         result = fn(node, operands)
         if result is None:
             return None
         values[node.outputs[0]] = np.asarray(result, F32)
     return values[chain.nodes[-1].outputs[0]]
+
+
+def constant_at(value: NDArray[Any], channel: int | None) -> NDArray[np.float32]:
+    flat = np.asarray(value, F32).reshape(-1)
+    return np.asarray(flat[0 if flat.size == 1 or channel is None else channel], F32)
 
 
 def chain_table(graph: Graph, chain: Chain, q: Quantized) -> NDArray[Any] | None:
@@ -150,8 +189,11 @@ def _tabulate(graph: Graph, index: Index, node: Node) -> Graph | None:
         return None
     name = new_constant(graph, f"{chain.nodes[-1].name}_table", table)
     # The table remembers what it computes, for the CPU profiles (codegen/cpu.py).
+    attrs: dict[str, Any] = {"tabulates": tuple(n.op_type for n in chain.nodes)}
+    if chain.axis >= 0:
+        attrs["axis"] = chain.axis
     fused = Node(chain.nodes[-1].name, "Table", DOMAIN, (chain.x.q, name, *qparams(y, graph)),
-                 (y.q,), {"tabulates": tuple(n.op_type for n in chain.nodes)}, 1)
+                 (y.q,), attrs, 1)
     graph.opsets.setdefault(DOMAIN, 1)
     if not validated(fused, graph):
         return None
@@ -166,26 +208,68 @@ def tabulate_elementwise_chains(graph: Graph) -> tuple[Graph, list[str]]:
 def _table_lookup(graph: Graph, index: Index, gather: Node) -> Graph | None:
     """Cast(x: 8-bit -> int32) -> Gather(constant [256] table of x's type, axis 0): a
     Table (an int8 value v < 0 indexes from the end, which is v's byte). This is how
-    `convert` writes a Table for ORT, so that its output imports as it was."""
+    `convert` writes a Table for ORT, so that its output imports as it was; a
+    per-channel table is written Cast -> Add(offsets) -> Cast -> Gather
+    (tables.export_table)."""
     if not float_node(gather, "Gather") or int(gather.attrs.get("axis", 0)) != 0:
         return None
     table = graph.constants.get(gather.inputs[0])
-    if table is None or table.shape != (256,) or str(table.dtype) not in QUANT_RANGE:
+    if table is None or table.ndim != 1 or str(table.dtype) not in QUANT_RANGE:
         return None
     position = gather.inputs[1]
     cast = index.producer.get(position)
     if cast is None or not float_node(cast, "Cast") or index.only_reader(position) is not gather:
         return None
+    replaced = [cast, gather]
+    offsets = None
+    if table.size != 256:
+        # Cast(Cast(x, float) + offsets, int32): a per-channel table.
+        add = index.producer.get(cast.inputs[0])
+        if add is None or not float_node(add, "Add") or \
+                index.only_reader(cast.inputs[0]) is not cast:
+            return None
+        offsets = next((graph.constants[n] for n in add.inputs if n in graph.constants), None)
+        value = next((n for n in add.inputs if n not in graph.constants), None)
+        to_float = index.producer.get(value) if value else None
+        if offsets is None or value is None or to_float is None or \
+                not float_node(to_float, "Cast") or index.only_reader(value) is not add:
+            return None
+        replaced = [to_float, add, cast, gather]
+        cast = to_float
     x = cast.inputs[0]
     if x not in graph.tensors or graph.tensors[x].dtype != str(table.dtype) or \
             graph.tensors[position].dtype != "int32":
         return None
-    fused = Node(gather.name, "Table", DOMAIN, (x, gather.inputs[0]),
-                 gather.outputs, {}, 1)
+    attrs: dict[str, Any] = {}
+    inputs = (x, gather.inputs[0])
+    if offsets is not None:
+        per_channel = per_channel_table(table, offsets, graph.tensors[x])
+        if per_channel is None:
+            return None
+        tables, attrs["axis"] = per_channel
+        inputs = (x, new_constant(graph, f"{gather.name}_tables", tables))
+    fused = Node(gather.name, "Table", DOMAIN, inputs, gather.outputs, attrs, 1)
     graph.opsets.setdefault(DOMAIN, 1)
     if not validated(fused, graph):
         return None
-    return replace_nodes(graph, [cast, gather], fused)
+    return replace_nodes(graph, replaced, fused)
+
+
+def per_channel_table(flat: NDArray[Any], offsets: NDArray[Any],
+                      x: Any) -> tuple[NDArray[Any], int] | None:
+    """The [channels, 256] byte-order tables and x's axis of a flat value-order table
+    indexed at x + offsets (float), offsets[c] = 256 c (+ 128 for int8) along one axis."""
+    axis = varying_axis(offsets, x.shape)
+    if axis is None or axis < 0 or offsets.dtype != np.float32:
+        return None
+    channels = x.shape[axis]
+    signed = x.dtype == "int8"
+    expected = np.arange(channels, dtype=np.int64) * 256 + (128 if signed else 0)
+    if flat.size != channels * 256 or not np.array_equal(offsets.reshape(-1).astype(np.int64),
+                                                         expected):
+        return None
+    by_value = flat.reshape(channels, 256)
+    return (np.roll(by_value, -128, axis=1) if signed else by_value), axis
 
 
 def gathers_to_tables(graph: Graph) -> tuple[Graph, list[str]]:
