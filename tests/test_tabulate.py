@@ -5,6 +5,7 @@ ONNX Runtime on every input byte, for many quantizations of both 8-bit types."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -246,3 +247,12 @@ def test_per_channel_constants_give_a_table_per_channel(kind: str, dtype: str) -
                                                          gen.program.calls]
     assert again.program.calls[0].arrays[0].values.tobytes() == \
         gen.program.calls[0].arrays[0].values.tobytes()
+
+
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_per_channel_tables_in_qemu(board: str) -> None:
+    model, feeds = per_channel_model("PRelu", "int8", 3, 1)
+    report = codegen.verify(model, inputs=feeds, board=board)
+    assert report.ok, report.outputs
