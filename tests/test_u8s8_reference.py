@@ -39,6 +39,16 @@ def extreme_u8s8_model() -> tuple[Any, dict[str, NDArray[Any]]]:
             init.raw_data = np.full((4, 8, 1, 1), -128, dtype=np.int8).tobytes()
         if init.name == "c0_xz":
             init.raw_data = np.array(0, dtype=np.uint8).tobytes()
+        # An output quantization under which both sums land in range (exact: -261,120,
+        # saturated: -131,072 per output), so that the two differ after requantization.
+        if init.name == "c0_xs":
+            init.raw_data = np.array(1.0, dtype=np.float32).tobytes()
+        if init.name == "c0_ws":
+            init.raw_data = np.full(4, 1 / 2048, dtype=np.float32).tobytes()
+        if init.name == "c0_ys":
+            init.raw_data = np.array(1.0, dtype=np.float32).tobytes()
+        if init.name == "c0_yz":
+            init.raw_data = np.array(255, dtype=np.uint8).tobytes()
     x = np.full((1, 8, 3, 3), 255, dtype=np.uint8)
     return model, {"x0": x}
 
