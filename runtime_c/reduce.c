@@ -1,4 +1,4 @@
-/* reduce.c - reductions over trailing axes (reduce.h). */
+/* reduce.c - reductions over trailing axes, or any adjacent axes for max/min (reduce.h). */
 #include "reduce.h"
 #include "q8_eigen.h"
 
@@ -46,3 +46,34 @@ Q8_REDUCE_EXTREME(q8_reduce_max_f32, float, >)
 Q8_REDUCE_EXTREME(q8_reduce_min_u8, uint8_t, <)
 Q8_REDUCE_EXTREME(q8_reduce_min_s8, int8_t, <)
 Q8_REDUCE_EXTREME(q8_reduce_min_f32, float, <)
+
+/* Element (o, i) of the output: the extreme over l of input (o, l, i). */
+#define Q8_REDUCE_EXTREME_STRIDED(name, type, better)                                   \
+    void name(const q8_reduce_strided_params *params, const type *Q8_RESTRICT input,    \
+              type *Q8_RESTRICT output)                                                 \
+    {                                                                                   \
+        int32_t o, l, i;                                                                \
+        const size_t inner = (size_t)params->inner;                                     \
+        for (o = 0; o < params->outer; o++) {                                           \
+            const type *block = input + (size_t)o * (size_t)params->length * inner;     \
+            type *out = output + (size_t)o * inner;                                     \
+            for (i = 0; i < params->inner; i++) {                                       \
+                out[i] = block[i];                                                      \
+            }                                                                           \
+            for (l = 1; l < params->length; l++) {                                      \
+                const type *row = block + (size_t)l * inner;                            \
+                for (i = 0; i < params->inner; i++) {                                   \
+                    if (row[i] better out[i]) {                                         \
+                        out[i] = row[i];                                                \
+                    }                                                                   \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
+    }
+
+Q8_REDUCE_EXTREME_STRIDED(q8_reduce_max_strided_u8, uint8_t, >)
+Q8_REDUCE_EXTREME_STRIDED(q8_reduce_max_strided_s8, int8_t, >)
+Q8_REDUCE_EXTREME_STRIDED(q8_reduce_max_strided_f32, float, >)
+Q8_REDUCE_EXTREME_STRIDED(q8_reduce_min_strided_u8, uint8_t, <)
+Q8_REDUCE_EXTREME_STRIDED(q8_reduce_min_strided_s8, int8_t, <)
+Q8_REDUCE_EXTREME_STRIDED(q8_reduce_min_strided_f32, float, <)

@@ -34,4 +34,23 @@ void q8_reduce_min_s8(const q8_reduce_params *params, const int8_t *Q8_RESTRICT 
 void q8_reduce_min_f32(const q8_reduce_params *params, const float *Q8_RESTRICT input,
                        float *Q8_RESTRICT output);
 
+/* Max and min over adjacent axes that are not trailing: input [outer, length, inner]
+ * becomes [outer, inner] (a channel max of NCHW: outer N, length C, inner H * W). */
+typedef struct {
+    int32_t outer;
+    int32_t length;
+    int32_t inner;
+} q8_reduce_strided_params;
+
+#define Q8_REDUCE_STRIDED(name, type)                                                   \
+    void name(const q8_reduce_strided_params *params, const type *Q8_RESTRICT input,    \
+              type *Q8_RESTRICT output);
+Q8_REDUCE_STRIDED(q8_reduce_max_strided_u8, uint8_t)
+Q8_REDUCE_STRIDED(q8_reduce_max_strided_s8, int8_t)
+Q8_REDUCE_STRIDED(q8_reduce_max_strided_f32, float)
+Q8_REDUCE_STRIDED(q8_reduce_min_strided_u8, uint8_t)
+Q8_REDUCE_STRIDED(q8_reduce_min_strided_s8, int8_t)
+Q8_REDUCE_STRIDED(q8_reduce_min_strided_f32, float)
+#undef Q8_REDUCE_STRIDED
+
 #endif /* Q8_REDUCE_H */

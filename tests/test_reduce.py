@@ -83,3 +83,56 @@ def test_reducing_leading_axes_is_refused_naming_the_node() -> None:
                         {"x": ("float32", [1, 4, 5])}, {"y": "float32"}, {})
     with pytest.raises(UnsupportedError, match=r"mean_over_channels.*trailing axes"):
         generate_sources(model, Options())
+
+
+def adjacent_axes_model(op: str, seed: int, dtype: str) -> onnx.ModelProto:
+    """ReduceMax/ReduceMin over runs of adjacent axes that are not trailing."""
+    rng = np.random.default_rng(seed)
+    nodes, inputs, outputs, inits = [], {}, {}, {}
+    for i in range(8):
+        rank = int(rng.integers(2, 5))
+        shape = [int(d) for d in rng.integers(1, 9, rank)]
+        first = int(rng.integers(0, rank - 1))
+        last = int(rng.integers(first, rank - 1))  # the last axis stays: not trailing
+        axes = list(range(first, last + 1))
+        inits[f"axes{i}"] = np.array(axes, np.int64)
+        nodes.append(helper.make_node(op, [f"x{i}", f"axes{i}"], [f"y{i}"], name=f"r{i}",
+                                      keepdims=int(rng.integers(0, 2))))
+        inputs[f"x{i}"] = (dtype, shape)
+        outputs[f"y{i}"] = dtype
+    return graph_model(nodes, inputs, outputs, inits, opset=18)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "float32"])
+def test_extremes_over_adjacent_axes(op: str, dtype: str) -> None:
+    model = adjacent_axes_model(op, 5, dtype)
+    calls = [c.function for c in generate_sources(model, Options()).program.calls]
+    assert any(f.endswith(f"strided_{dict(uint8='u8', int8='s8', float32='f32')[dtype]}")
+               for f in calls), calls
+    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_qdq_channel_max_keeps_the_integers() -> None:
+    """DQ -> ReduceMax over channels -> Q with one quantization, as CBAM's spatial
+    attention: ORT drops the pair; onnx2mcu reduces the uint8 values."""
+    inits: dict[str, NDArray[Any]] = {"s": np.array(0.04, F32), "z": np.array(120, np.uint8),
+                                      "axes": np.array([1], np.int64)}
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"]),
+             helper.make_node("ReduceMax", ["x", "axes"], ["m"], keepdims=1),
+             helper.make_node("QuantizeLinear", ["m", "s", "z"], ["y"])]
+    model = graph_model(nodes, {"q": ("uint8", [1, 6, 5, 7])}, {"y": "uint8"}, inits,
+                        opset=18)
+    calls = [c.function for c in generate_sources(model, Options()).program.calls]
+    assert calls == ["q8_reduce_max_strided_u8"], calls
+    report = codegen.verify(model, samples=4, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_reducing_axes_apart_is_refused_naming_the_node() -> None:
+    model = graph_model([helper.make_node("ReduceMax", ["x"], ["y"], axes=[0, 2],
+                                          name="max_apart")],
+                        {"x": ("float32", [3, 4, 5])}, {"y": "float32"}, {})
+    with pytest.raises(UnsupportedError, match=r"max_apart.*adjacent axes"):
+        generate_sources(model, Options())

@@ -7,7 +7,8 @@ computes each row with Eigen's vectorized sum (SSE packets from the tensor's fir
 16-byte boundary; measured on ORT 1.32, exact on every shape tried), then divides by
 the count; runtime_c/reduce.c follows that order. ReduceMax and ReduceMin are exact on
 any type, and ORT drops the DequantizeLinear/QuantizeLinear around them when both sides
-share one quantization."""
+share one quantization; they also reduce any run of adjacent axes (a channel max, as
+CBAM's spatial attention takes it), as [outer, length, inner] with a stride."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ AXES_INPUT_SINCE = {"ReduceMean": 18, "ReduceSum": 13, "ReduceMax": 18, "ReduceM
 
 @dataclass(frozen=True)
 class ReduceSpec:
-    rows: int
-    length: int
+    rows: int  # the product of the axes before the reduced ones
+    length: int  # the product of the reduced axes
+    inner: int  # the product of the axes after them (1: trailing axes, contiguous rows)
 
 
 def reduced_axes(node: Node, graph: Graph, rank: int) -> list[int]:
@@ -68,26 +70,40 @@ def infer_reduce(node: Node, graph: Graph) -> Inferred:
         x = input_tensor(node, graph, 0, "data")
     rank = len(x.shape)
     axes = reduced_axes(node, graph, rank)
-    if axes != list(range(rank - len(axes), rank)):
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes))) if axes else True
+    trailing = axes == list(range(rank - len(axes), rank))
+    if node.op_type in ("ReduceMean", "ReduceSum") and not trailing:
         raise UnsupportedError(f"{node.describe()}: reducing axes {axes} of a rank-{rank} "
-                               "tensor; only the trailing axes are supported")
+                               "tensor; only the trailing axes are supported (ORT sums "
+                               "other axes in orders not reproduced)")
+    if not adjacent:
+        raise UnsupportedError(f"{node.describe()}: reducing axes {axes} of a rank-{rank} "
+                               "tensor; only adjacent axes are supported")
     keep = attr_int(node, "keepdims", 1)
     shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keep else \
         tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    first = axes[0] if axes else rank
+    after = axes[-1] + 1 if axes else rank
     length = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    rows = int(np.prod(x.shape[:rank - len(axes)], dtype=np.int64))
+    rows = int(np.prod(x.shape[:first], dtype=np.int64))
+    inner = int(np.prod(x.shape[after:], dtype=np.int64))
     quant = carried_quant(x) if node.op_type in ("ReduceMax", "ReduceMin") else None
     return Inferred([Tensor(node.outputs[0], x.dtype, shape, quant)],
-                    spec=ReduceSpec(rows, length))
+                    spec=ReduceSpec(rows, length, inner))
 
 
 def lower_reduce(node: Node, graph: Graph, spec: object,
                  options: LoweringOptions) -> Sequence[Lowered]:
     assert isinstance(spec, ReduceSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    params = CStruct("q8_reduce_params", (("rows", spec.rows), ("length", spec.length)))
     function = {"ReduceMean": "q8_reduce_mean", "ReduceSum": "q8_reduce_sum",
                 "ReduceMax": "q8_reduce_max", "ReduceMin": "q8_reduce_min"}[node.op_type]
+    if spec.inner == 1:
+        params = CStruct("q8_reduce_params", (("rows", spec.rows), ("length", spec.length)))
+    else:
+        params = CStruct("q8_reduce_strided_params", (
+            ("outer", spec.rows), ("length", spec.length), ("inner", spec.inner)))
+        function += "_strided"
     return [KernelCall(f"{function}_{kernel_suffix(x.dtype)}", node.name, (x.name,),
                        (y.name,), params, (), SOURCES)]
 
