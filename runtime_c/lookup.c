@@ -53,3 +53,9 @@ void q8_lut_channels_s8(const q8_lut_channels_params *params, const int8_t *inpu
 {
     lookup_channels(params, (const uint8_t *)input, (uint8_t *)output);
 }
+
+void q8_lut_channels_bytes(const q8_lut_channels_params *params, const void *input,
+                           void *output)
+{
+    lookup_channels(params, (const uint8_t *)input, (uint8_t *)output);
+}

@@ -538,6 +538,9 @@ void q8_lut_channels_u8(const q8_lut_channels_params *params, const uint8_t *inp
                         uint8_t *output);
 void q8_lut_channels_s8(const q8_lut_channels_params *params, const int8_t *input,
                         int8_t *output);
+/* uint8 in, int8 out or the reverse (a chain quantized to the other type). */
+void q8_lut_channels_bytes(const q8_lut_channels_params *params, const void *input,
+                           void *output);
 
 /*
  * One input of a Concat: outer blocks of block bytes, written at out_offset + o *
@@ -675,10 +678,12 @@ typedef struct {
 void q8_add_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 
-/* Sigmoid, Tanh and LeakyRelu on float32 (alpha: LeakyRelu's slope). */
+/* Sigmoid, Tanh, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha: LeakyRelu's
+ * slope, or HardSigmoid's alpha with beta). */
 typedef struct {
     int32_t size;
     float alpha;
+    float beta;
 } q8_unary_f32_params;
 
 void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
@@ -686,6 +691,10 @@ void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT 
 void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                  float *Q8_RESTRICT output);
 void q8_leakyrelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                      float *Q8_RESTRICT output);
+void q8_hardsigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                        float *Q8_RESTRICT output);
+void q8_hardswish_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                       float *Q8_RESTRICT output);
 
 /* GlobalAveragePool on float32: planes (N * C) of size values each, summed in four

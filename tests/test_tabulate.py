@@ -119,9 +119,27 @@ CHAINS: dict[str, Chain] = {
 }
 
 
-def chains_model(kind: str, seed: int) -> tuple[onnx.ModelProto, dict[str, NDArray[Any]]]:
+def quantized_constants(consts: dict[str, NDArray[Any]], inits: dict[str, NDArray[Any]],
+                        rng: np.random.Generator) -> list[onnx.NodeProto]:
+    """Each constant as DequantizeLinear of int8 values (AMD Quark quantizes GELU's
+    constants so): the DequantizeLinear nodes, its parts added to inits."""
+    nodes = []
+    for name, value in consts.items():
+        scale = F32(max(float(np.max(np.abs(value))), 1e-3) / rng.uniform(60, 127))
+        inits[f"{name}_q"] = np.clip(np.rint(value / scale), -128, 127).astype(np.int8)
+        inits[f"{name}_s"] = np.array(scale, F32)
+        inits[f"{name}_z"] = np.array(0, np.int8)
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s",
+                                                           f"{name}_z"], [name]))
+    return nodes
+
+
+def chains_model(kind: str, seed: int, mixed: bool = False, dequantized: bool = False
+                 ) -> tuple[onnx.ModelProto, dict[str, NDArray[Any]]]:
     """CHAINS_PER_MODEL independent chains of one kind with random quantizations, each
-    with its own 256-byte integer input (every value once)."""
+    with its own 256-byte integer input (every value once). mixed: the output has the
+    other 8-bit type (NNCF quantizes GELU's input int8 and its output uint8);
+    dequantized: the constants are DequantizeLinear of int8 values."""
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
     inputs: dict[str, tuple[str, list[int]]] = {}
@@ -131,20 +149,25 @@ def chains_model(kind: str, seed: int) -> tuple[onnx.ModelProto, dict[str, NDArr
     for i in range(CHAINS_PER_MODEL):
         p = f"c{i}_"
         dtype = ("uint8", "int8")[i % 2]
+        out_dtype = ("int8", "uint8")[i % 2] if mixed else dtype
         lo = 0 if dtype == "uint8" else -128
+        out_lo = 0 if out_dtype == "uint8" else -128
         inits[f"{p}xs"] = np.array(rng.uniform(0.004, 0.08), F32)
         inits[f"{p}xz"] = np.array(rng.integers(lo, lo + 256), dtype)
         inits[f"{p}ys"] = np.array(rng.uniform(0.002, 0.05), F32)
-        inits[f"{p}yz"] = np.array(rng.integers(lo, lo + 256), dtype)
+        inits[f"{p}yz"] = np.array(rng.integers(out_lo, out_lo + 256), out_dtype)
         nodes.append(helper.make_node("DequantizeLinear", [f"{p}q", f"{p}xs", f"{p}xz"],
                                       [f"{p}x"], name=f"{p}dq"))
         body, consts = CHAINS[kind](f"{p}x", p, f"{p}f", rng)
+        if dequantized:
+            nodes += quantized_constants(consts, inits, rng)
+        else:
+            inits.update(consts)
         nodes += body
-        inits.update(consts)
         nodes.append(helper.make_node("QuantizeLinear", [f"{p}f", f"{p}ys", f"{p}yz"],
                                       [f"{p}y"], name=f"{p}q_out"))
         inputs[f"{p}q"] = (dtype, [256])
-        outputs[f"{p}y"] = dtype
+        outputs[f"{p}y"] = out_dtype
         feeds[f"{p}q"] = np.arange(lo, lo + 256).astype(dtype)
     return graph_model(nodes, inputs, outputs, inits, opset=17), feeds
 
@@ -156,6 +179,30 @@ def test_chain_is_one_table_exact_on_every_byte(kind: str, seed: int) -> None:
     gen = generate_sources(model, Options())
     ops = {(n.domain, n.op_type) for n in gen.graph.nodes}
     assert ops == {("ai.onnx2mcu", "Table")}, ops
+    report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("kind", ["gelu_erf_half", "Div", "HardSwish", "PRelu", "Tanh"])
+@pytest.mark.parametrize("dequantized", [False, True])
+def test_chain_to_the_other_type_is_exact_on_every_byte(kind: str, dequantized: bool) -> None:
+    """int8 in, uint8 out (as NNCF quantizes GELU) and the reverse, with constants given
+    as floats or as DequantizeLinear of int8 (as AMD Quark writes them): one table."""
+    model, feeds = chains_model(kind, 5, mixed=True, dequantized=dequantized)
+    gen = generate_sources(model, Options())
+    assert {(n.domain, n.op_type) for n in gen.graph.nodes} == {("ai.onnx2mcu", "Table")}
+    assert {c.function for c in gen.program.calls} == {"q8_lut_bytes"}
+    report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
+    assert report.ok, report.outputs
+    converted = codegen.verify(model, inputs=feeds, integer_only=True)
+    assert converted.ok, converted.outputs
+
+
+@pytest.mark.parametrize("kind", ["gelu_erf_half", "Sub", "Max"])
+def test_dequantized_constants_fold_into_the_table(kind: str) -> None:
+    model, feeds = chains_model(kind, 6, dequantized=True)
+    gen = generate_sources(model, Options())
+    assert {(n.domain, n.op_type) for n in gen.graph.nodes} == {("ai.onnx2mcu", "Table")}
     report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
     assert report.ok, report.outputs
 
@@ -198,16 +245,19 @@ def test_mlas_erf_matches_ort_on_many_floats() -> None:
     assert np.array_equal(ours.view(np.uint32), expected.view(np.uint32))
 
 
-def per_channel_model(kind: str, dtype: str, channels: int,
-                      seed: int) -> tuple[onnx.ModelProto, dict[str, NDArray[Any]]]:
+def per_channel_model(kind: str, dtype: str, channels: int, seed: int,
+                      out_dtype: str | None = None
+                      ) -> tuple[onnx.ModelProto, dict[str, NDArray[Any]]]:
     """DQ -> a chain with per-channel constants -> Q on x [2, channels, 256, 1] (axis 1),
     every byte in every channel: PRelu with torch's PReLU(C) slopes [C, 1, 1], a
     BatchNorm left as Mul and Add, a per-channel Div."""
     rng = np.random.default_rng(seed)
     lo = 0 if dtype == "uint8" else -128
+    out_dtype = out_dtype or dtype
+    out_lo = 0 if out_dtype == "uint8" else -128
     inits: dict[str, NDArray[Any]] = {
         "xs": np.array(rng.uniform(0.01, 0.06), F32), "xz": np.array(lo + 100, dtype),
-        "ys": np.array(rng.uniform(0.01, 0.05), F32), "yz": np.array(lo + 120, dtype)}
+        "ys": np.array(rng.uniform(0.01, 0.05), F32), "yz": np.array(out_lo + 120, out_dtype)}
     per_channel = (channels, 1, 1)
     nodes = [helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["x"], name="dq")]
     if kind == "PRelu":
@@ -225,7 +275,18 @@ def per_channel_model(kind: str, dtype: str, channels: int,
     shape = [2, channels, 256, 1]
     values = np.broadcast_to(np.arange(lo, lo + 256).reshape(1, 1, 256, 1), shape)
     feeds = {"q": np.ascontiguousarray(values).astype(dtype)}
-    return graph_model(nodes, {"q": (dtype, shape)}, {"y": dtype}, inits, opset=17), feeds
+    return graph_model(nodes, {"q": (dtype, shape)}, {"y": out_dtype}, inits, opset=17), feeds
+
+
+@pytest.mark.parametrize("dtype, out_dtype", [("uint8", "int8"), ("int8", "uint8")])
+def test_per_channel_tables_to_the_other_type(dtype: str, out_dtype: str) -> None:
+    model, feeds = per_channel_model("PRelu", dtype, 3, 1, out_dtype)
+    gen = generate_sources(model, Options())
+    assert [c.function for c in gen.program.calls] == ["q8_lut_channels_bytes"]
+    report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
+    assert report.ok, report.outputs
+    report = codegen.verify(model, inputs=feeds, integer_only=True)
+    assert report.ok, report.outputs
 
 
 @pytest.mark.parametrize("kind", ["PRelu", "MulAdd", "Div"])

@@ -106,7 +106,9 @@ def lut_call(node: Node, graph: Graph, table: NDArray[Any]) -> KernelCall:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     clamped = clamp_output_table(table, node, graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
-    return KernelCall(f"q8_lut_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
+    # uint8 -> int8 and back (a chain quantized to the other type) looks up bytes.
+    suffix = kernel_suffix(x.dtype) if x.dtype == y.dtype else "bytes"
+    return KernelCall(f"q8_lut_{suffix}", node.name, (x.name,), (y.name,),
                       params, (CArray("table", "uint8_t", clamped),), SOURCES, in_place=0)
 
 
@@ -120,10 +122,15 @@ def lower_float_activation(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    alpha = attr_float(node, "alpha", 0.01) if node.op_type == "LeakyRelu" else 0.0
-    params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(alpha))))
+    alpha, beta = {"LeakyRelu": (attr_float(node, "alpha", 0.01), 0.0),
+                   "HardSigmoid": (attr_float(node, "alpha", 0.2),
+                                   attr_float(node, "beta", 0.5)),
+                   "HardSwish": (1.0 / 6.0, 0.5)}.get(node.op_type, (0.0, 0.0))
+    params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(alpha)),
+                                             ("beta", CFloat(beta))))
     function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32",
-                "LeakyRelu": "q8_leakyrelu_f32"}[node.op_type]
+                "LeakyRelu": "q8_leakyrelu_f32", "HardSigmoid": "q8_hardsigmoid_f32",
+                "HardSwish": "q8_hardswish_f32"}[node.op_type]
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("activation_f32.c",))]
 
@@ -157,7 +164,8 @@ for _op, _versions, _fusion, _fn in (
 # onnx2mcu's own operator (domain ai.onnx2mcu): y = table[x], the 256-entry table of a
 # chain of float elementwise operators that a QDQ model writes between one
 # DequantizeLinear and one QuantizeLinear (passes/tabulate.py computes it). Inputs: x,
-# the table (x's type, indexed by x's byte: int8 by bit pattern), and optionally
+# the table (of y's type, which may differ from x's; indexed by x's byte: int8 by bit
+# pattern), and optionally
 # y_scale and y_zero_point (the quantization of the values, where it is known).
 DOMAIN = "ai.onnx2mcu"
 
@@ -176,7 +184,7 @@ def infer_table(node: Node, graph: Graph) -> Inferred:
     x = input_tensor(node, graph, 0, "x")
     check_dtype(node, "input x", x, INT8_TYPES)
     table = constant_input(node, graph, 1, "table")
-    check_dtype(node, "table", table, (x.dtype,))
+    check_dtype(node, "table", table, INT8_TYPES)  # the output's type, maybe not x's
     axis = -1
     if "axis" in node.attrs:
         axis = normalize_axis(node, attr_int(node, "axis", 0), len(x.shape))
@@ -195,9 +203,9 @@ def infer_table(node: Node, graph: Graph) -> Inferred:
             node, "y_scale", constant_input(node, graph, 2, "y_scale"), 1, False))
         zp = scalar_or_vector(node, "y_zero_point",
                               constant_input(node, graph, 3, "y_zero_point"), 1, False)
-        check_dtype(node, "y_zero_point", zp, (x.dtype,))
+        check_dtype(node, "y_zero_point", zp, (str(table.dtype),))
         quant = QuantParams((float(scale[0]),), (int(zp[0]),))
-    y = Tensor(node.outputs[0], x.dtype, x.shape, quant)
+    y = Tensor(node.outputs[0], str(table.dtype), x.shape, quant)
     return Inferred([y], spec=TableSpec(table, axis))
 
 
@@ -213,7 +221,8 @@ def lower_table(node: Node, graph: Graph, spec: object,
         ("channels", x.shape[spec.axis]),
         ("inner", int(np.prod(x.shape[spec.axis + 1:], dtype=np.int64))),
         ("tables", CRef("tables"))))
-    return [KernelCall(f"q8_lut_channels_{kernel_suffix(x.dtype)}", node.name, (x.name,),
+    suffix = kernel_suffix(x.dtype) if x.dtype == y.dtype else "bytes"
+    return [KernelCall(f"q8_lut_channels_{suffix}", node.name, (x.name,),
                        (y.name,), params, (CArray("tables", "uint8_t", clamped),), SOURCES,
                        in_place=0)]
 

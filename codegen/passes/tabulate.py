@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from .. import ops
 from ..ir import QUANT_RANGE, Graph, Node
-from ..numerics import quantize_like_mlas, table_inputs
+from ..numerics import dequantize_like_ort, quantize_like_mlas, table_inputs
 from ..pattern import (
     Index,
     Quantized,
@@ -45,6 +45,7 @@ class Chain:
 
     x: Quantized
     nodes: tuple[Node, ...]
+    constants: dict[str, NDArray[np.float32]]  # the other operands' float values
     axis: int = -1
 
 
@@ -72,6 +73,20 @@ def varying_axis(value: NDArray[Any], shape: tuple[int, ...]) -> int | None:
     return axes[0]
 
 
+def dequantized_constant(graph: Graph, x: Quantized) -> NDArray[np.float32] | None:
+    """The float values of a DequantizeLinear of a constant (AMD Quark quantizes the
+    constants of GELU's Div, Add and Mul too), as ORT computes them at run time."""
+    value = graph.constants.get(x.q)
+    if value is None or str(value.dtype) not in QUANT_RANGE:
+        return None
+    scale, zero_point = x.values(graph)
+    if int(x.node.attrs.get("block_size", 0)):
+        return None
+    axis = int(x.node.attrs.get("axis", 1)) % max(value.ndim, 1) if scale.size > 1 else None
+    zp = zero_point if zero_point is not None else np.zeros(scale.shape, np.int64)
+    return np.asarray(dequantize_like_ort(value, scale, zp, axis), F32)
+
+
 def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
     """The chain ending at QuantizeLinear q, if q's input is computed from one
     dequantized 8-bit tensor by elementwise operators alone."""
@@ -79,6 +94,7 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
     if root is None or _elementwise(root) is None or index.only_reader(q.inputs[0]) is not q:
         return None
     members: dict[int, Node] = {}
+    constants: dict[str, NDArray[np.float32]] = {}
     source: Quantized | None = None
     pending = [root]
     while pending:
@@ -94,8 +110,15 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
             if name in graph.constants:
                 if not _float_constant(graph, name):
                     return None
+                constants[name] = graph.constants[name]
                 continue
             x = dequantized(name, graph, index)
+            if x is not None and x.q in graph.constants:
+                value = dequantized_constant(graph, x)
+                if value is None:
+                    return None
+                constants[name] = value
+                continue
             if x is not None:
                 if source is not None and source.node is not x.node:
                     return None
@@ -109,8 +132,7 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
             graph.tensors[source.q].dtype not in QUANT_RANGE:
         return None
     shape = graph.tensors[source.q].shape
-    found = {varying_axis(graph.constants[name], shape) for node in members.values()
-             for name in node.inputs if name in graph.constants}
+    found = {varying_axis(value, shape) for value in constants.values()}
     axes = {a for a in found if a is not None and a >= 0}
     if None in found or len(axes) > 1:
         return None
@@ -124,7 +146,7 @@ def find_chain(graph: Graph, index: Index, q: Node) -> Chain | None:
         if node.outputs[0] in index.outputs or any(id(r) not in members for r in readers):
             return None
     ordered = tuple(n for n in graph.nodes if id(n) in members)
-    return Chain(source, ordered, axis)
+    return Chain(source, ordered, constants, axis)
 
 
 def chain_values(graph: Graph, chain: Chain) -> NDArray[np.float32] | None:
@@ -151,7 +173,7 @@ def channel_values(graph: Graph, chain: Chain, channel: int | None) -> NDArray[n
         fn = _elementwise(node)
         assert fn is not None
         operands = [values[name] if name in values else
-                    constant_at(graph.constants[name], channel) for name in node.inputs if name]
+                    constant_at(chain.constants[name], channel) for name in node.inputs if name]
         result = fn(node, operands)
         if result is None:
             return None
@@ -167,7 +189,7 @@ def constant_at(value: NDArray[Any], channel: int | None) -> NDArray[np.float32]
 def chain_table(graph: Graph, chain: Chain, q: Quantized) -> NDArray[Any] | None:
     params = scalar_params(q, graph)
     dtype = graph.tensors[q.q].dtype
-    if params is None or dtype != graph.tensors[chain.x.q].dtype:
+    if params is None or dtype not in QUANT_RANGE:
         return None
     values = chain_values(graph, chain)
     if values is None:
@@ -237,7 +259,7 @@ def _table_lookup(graph: Graph, index: Index, gather: Node) -> Graph | None:
         replaced = [to_float, add, cast, gather]
         cast = to_float
     x = cast.inputs[0]
-    if x not in graph.tensors or graph.tensors[x].dtype != str(table.dtype) or \
+    if x not in graph.tensors or graph.tensors[x].dtype not in QUANT_RANGE or \
             graph.tensors[position].dtype != "int32":
         return None
     attrs: dict[str, Any] = {}
