@@ -1,7 +1,9 @@
 /*
- * activation_f32.c - float32 Sigmoid, Tanh and LeakyRelu (float islands), as ONNX
- * Runtime's CPU provider computes them: MLAS's logistic approximation, Eigen's tanh
- * approximation, and x or f32(alpha * x).
+ * activation_f32.c - float32 Sigmoid, Tanh, LeakyRelu, HardSigmoid and HardSwish (float
+ * islands), as ONNX Runtime's CPU provider computes them: MLAS's logistic approximation,
+ * Eigen's tanh approximation, x or f32(alpha * x), and Eigen's
+ * min(f32(f32(alpha * x) + beta), 1) then max(., 0) (no FMA); HardSwish is the function
+ * ORT inlines, x * HardSigmoid(x) with alpha 1/6 and beta 0.5.
  */
 #include "q8_arith.h"
 #include "q8_float.h"
@@ -32,5 +34,31 @@ void q8_leakyrelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRIC
     for (i = 0; i < params->size; i++) {
         const float x = input[i];
         output[i] = x >= 0.0f ? x : q8_mul_unfused(params->alpha, x);
+    }
+}
+
+Q8_INLINE float hard_sigmoid(float alpha, float beta, float x)
+{
+    float v = (float)(q8_mul_unfused(alpha, x) + beta);
+    v = v < 1.0f ? v : 1.0f;
+    return v > 0.0f ? v : 0.0f;
+}
+
+void q8_hardsigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                        float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        output[i] = hard_sigmoid(params->alpha, params->beta, input[i]);
+    }
+}
+
+void q8_hardswish_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                      float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        const float x = input[i];
+        output[i] = q8_mul_unfused(x, hard_sigmoid(params->alpha, params->beta, x));
     }
 }

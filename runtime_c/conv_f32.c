@@ -13,6 +13,8 @@
  *    output accumulates a block with fmaf from 0 and adds it to the previous blocks;
  *    with one row (one filter per group: depthwise) ORT's single-row kernel adds rounded
  *    products four at a time, ((p0 + p1) + p2) + p3, then pairs, then one, into C;
+ *  - one output pixel with several filters per group: MLAS's single-row kernel for B
+ *    stored [N][K], the operands swapped (single_pixel);
  *  - the bias is added last.
  * The column matrix is never stored: taps are read from the input where they are needed.
  */
@@ -112,6 +114,25 @@ static void sgemm_block(const conv_group *g, int32_t n0, int32_t count_n, int32_
     }
 }
 
+/*
+ * One output pixel and several filters: MLAS's SGEMM sees B and C as contiguous
+ * columns and swaps the operands into its single-row kernel for B stored [N][K]
+ * (KernelM1TransposeBRoutine): per filter, eight lane sums of rounded products over all
+ * taps, reduced by the filter's position (q8_mlas_m1t_reduce). The result is stored as
+ * it is, before the bias.
+ */
+static void single_pixel(const conv_group *g)
+{
+    int32_t row, k;
+    for (row = 0; row < g->rows; row++) {
+        float l[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        for (k = 0; k < g->taps; k++) {
+            l[k & 7] = (float)(l[k & 7] + product(g, row, k, 0));
+        }
+        g->y[row] = q8_mlas_m1t_reduce(l, q8_mlas_m1t_group(row, g->rows));
+    }
+}
+
 Q8_INLINE int is_pointwise(const q8_conv_f32_params *p)
 {
     const q8_window *w = &p->window;
@@ -142,7 +163,9 @@ void q8_conv_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT inpu
                             (size_t)group * (size_t)rows) * (size_t)pixels;
             g.rows = rows;
             g.taps = taps;
-            if (is_pointwise(p) || rows > pixels) {
+            if (pixels == 1 && rows > 1) {
+                single_pixel(&g);
+            } else if (is_pointwise(p) || rows > pixels) {
                 sgemm_block(&g, 0, pixels, 0, taps, 0);
             } else {
                 int32_t stride_n, stride_k, n0, k0;

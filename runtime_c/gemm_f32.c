@@ -60,18 +60,7 @@ Q8_INLINE float row_dot_row(const float *a, const float *b_row, int32_t k_count,
     for (k = 0; k < k_count; k++) {
         l[k & 7] = (float)(l[k & 7] + q8_mul_unfused(a[k], b_row[k]));
     }
-    if (group == 4) {
-        const float lo = (float)((float)((float)(l[0] + l[1]) + l[2]) + l[3]);
-        const float hi = (float)((float)((float)(l[4] + l[5]) + l[6]) + l[7]);
-        return (float)(lo + hi);
-    }
-    if (group == 2) {
-        const float even = (float)((float)(l[0] + l[2]) + (float)(l[4] + l[6]));
-        const float odd = (float)((float)(l[1] + l[3]) + (float)(l[5] + l[7]));
-        return (float)(even + odd);
-    }
-    return (float)((float)((float)(l[0] + l[1]) + (float)(l[2] + l[3])) +
-                   (float)((float)(l[4] + l[5]) + (float)(l[6] + l[7])));
+    return q8_mlas_m1t_reduce(l, group);
 }
 
 /*

@@ -36,6 +36,38 @@ Q8_INLINE void q8_f32_blocking(int32_t n, int32_t k, int32_t *stride_n, int32_t 
 }
 
 /*
+ * The lane reduction of MLAS's single-row SGEMM kernel for B stored [N][K]
+ * (KernelM1TransposeBRoutine): eight lane sums l[k % 8], reduced in an order that
+ * depends on the output's position: group 4 for outputs in full groups of four, 2 for
+ * the pair after them, 1 for a last odd output.
+ */
+Q8_INLINE float q8_mlas_m1t_reduce(const float l[8], int group)
+{
+    if (group == 4) {
+        const float lo = (float)((float)((float)(l[0] + l[1]) + l[2]) + l[3]);
+        const float hi = (float)((float)((float)(l[4] + l[5]) + l[6]) + l[7]);
+        return (float)(lo + hi);
+    }
+    if (group == 2) {
+        const float even = (float)((float)(l[0] + l[2]) + (float)(l[4] + l[6]));
+        const float odd = (float)((float)(l[1] + l[3]) + (float)(l[5] + l[7]));
+        return (float)(even + odd);
+    }
+    return (float)((float)((float)(l[0] + l[1]) + (float)(l[2] + l[3])) +
+                   (float)((float)(l[4] + l[5]) + (float)(l[6] + l[7])));
+}
+
+/* The group of output i of count outputs in q8_mlas_m1t_reduce. */
+Q8_INLINE int q8_mlas_m1t_group(int32_t i, int32_t count)
+{
+    const int32_t full = count - count % 4;
+    if (i < full) {
+        return 4;
+    }
+    return count % 4 >= 2 && i < full + 2 ? 2 : 1;
+}
+
+/*
  * MlasComputeLogistic (the FMA3 kernel): x clamped to [-18, 18], odd polynomial p and
  * even polynomial q in x^2 by fused multiply-adds, p/q + 0.5, then max with 0. The
  * constants are MLAS's, rounded to float32 (hexadecimal, so that no compiler rounds twice).

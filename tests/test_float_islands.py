@@ -114,6 +114,15 @@ CONV_SHAPES = [
     (8, 7, 9, 1, 1, 1, 0, 1, 1),  # pointwise, one filter: single-row kernel
     (6, 5, 7, 4, 5, 1, 2, 1, 1),  # 5x5
     (200, 3, 3, 8, 3, 1, 1, 1, 1),  # K = 1800, N = 9
+    # One output pixel (a squeeze-and-excitation block's convolutions on a pooled map):
+    # MLAS swaps the operands into its [N][K] single-row kernel.
+    (32, 1, 1, 8, 1, 1, 0, 1, 1),
+    (8, 1, 1, 13, 1, 1, 0, 1, 1),  # 13 filters: groups of 4, a pair and one
+    (3, 1, 1, 6, 3, 1, 1, 1, 1),  # 3x3 over padding
+    (130, 1, 1, 10, 1, 1, 0, 1, 1),  # K over 128: not blocked
+    (12, 1, 1, 12, 1, 1, 0, 4, 1),  # grouped, 3 filters per group
+    (8, 1, 1, 8, 1, 1, 0, 8, 1),  # depthwise: one filter per group, single-row kernel
+    (4, 5, 5, 6, 5, 1, 0, 1, 1),  # 5x5 valid: one pixel from a larger map
 ]
 
 
@@ -182,6 +191,26 @@ def test_float_elementwise_and_pools() -> None:
     for size in ((1, 1), (2, 3), (5, 5), (16, 16), (7, 9)):
         net.output(net.op("GlobalAveragePool", [net.activation((1, 5, *size), 0.17, 3)]))
     exact(net.model(), samples=4)
+
+
+def test_float_hard_sigmoid_and_hard_swish_after_a_float_conv() -> None:
+    """Conv -> HardSwish -> Q as NNCF leaves a MobileNetV3 layer (ORT inlines HardSwish
+    as HardSigmoid and Mul), and HardSigmoid with other attributes: arbitrary float
+    inputs, not 256 values."""
+    net = Islands()
+    for op, attrs in (("HardSwish", {}), ("HardSigmoid", {}),
+                      ("HardSigmoid", {"alpha": 0.3, "beta": 0.45})):
+        x = net.activation((1, 6, 9, 9), 0.04, 110)
+        y = net.op("Conv", [x, net.weights((12, 6, 3, 3)), net.bias(12, 0.004)],
+                   pads=[1, 1, 1, 1])
+        h = net.op(op, [y], **attrs)
+        net.output(h)
+        q = net.op("QuantizeLinear", [h, net.const(F32(0.021)), net.const(np.uint8(3))])
+        net.output(net.dq(q, F32(0.021), np.uint8(3)))
+    model = net.model(opset=14)
+    calls = kernels(model)
+    assert calls.count("q8_hardswish_f32") == 1 and calls.count("q8_hardsigmoid_f32") == 2
+    exact(model, samples=4)
 
 
 def test_float_island_between_integer_operators() -> None:

@@ -3,7 +3,8 @@ QuantizeLinear: HardSigmoid, HardSwish, Erf (GELU's), Neg, Abs, Sqrt. ORT comput
 (it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
 of their chain (passes/tabulate.py), each with ORT's float32 arithmetic: IEEE
 operations in the order of ORT's CPU kernel, checked exhaustively against ORT
-(tests/test_tabulate.py)."""
+(tests/test_tabulate.py). HardSigmoid and HardSwish also have float kernels, for the
+float islands where their input is not one dequantized tensor."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ..numerics import mlas_erf
 from . import Inferred, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
 from ._float import FLOAT_TYPES, f32, infer_float_unary, lower_only_tabulated
+from .tables import lower_float_activation
 
 F32 = np.float32
 
@@ -63,9 +65,14 @@ def infer_activation(node: Node, graph: Graph) -> Inferred:
     return infer_float_unary(node, graph)
 
 
+# HardSigmoid and HardSwish also run as float islands (NNCF leaves Conv -> HardSwish ->
+# QuantizeLinear in float), with the same arithmetic (runtime_c/activation_f32.c).
 for _op, _versions, _fn in (
         ("HardSigmoid", (6, 22), hard_sigmoid),
-        ("HardSwish", (14, 22), hard_swish),
+        ("HardSwish", (14, 22), hard_swish)):
+    register(OpDef(_op, "", infer_activation, lower_float_activation, versions=_versions,
+                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
+for _op, _versions, _fn in (
         ("Erf", (9, 13), error_function),
         ("Neg", (6, 13), negate),
         ("Abs", (6, 13), absolute),
