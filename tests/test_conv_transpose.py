@@ -64,3 +64,30 @@ def test_conv_transpose_matches_ort(seed: int, quantized_weights: bool) -> None:
     model = conv_transpose_model(seed, quantized_weights)
     report = codegen.verify(model, samples=2, seed=seed, cflags=SANITIZE)
     assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_qdq_conv_transpose_with_per_channel_weights_and_a_float_bias(groups: int) -> None:
+    """DQ(x) -> ConvTranspose(DQ(w) per channel along axis 1, float bias) -> Q, as NNCF
+    writes a U-Net's up-convolution: ORT's WeightBiasQuantization quantizes the bias to
+    int32 along the weights' output-channel axis (1 for ConvTranspose: measured on ORT
+    1.32's optimized graph), then computes the unit in float. With 2 groups the scales
+    (one per channel of a group) do not match the bias, which stays float."""
+    rng = np.random.default_rng(groups)
+    cin, per_group = 4, 3
+    inits: dict[str, NDArray[Any]] = {
+        "xs": np.array(0.02, F32), "xz": np.array(7, np.int8),
+        "wq": rng.integers(-127, 128, (cin, per_group, 2, 2)).astype(np.int8),
+        "ws": rng.uniform(0.005, 0.02, per_group).astype(F32),
+        "wz": np.zeros(per_group, np.int8),
+        "b": rng.normal(0, 0.3, per_group * groups).astype(F32),
+        "ys": np.array(0.03, F32), "yz": np.array(-3, np.int8)}
+    nodes = [helper.make_node("DequantizeLinear", ["q", "xs", "xz"], ["x"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=1),
+             helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], name="up",
+                              strides=[2, 2], group=groups),
+             helper.make_node("QuantizeLinear", ["t", "ys", "yz"], ["y"])]
+    model = graph_model(nodes, {"q": ("int8", [1, cin, 5, 6])}, {"y": "int8"}, inits,
+                        opset=13)
+    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    assert report.ok, report.outputs

@@ -55,8 +55,11 @@ def weight_quantization(values: NDArray[Any]) -> tuple[np.float32, int]:
 
 
 def _expected_axis(node: Node) -> int:
+    """The weights' output-channel axis, along which a per-channel bias goes."""
     if node.op_type == "Gemm":
         return 1 if int(node.attrs.get("transB", 0)) == 0 else 0
+    if node.op_type == "ConvTranspose":
+        return 1  # [C_in, C_out / group, k...] (measured: ORT 1.32 quantizes the bias)
     return 0
 
 
