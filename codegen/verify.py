@@ -24,7 +24,7 @@ from onnx import helper, numpy_helper
 from .cpu import SATURATION_ENV as SATURATION_ENV  # re-exported: tests force the probe
 from .cpu import CpuProfile, current_profile, differences, family_uses
 from .errors import Onnx2McuError
-from .ir import DTYPES, QUANT_RANGE, Graph, Node, Tensor
+from .ir import QUANT_RANGE, Graph, Node, Tensor
 
 ORT_LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED",
               "basic": "ORT_ENABLE_BASIC", "disable": "ORT_DISABLE_ALL"}
@@ -436,15 +436,17 @@ RunFn = Callable[[Sequence[Mapping[str, NDArray[Any]]]],
                  list[dict[str, NDArray[Any]]]]
 
 
-def with_outputs(model: onnx.ModelProto, graph: Graph, names: Sequence[str]) -> onnx.ModelProto:
-    """A copy of the model that also outputs the given intermediate tensors."""
+def with_outputs(model: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
+    """A copy of the model that also outputs the given intermediate tensors, those of
+    them that the model computes (onnx2mcu's rewrites name tensors of their own)."""
     extended = onnx.ModelProto()
     extended.CopyFrom(model)
     present = {o.name for o in extended.graph.output}
+    computed = {o for node in extended.graph.node for o in node.output}
     for name in names:
-        if name not in present:
-            code = DTYPES[graph.tensors[name].dtype][2]
-            extended.graph.output.append(helper.make_tensor_value_info(name, code, None))
+        if name not in present and name in computed:
+            # No type: ORT infers it (a rewrite may have changed onnx2mcu's own).
+            extended.graph.output.append(onnx.ValueInfoProto(name=name))
     return extended
 
 
