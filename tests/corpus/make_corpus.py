@@ -16,12 +16,15 @@ exporter, the quantizer configuration and the architecture.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime
 import torch
 from onnxruntime.quantization import (
@@ -34,6 +37,8 @@ from onnxruntime.quantization import (
 from torch import nn
 
 HERE = Path(__file__).resolve().parent
+# Where the models go: the corpus, or another folder to try a change (ONNX2MCU_CORPUS_OUT).
+OUT = Path(os.environ.get("ONNX2MCU_CORPUS_OUT", HERE))
 CALIBRATION_COUNT = 8
 OPSET = 17
 
@@ -164,6 +169,114 @@ class KeywordGru(nn.Module):
         return self.head(h[-1])
 
 
+class KeywordLstm(nn.Module):
+    """A keyword-spotting LSTM on 49 frames of 10 MFCCs, classifying the last output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(10, 16, batch_first=True)
+        self.head = nn.Linear(16, 12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _ = self.lstm(x)
+        return self.head(y[:, -1])
+
+
+class KeywordConv1d(nn.Module):
+    """A 1-D convolutional keyword spotter on 10 MFCC channels over 49 frames (temporal
+    convolutions, as TC-ResNet): strided Conv1d, a residual block, a global mean."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv1d(10, 16, 3, 1, 1), nn.BatchNorm1d(16), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv1d(16, 24, 9, 2, 4), nn.BatchNorm1d(24), nn.ReLU(),
+                                   nn.Conv1d(24, 24, 9, 1, 4), nn.BatchNorm1d(24))
+        self.skip = nn.Sequential(nn.Conv1d(16, 24, 1, 2), nn.BatchNorm1d(24))
+        self.head = nn.Linear(24, 12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        x = torch.relu(self.block(x) + self.skip(x))
+        return self.head(x.mean(dim=-1))
+
+
+class EncoderLayer(nn.Module):
+    """torch's own nn.TransformerEncoderLayer (two heads, GELU, pre-norm) on 8 tokens of
+    16 features, as a tiny keyword or sensor transformer uses it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu",
+                                                batch_first=True, norm_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
+_TORCHVISION_SHIM: list[torch.library.Library] = []
+
+
+def import_torchvision() -> None:
+    """PyPI's torchvision wheel is built for CUDA torch: with the CPU torch its C++
+    extension does not load, and its import then fails registering fake kernels of the
+    detection ops nms and qnms. The models need neither; declaring the two schemas lets
+    the pure-Python model definitions import unchanged."""
+    try:
+        import torchvision
+        return
+    except RuntimeError:
+        for module in [m for m in sys.modules if m.startswith("torchvision")]:
+            del sys.modules[module]
+    lib = torch.library.Library("torchvision", "FRAGMENT")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _TORCHVISION_SHIM.append(lib)
+    import torchvision  # noqa: F401
+
+
+def torchvision_mobilenet_v3_small() -> nn.Module:
+    """torchvision's MobileNetV3-Small at width 0.25, reduced tail, 10 classes."""
+    import_torchvision()
+    from torchvision.models.mobilenetv3 import MobileNetV3, _mobilenet_v3_conf
+    settings, last_channel = _mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.25,
+                                                reduced_tail=True)
+    return MobileNetV3(settings, last_channel, num_classes=10)
+
+
+def torchvision_mobilenet_v2() -> nn.Module:
+    """torchvision's MobileNetV2 at width 0.1 (ReLU6: Clip), 10 classes, its last 1x1
+    convolution narrowed from 1280 to 96 channels to keep the file small."""
+    import_torchvision()
+    from torchvision.models import MobileNetV2
+    net = MobileNetV2(num_classes=10, width_mult=0.1)
+    last = net.features[-1]
+    last[0] = nn.Conv2d(last[0].in_channels, 96, 1, bias=False)
+    last[1] = nn.BatchNorm2d(96)
+    net.classifier[1] = nn.Linear(96, 10)
+    return net
+
+
+def torchvision_mnasnet() -> nn.Module:
+    """torchvision's MNASNet at depth multiplier 0.1, 10 classes, its last 1x1
+    convolution narrowed from 1280 to 96 channels to keep the file small."""
+    import_torchvision()
+    from torchvision.models import MNASNet
+    net = MNASNet(0.1, num_classes=10)
+    head = next(i for i, m in enumerate(net.layers) if isinstance(m, nn.Conv2d) and
+                m.out_channels == 1280)
+    net.layers[head] = nn.Conv2d(net.layers[head].in_channels, 96, 1, bias=False)
+    net.layers[head + 1] = nn.BatchNorm2d(96)
+    net.classifier[1] = nn.Linear(96, 10)
+    return net
+
+
+def torchvision_shufflenet_v2() -> nn.Module:
+    """torchvision's ShuffleNetV2 with narrow stages (8-16-32-64, 128 last), 10 classes."""
+    import_torchvision()
+    from torchvision.models import ShuffleNetV2
+    return ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10)
+
+
 ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "mobilenetv3_block": (HardSwishSE, (1, 3, 32, 32)),
     "shufflenetv2_unit": (ShuffleBlock, (1, 3, 32, 32)),
@@ -172,10 +285,23 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "gelu_mlp": (GeluMlp, (1, 8, 16)),
     "attention_tiny": (TinyAttention, (1, 8, 16)),
     "kws_gru": (KeywordGru, (1, 49, 10)),
+    "kws_lstm": (KeywordLstm, (1, 49, 10)),
+    "kws_conv1d": (KeywordConv1d, (1, 10, 49)),
+    "transformer_encoder": (EncoderLayer, (1, 8, 16)),
+    "tv_mobilenet_v3_small": (torchvision_mobilenet_v3_small, (1, 3, 64, 64)),
+    "tv_mobilenet_v2": (torchvision_mobilenet_v2, (1, 3, 64, 64)),
+    "tv_mnasnet": (torchvision_mnasnet, (1, 3, 64, 64)),
+    "tv_shufflenet_v2": (torchvision_shufflenet_v2, (1, 3, 64, 64)),
 }
 EXPORTERS = ("torchscript", "dynamo")
-QUANTIZERS = {"ort_qdq_u8s8": (QuantFormat.QDQ, QuantType.QUInt8),
-              "ort_qop_u8s8": (QuantFormat.QOperator, QuantType.QUInt8)}
+# torchvision's architectures are larger files: each exporter once per activation type.
+TORCHVISION_VARIANTS = {("dynamo", "ort_qdq_u8s8"), ("torchscript", "ort_qop_u8s8"),
+                        ("dynamo", "ort_qdq_s8s8")}
+# Per-channel uint8/int8 in both formats, and quantize_static's defaults (QDQ, int8
+# activations and weights, per tensor).
+QUANTIZERS = {"ort_qdq_u8s8": (QuantFormat.QDQ, QuantType.QUInt8, True),
+              "ort_qop_u8s8": (QuantFormat.QOperator, QuantType.QUInt8, True),
+              "ort_qdq_s8s8": (QuantFormat.QDQ, QuantType.QInt8, False)}
 
 
 class Calibration(CalibrationDataReader):
@@ -198,23 +324,55 @@ def export(net: nn.Module, shape: tuple[int, ...], exporter: str, path: Path) ->
                           opset_version=OPSET, dynamo=False)
 
 
-def make(name: str, arch: str, exporter: str, quantizer: str, tmp: Path) -> dict[str, Any]:
+def wanted(arch: str, exporter: str, configuration: str) -> bool:
+    """Whether the corpus holds this architecture in this export and quantization: all
+    of them, except for torchvision's architectures (tv_*), which take the variants of
+    TORCHVISION_VARIANTS and one configuration of each other quantizer, to keep the
+    corpus a few MB."""
+    if not arch.startswith("tv_"):
+        return True
+    return (exporter, configuration) in TORCHVISION_VARIANTS or configuration in (
+        "nncf_performance", "quark_a8w8")
+
+
+def compact(path: Path) -> None:
+    """Drop the per-node documentation the exporters write (the dynamo exporter's stack
+    traces and metadata take most of a small model's bytes): no semantics change."""
+    model = onnx.load(path)
+    for node in model.graph.node:
+        node.doc_string = ""
+        del node.metadata_props[:]
+    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        value.doc_string = ""
+        del value.metadata_props[:]
+    onnx.save(model, path)
+
+
+def export_float(arch: str, exporter: str, path: Path) -> tuple[int, ...]:
+    """The architecture with seeded random weights, exported to float ONNX at path;
+    returns its input shape. The NNCF and Quark corpus scripts quantize the same files."""
     factory, shape = ARCHITECTURES[arch]
     torch.manual_seed(0)
     net = factory().eval()
     with torch.no_grad():  # trained-looking batch norm statistics, not the identity
         for module in net.modules():
-            if isinstance(module, nn.BatchNorm2d):
+            if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d)):
                 module.running_mean.uniform_(-0.2, 0.2)
                 module.running_var.uniform_(0.5, 1.5)
+    export(net, shape, exporter, path)
+    return shape
+
+
+def make(name: str, arch: str, exporter: str, quantizer: str, tmp: Path) -> dict[str, Any]:
     source, prepared = tmp / f"{name}_float.onnx", tmp / f"{name}_prepared.onnx"
-    export(net, shape, exporter, source)
+    shape = export_float(arch, exporter, source)
     quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    quant_format, activation = QUANTIZERS[quantizer]
-    target = HERE / f"{name}.onnx"
+    quant_format, activation, per_channel = QUANTIZERS[quantizer]
+    target = OUT / f"{name}.onnx"
     quantize_static(str(prepared), str(target), Calibration("input", shape),
                     quant_format=quant_format, activation_type=activation,
-                    weight_type=QuantType.QInt8, per_channel=True)
+                    weight_type=QuantType.QInt8, per_channel=per_channel)
+    compact(target)
     return {"file": target.name, "architecture": arch, "exporter": f"torch {torch.__version__} "
             f"{exporter}", "quantizer": f"onnxruntime {onnxruntime.__version__} quantize_static "
             f"{quantizer}", "input_shape": list(shape), "bytes": target.stat().st_size}
@@ -226,6 +384,8 @@ def main() -> None:
         for arch in ARCHITECTURES:
             for exporter in EXPORTERS:
                 for quantizer in QUANTIZERS:
+                    if not wanted(arch, exporter, quantizer):
+                        continue
                     name = f"{arch}_{exporter}_{quantizer}"
                     try:
                         entries.append(make(name, arch, exporter, quantizer, Path(tmp)))
@@ -234,7 +394,7 @@ def main() -> None:
                                         "exporter": exporter, "quantizer": quantizer,
                                         "producer_error": str(exc).splitlines()[0][:200]})
                     print(entries[-1])
-    (HERE / "corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+    (OUT / "corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
 
 
 

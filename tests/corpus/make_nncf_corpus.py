@@ -1,14 +1,20 @@
 """Make the NNCF part of the model corpus in tests/corpus/: the float ONNX models that
 tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
-conversions, committed), quantized by NNCF's ONNX backend (nncf.quantize post-training
-quantization) with its two presets: "performance" (symmetric int8 activations) and
-"mixed" (asymmetric activations). tests/test_corpus.py runs every committed model.
+conversions, committed) and those torch 2.13's default (dynamo) exporter writes from
+make_corpus.py's architectures, quantized by NNCF's ONNX backend (nncf.quantize
+post-training quantization) with its two presets: "performance" (symmetric int8
+activations) and "mixed" (asymmetric activations). tests/test_corpus.py runs every
+committed model.
 
-To make them again (nncf is not a test dependency: use a separate environment):
+To make them again (nncf is not a test dependency: use a separate environment; torch
+2.13.0 first, and torchvision 0.28.0 without its dependencies, so that pip does not
+fetch another torch):
 
-    python -m venv /tmp/nncf-venv
-    /tmp/nncf-venv/bin/pip install nncf==3.4.0 onnx onnxruntime==1.32.0
-    /tmp/nncf-venv/bin/python tests/corpus/make_nncf_corpus.py
+    python -m venv /tmp/torch-venv
+    /tmp/torch-venv/bin/pip install torch==2.13.0
+    /tmp/torch-venv/bin/pip install --no-deps torchvision==0.28.0
+    /tmp/torch-venv/bin/pip install pillow onnx onnxscript onnxruntime==1.32.0 nncf==3.4.0
+    /tmp/torch-venv/bin/python tests/corpus/make_nncf_corpus.py
 
 It writes NAME.onnx for each model and nncf_corpus.json.
 """
@@ -16,13 +22,18 @@ It writes NAME.onnx for each model and nncf_corpus.json.
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import nncf
 import onnx
+import torch
+from make_corpus import ARCHITECTURES, compact, export_float, wanted
 from tf_float_sources import (
     CALIBRATION_COUNT,
     HERE,
+    OUT,
     SOURCES,
     calibration_samples,
     input_shape,
@@ -33,30 +44,46 @@ PRESETS = {"performance": nncf.QuantizationPreset.PERFORMANCE,
            "mixed": nncf.QuantizationPreset.MIXED}
 
 
-def make(arch: str, source: str, preset: str) -> dict[str, Any]:
-    model = onnx.load(HERE / source)
+# The torch architectures go through the exporter torch.onnx.export uses by default.
+TORCH_EXPORTER = "dynamo"
+
+
+def make(arch: str, source: Path, exporter: str, producer: str,
+         preset: str) -> dict[str, Any]:
+    model = onnx.load(source)
     name, shape = input_shape(model)
     dataset = nncf.Dataset(calibration_samples(shape), lambda sample: {name: sample})
     quantized = nncf.quantize(model, dataset, preset=PRESETS[preset],
                               subset_size=CALIBRATION_COUNT)
-    target = HERE / f"{arch}_tf2onnx_nncf_{preset}.onnx"
+    target = OUT / f"{arch}_{exporter}_nncf_{preset}.onnx"
     onnx.save(quantized, target)
-    return {"file": target.name, "architecture": arch,
-            "exporter": f"tf2onnx float model ({source})",
+    compact(target)
+    return {"file": target.name, "architecture": arch, "exporter": producer,
             "quantizer": f"nncf {nncf.__version__} quantize onnx preset={preset}",
             "input_shape": shape, "bytes": target.stat().st_size}
 
 
 def main() -> None:
     entries = []
-    for arch, source in SOURCES.items():
-        for preset in PRESETS:
-            try:
-                entries.append(make(arch, source, preset))
-            except Exception as exc:  # the producer itself failed: say so
-                entries.append(producer_failure(arch, f"{arch}_nncf_{preset}", exc))
-            print(entries[-1])
-    (HERE / "nncf_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = [(arch, HERE / source, "tf2onnx", f"tf2onnx float model ({source})")
+                   for arch, source in SOURCES.items()]
+        for arch in ARCHITECTURES:
+            source = Path(tmp) / f"{arch}_{TORCH_EXPORTER}_float.onnx"
+            export_float(arch, TORCH_EXPORTER, source)
+            sources.append((arch, source, TORCH_EXPORTER, f"torch {torch.__version__} "
+                            f"{TORCH_EXPORTER}"))
+        for arch, source, exporter, producer in sources:
+            for preset in PRESETS:
+                if not wanted(arch, exporter, f"nncf_{preset}"):
+                    continue
+                try:
+                    entries.append(make(arch, source, exporter, producer, preset))
+                except Exception as exc:  # the producer itself failed: say so
+                    entries.append(producer_failure(arch, f"{arch}_{exporter}_nncf_{preset}",
+                                                    exc))
+                print(entries[-1])
+    (OUT / "nncf_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,20 @@
 """Make the AMD Quark part of the model corpus in tests/corpus/: the float ONNX models that
 tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
-conversions, committed), quantized by Quark's ONNX ModelQuantizer with its int8 presets
-A8W8 (int8 activations and weights) and XINT8 (power-of-two scales, as for AMD's NPUs).
-tests/test_corpus.py runs every committed model.
+conversions, committed) and those torch 2.13's default (dynamo) exporter writes from
+make_corpus.py's architectures, quantized by Quark's ONNX ModelQuantizer with its int8
+presets A8W8 (int8 activations and weights) and XINT8 (power-of-two scales, as for AMD's
+NPUs). tests/test_corpus.py runs every committed model.
 
 To make them again (quark is not a test dependency: use a separate environment; torch
-2.13.0 first, so that Quark does not fetch another one):
+2.13.0 first, and torchvision 0.28.0 without its dependencies, so that pip does not
+fetch another torch):
 
-    python -m venv /tmp/quark-venv
-    /tmp/quark-venv/bin/pip install torch==2.13.0
-    /tmp/quark-venv/bin/pip install amd-quark==0.13 onnx onnxruntime==1.32.0
-    /tmp/quark-venv/bin/python tests/corpus/make_quark_corpus.py
+    python -m venv /tmp/torch-venv
+    /tmp/torch-venv/bin/pip install torch==2.13.0
+    /tmp/torch-venv/bin/pip install --no-deps torchvision==0.28.0
+    /tmp/torch-venv/bin/pip install -c <(echo torch==2.13.0) pillow onnxscript \
+        amd-quark==0.13 onnx onnxruntime==1.32.0
+    /tmp/torch-venv/bin/python tests/corpus/make_quark_corpus.py
 
 It writes NAME.onnx for each model and quark_corpus.json.
 """
@@ -18,16 +22,28 @@ It writes NAME.onnx for each model and quark_corpus.json.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import quark
 import quark.onnx as quark_onnx
+import torch
+from make_corpus import ARCHITECTURES, compact, export_float, wanted
 from onnxruntime.quantization import CalibrationDataReader
-from tf_float_sources import HERE, SOURCES, calibration_samples, input_shape, producer_failure
+from tf_float_sources import (
+    HERE,
+    OUT,
+    SOURCES,
+    calibration_samples,
+    input_shape,
+    producer_failure,
+)
 
 PRESETS = {"a8w8": quark_onnx.A8W8_QCONFIG, "xint8": quark_onnx.XINT8_QCONFIG}
 
@@ -40,14 +56,19 @@ class Calibration(CalibrationDataReader):
         return next(self._feeds, None)
 
 
-def make(arch: str, source: str, preset: str) -> dict[str, Any]:
-    model = onnx.load(HERE / source)
+# The torch architectures go through the exporter torch.onnx.export uses by default.
+TORCH_EXPORTER = "dynamo"
+
+
+def make(arch: str, source: Path, exporter: str, producer: str,
+         preset: str) -> dict[str, Any]:
+    model = onnx.load(source)
     name, shape = input_shape(model)
-    target = HERE / f"{arch}_tf2onnx_quark_{preset}.onnx"
+    target = OUT / f"{arch}_{exporter}_quark_{preset}.onnx"
     quantizer = quark_onnx.ModelQuantizer(PRESETS[preset])
-    quantizer.quantize_model(str(HERE / source), str(target), Calibration(name, shape))
-    return {"file": target.name, "architecture": arch,
-            "exporter": f"tf2onnx float model ({source})",
+    quantizer.quantize_model(str(source), str(target), Calibration(name, shape))
+    compact(target)
+    return {"file": target.name, "architecture": arch, "exporter": producer,
             "quantizer": f"amd-quark {quark.__version__} ModelQuantizer {preset.upper()}",
             "input_shape": shape, "bytes": target.stat().st_size}
 
@@ -55,10 +76,19 @@ def make(arch: str, source: str, preset: str) -> dict[str, Any]:
 def make_one(arch: str, preset: str) -> None:
     """One model in this process: Quark 0.13 keeps state between quantize_model calls
     (a second model fails with "Both `activation` and `input_tensors` are provided")."""
+    exporter = "tf2onnx" if arch in SOURCES else TORCH_EXPORTER
     try:
-        entry = make(arch, SOURCES[arch], preset)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chdir(tmp)  # Quark writes its quantized_info.csv into the working folder
+            if arch in SOURCES:
+                source, producer = HERE / SOURCES[arch], f"tf2onnx float model ({SOURCES[arch]})"
+            else:
+                source = Path(tmp) / f"{arch}_{TORCH_EXPORTER}_float.onnx"
+                export_float(arch, TORCH_EXPORTER, source)
+                producer = f"torch {torch.__version__} {TORCH_EXPORTER}"
+            entry = make(arch, source, exporter, producer, preset)
     except Exception as exc:  # the producer itself failed: say so
-        entry = producer_failure(arch, f"{arch}_quark_{preset}", exc)
+        entry = producer_failure(arch, f"{arch}_{exporter}_quark_{preset}", exc)
     print("ENTRY " + json.dumps(entry))
 
 
@@ -67,14 +97,17 @@ def main() -> None:
         make_one(sys.argv[1], sys.argv[2])
         return
     entries = []
-    for arch in SOURCES:
+    for arch in [*SOURCES, *ARCHITECTURES]:
         for preset in PRESETS:
+            if not wanted(arch, "tf2onnx" if arch in SOURCES else TORCH_EXPORTER,
+                          f"quark_{preset}"):
+                continue
             run = subprocess.run([sys.executable, __file__, arch, preset], check=True,
                                  capture_output=True, text=True)
             line = next(x for x in run.stdout.splitlines() if x.startswith("ENTRY "))
             entries.append(json.loads(line.removeprefix("ENTRY ")))
             print(entries[-1])
-    (HERE / "quark_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+    (OUT / "quark_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ failed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import numpy as np
 import onnx
 
 HERE = Path(__file__).resolve().parent
+# Where the models go: the corpus, or another folder to try a change (ONNX2MCU_CORPUS_OUT).
+OUT = Path(os.environ.get("ONNX2MCU_CORPUS_OUT", HERE))
 CALIBRATION_COUNT = 16
 SOURCES = {"tf_ds_cnn": "tf_ds_cnn_tflite_floatio_tf2onnx_dequantize.onnx",
            "tf_mobilenet_tiny": "tf_mobilenet_tiny_tflite_floatio_tf2onnx_dequantize.onnx",
