@@ -178,8 +178,8 @@ class KernelFamily:
     follows: str  # the kernels the generated C reproduces, briefly
     elsewhere: str  # what ORT runs on a CPU where they differ
     needs: str  # "avx512f", "fma" or "x86": the profile feature the kernels need
-    # Which nodes of those op types it covers, where their attributes decide.
-    covers: Callable[[Node], bool] = lambda node: True
+    # Which nodes of those op types it covers, where their attributes or shapes decide.
+    covers: Callable[[Node, Graph], bool] = lambda node, graph: True
 
     def holds_on(self, profile: CpuProfile) -> bool:
         """Does ORT on this CPU run the kernels the generated C reproduces?"""
@@ -215,12 +215,17 @@ FAMILIES = (
                                      ("", "InstanceNormalization")}),
         "float reduction(s)", "Eigen's SSE summation of ORT's x86-64 build",
         "off x86-64, ORT's Eigen sums use that CPU's vectors, in an order not measured",
-        "x86"),
+        "x86", covers=lambda node, graph: _summation_order(node, graph) == "rows"),
+    KernelFamily(
+        "sgemm-m1-sums", frozenset({("", "ReduceMean"), ("", "ReduceSum")}),
+        "float reduction(s) over inner axes", "MLAS's single-row SGEMM kernel (AVX)",
+        "without AVX, ORT's ones-vector SGEMM adds the values in another order", "fma",
+        covers=lambda node, graph: _summation_order(node, graph) == "inner"),
     KernelFamily(
         "x86-scalar-float", frozenset({("", "Resize")}),
         "float interpolation(s)", "ORT's plain C++ float arithmetic as x86-64 builds run it",
         "ORT's ARM builds may fuse its multiply-adds (GCC contracts a*b + c by default)",
-        "x86", covers=lambda node: node.attrs.get("mode", "nearest") == "linear"),
+        "x86", covers=lambda node, graph: node.attrs.get("mode", "nearest") == "linear"),
     KernelFamily(
         "qlinear-add", frozenset({("com.microsoft", "QLinearAdd")}),
         "QLinearAdd node(s)", "ORT's AVX2 FMA kernel",
@@ -254,6 +259,15 @@ class FamilyUse:
                 f"{self.family.follows}: {here}")
 
 
+def _summation_order(node: Node, graph: Graph) -> str:
+    """ReduceMean/ReduceSum's order ("rows", "leading", "inner"); "rows" for a table that
+    tabulates one (it has no axes of its own)."""
+    if node.op_type not in ("ReduceMean", "ReduceSum"):
+        return "rows"
+    from .ops.reduce import summation_order  # the operator module owns the rule
+    return summation_order(node, graph)
+
+
 def computed_ops(node: Node) -> list[tuple[str, str]]:
     """The (domain, op_type) whose ORT kernels decide the node's values: its own, and
     for a table (passes/tabulate.py) the float operators it was computed from."""
@@ -268,8 +282,8 @@ def family_uses(graph: Graph) -> list[FamilyUse]:
     """The kernel families the graph's nodes use, in FAMILIES order."""
     uses = []
     for family in FAMILIES:
-        nodes = [n for n in graph.nodes if family.covers(n) and
-                 any(op in family.ops for op in computed_ops(n))]
+        nodes = [n for n in graph.nodes if any(op in family.ops for op in computed_ops(n))
+                 and family.covers(n, graph)]
         if nodes:
             ops = {op for n in nodes for _, op in
                    (o for o in computed_ops(n) if o in family.ops)}

@@ -51,6 +51,9 @@ Q8_REDUCE_STRIDED(q8_reduce_max_strided_f32, float)
 Q8_REDUCE_STRIDED(q8_reduce_min_strided_u8, uint8_t)
 Q8_REDUCE_STRIDED(q8_reduce_min_strided_s8, int8_t)
 Q8_REDUCE_STRIDED(q8_reduce_min_strided_f32, float)
+/* Sum and mean on float32 in ORT's orders (reduce.c). */
+Q8_REDUCE_STRIDED(q8_reduce_sum_strided_f32, float)
+Q8_REDUCE_STRIDED(q8_reduce_mean_strided_f32, float)
 #undef Q8_REDUCE_STRIDED
 
 #endif /* Q8_REDUCE_H */

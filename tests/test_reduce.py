@@ -1,7 +1,8 @@
-"""ReduceMean and ReduceSum over trailing axes as float islands (ORT's Eigen summation
-order, runtime_c/reduce.c), and ReduceMax/ReduceMin on every dtype, against ONNX
-Runtime: randomized shapes (row lengths of every residue modulo the SIMD width and
-rows starting at every alignment), float models and QDQ models."""
+"""ReduceMean and ReduceSum as float islands (over trailing axes ORT's Eigen summation
+order; over leading axes rows added in order; over inner axes ORT's ones-vector SGEMM;
+runtime_c/reduce.c), and ReduceMax/ReduceMin on every dtype over any adjacent axes,
+against ONNX Runtime: randomized shapes (row lengths of every residue modulo the SIMD
+width and rows starting at every alignment), float models and QDQ models."""
 
 from __future__ import annotations
 
@@ -77,21 +78,15 @@ def test_qdq_spatial_mean_is_a_float_island_exact_against_ort() -> None:
     assert report.ok, report.outputs
 
 
-def test_reducing_leading_axes_is_refused_naming_the_node() -> None:
-    model = graph_model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1],
-                                          name="mean_over_channels")],
-                        {"x": ("float32", [1, 4, 5])}, {"y": "float32"}, {})
-    with pytest.raises(UnsupportedError, match=r"mean_over_channels.*trailing axes"):
-        generate_sources(model, Options())
-
-
 def adjacent_axes_model(op: str, seed: int, dtype: str) -> onnx.ModelProto:
-    """ReduceMax/ReduceMin over runs of adjacent axes that are not trailing."""
+    """Reductions over runs of adjacent axes that are not trailing: leading ones (ORT adds
+    rows in order) and inner ones (ORT's ones-vector SGEMM, values in groups of four)."""
     rng = np.random.default_rng(seed)
     nodes, inputs, outputs, inits = [], {}, {}, {}
     for i in range(8):
         rank = int(rng.integers(2, 5))
         shape = [int(d) for d in rng.integers(1, 9, rank)]
+        shape[int(rng.integers(0, rank))] = int(rng.integers(9, 40))  # long sums too
         first = int(rng.integers(0, rank - 1))
         last = int(rng.integers(first, rank - 1))  # the last axis stays: not trailing
         axes = list(range(first, last + 1))
@@ -101,6 +96,33 @@ def adjacent_axes_model(op: str, seed: int, dtype: str) -> onnx.ModelProto:
         inputs[f"x{i}"] = (dtype, shape)
         outputs[f"y{i}"] = dtype
     return graph_model(nodes, inputs, outputs, inits, opset=18)
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceSum"])
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_float_sums_over_leading_and_inner_axes(op: str, seed: int) -> None:
+    model = adjacent_axes_model(op, seed, "float32")
+    calls = [c.function for c in generate_sources(model, Options()).program.calls]
+    assert any(f.endswith("strided_f32") for f in calls), calls
+    report = codegen.verify(model, samples=3, seed=seed, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_qdq_channel_mean_is_a_float_island_exact_against_ort() -> None:
+    """DQ -> ReduceMean over channels -> Q, as CBAM's spatial attention pools (batch 1:
+    ORT adds the channel planes in order; batch 2: its ones-vector SGEMM)."""
+    for batch in (1, 2):
+        inits: dict[str, NDArray[Any]] = {
+            "s": np.array(0.04, F32), "z": np.array(120, np.uint8),
+            "s2": np.array(0.011, F32), "z2": np.array(100, np.uint8),
+            "axes": np.array([1], np.int64)}
+        nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["x"]),
+                 helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=1),
+                 helper.make_node("QuantizeLinear", ["m", "s2", "z2"], ["y"])]
+        model = graph_model(nodes, {"q": ("uint8", [batch, 23, 6, 5])}, {"y": "uint8"},
+                            inits, opset=18)
+        report = codegen.verify(model, samples=4, cflags=SANITIZE)
+        assert report.ok, report.outputs
 
 
 @pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
@@ -130,9 +152,9 @@ def test_qdq_channel_max_keeps_the_integers() -> None:
     assert report.ok, report.outputs
 
 
-def test_reducing_axes_apart_is_refused_naming_the_node() -> None:
-    model = graph_model([helper.make_node("ReduceMax", ["x"], ["y"], axes=[0, 2],
-                                          name="max_apart")],
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMean"])
+def test_reducing_axes_apart_is_refused_naming_the_node(op: str) -> None:
+    model = graph_model([helper.make_node(op, ["x"], ["y"], axes=[0, 2], name="apart")],
                         {"x": ("float32", [3, 4, 5])}, {"y": "float32"}, {})
-    with pytest.raises(UnsupportedError, match=r"max_apart.*adjacent axes"):
+    with pytest.raises(UnsupportedError, match=r"apart.*adjacent axes"):
         generate_sources(model, Options())

@@ -1,14 +1,16 @@
-"""ReduceMean, ReduceSum, ReduceMax and ReduceMin over the trailing axes (a spatial
-ReduceMean is what torch's default exporter writes for AdaptiveAvgPool2d(1); the
-squeeze-and-excitation blocks of MobileNetV3 and MnasNet use it).
+"""ReduceMean, ReduceSum, ReduceMax and ReduceMin over any run of adjacent axes, as
+[outer, length, inner] (a spatial ReduceMean is what torch's default exporter writes for
+AdaptiveAvgPool2d(1), which the squeeze-and-excitation blocks of MobileNetV3 and MnasNet
+use; a channel mean or max is CBAM's spatial attention).
 
-ReduceMean and ReduceSum are float islands: ORT has no integer kernel for them, and
-computes each row with Eigen's vectorized sum (SSE packets from the tensor's first
-16-byte boundary; measured on ORT 1.32, exact on every shape tried), then divides by
-the count; runtime_c/reduce.c follows that order. ReduceMax and ReduceMin are exact on
-any type, and ORT drops the DequantizeLinear/QuantizeLinear around them when both sides
-share one quantization; they also reduce any run of adjacent axes (a channel max, as
-CBAM's spatial attention takes it), as [outer, length, inner] with a stride."""
+ReduceMean and ReduceSum are float islands: ORT has no integer kernel for them. Over the
+trailing axes it computes each row with Eigen's vectorized sum (SSE packets from the
+tensor's first 16-byte boundary), then divides by the count; over the leading axes it
+adds the rows one after the other; over inner axes it multiplies a vector of ones by
+each [length, inner] block with MLAS's single-row SGEMM kernel (measured on ORT 1.32,
+exact on every shape tried); runtime_c/reduce.c follows those orders. ReduceMax and
+ReduceMin are exact on any type, and ORT drops the DequantizeLinear/QuantizeLinear
+around them when both sides share one quantization."""
 
 from __future__ import annotations
 
@@ -42,7 +44,10 @@ AXES_INPUT_SINCE = {"ReduceMean": 18, "ReduceSum": 13, "ReduceMax": 18, "ReduceM
 class ReduceSpec:
     rows: int  # the product of the axes before the reduced ones
     length: int  # the product of the reduced axes
-    inner: int  # the product of the axes after them (1: trailing axes, contiguous rows)
+    inner: int  # the product of the axes after them
+    # The reduced axes end with the last one: contiguous rows. ORT chooses its order by
+    # the axes, not by the sizes: [33, 7, 1] over axis 1 is not a row sum (measured).
+    trailing: bool
 
 
 def reduced_axes(node: Node, graph: Graph, rank: int) -> list[int]:
@@ -71,11 +76,6 @@ def infer_reduce(node: Node, graph: Graph) -> Inferred:
     rank = len(x.shape)
     axes = reduced_axes(node, graph, rank)
     adjacent = axes == list(range(axes[0], axes[0] + len(axes))) if axes else True
-    trailing = axes == list(range(rank - len(axes), rank))
-    if node.op_type in ("ReduceMean", "ReduceSum") and not trailing:
-        raise UnsupportedError(f"{node.describe()}: reducing axes {axes} of a rank-{rank} "
-                               "tensor; only the trailing axes are supported (ORT sums "
-                               "other axes in orders not reproduced)")
     if not adjacent:
         raise UnsupportedError(f"{node.describe()}: reducing axes {axes} of a rank-{rank} "
                                "tensor; only adjacent axes are supported")
@@ -89,7 +89,19 @@ def infer_reduce(node: Node, graph: Graph) -> Inferred:
     inner = int(np.prod(x.shape[after:], dtype=np.int64))
     quant = carried_quant(x) if node.op_type in ("ReduceMax", "ReduceMin") else None
     return Inferred([Tensor(node.outputs[0], x.dtype, shape, quant)],
-                    spec=ReduceSpec(rows, length, inner))
+                    spec=ReduceSpec(rows, length, inner, after == rank))
+
+
+def summation_order(node: Node, graph: Graph) -> str:
+    """How ORT adds a ReduceMean/ReduceSum: "rows" (trailing axes: Eigen's vectorized row
+    sums), "leading" (rows added in order) or "inner" (MLAS's single-row SGEMM); the
+    CPU profiles (codegen/cpu.py) tell which of them depend on the CPU."""
+    x = graph.tensors[node.inputs[0]]
+    rank = len(x.shape)
+    axes = reduced_axes(node, graph, rank)
+    if not axes or axes[-1] == rank - 1:
+        return "rows"
+    return "leading" if int(np.prod(x.shape[:axes[0]], dtype=np.int64)) == 1 else "inner"
 
 
 def lower_reduce(node: Node, graph: Graph, spec: object,
@@ -98,7 +110,7 @@ def lower_reduce(node: Node, graph: Graph, spec: object,
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     function = {"ReduceMean": "q8_reduce_mean", "ReduceSum": "q8_reduce_sum",
                 "ReduceMax": "q8_reduce_max", "ReduceMin": "q8_reduce_min"}[node.op_type]
-    if spec.inner == 1:
+    if spec.trailing:
         params = CStruct("q8_reduce_params", (("rows", spec.rows), ("length", spec.length)))
     else:
         params = CStruct("q8_reduce_strided_params", (
