@@ -145,7 +145,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
                                       constants, limits.max_tensor_bytes)
     for name, array in constants.items():
         dtype = str(array.dtype)
-        if dtype in DTYPES:
+        if dtype in ONNX_TO_DTYPE.values():
             tensors[name] = Tensor(name, dtype, tuple(int(d) for d in array.shape))
 
     nodes = _nodes(g, sorted(kept), opsets, constants, tensors, limits)
@@ -392,7 +392,7 @@ def _graph_input(value: onnx.ValueInfoProto, override: tuple[int, ...] | None,
         type_name = onnx.TensorProto.DataType.Name(ttype.elem_type) \
             if ttype.elem_type in onnx.TensorProto.DataType.values() else str(ttype.elem_type)
         raise UnsupportedError(f"graph input '{value.name}' has dtype {type_name}; "
-                               f"supported: {', '.join(DTYPES)}")
+                               f"supported: {', '.join(ONNX_TO_DTYPE.values())}")
     if not ttype.HasField("shape"):
         if override is None:
             raise ShapeError(f"graph input '{value.name}' has no shape; pass --input-shape "
@@ -599,6 +599,10 @@ def _annotate(tensor: Tensor, quant: QuantParams) -> None:
         tensor.quant = quant
 
 
+# What an output may be: also int64 (ArgMax's indices), which no input may be.
+OUTPUT_DTYPES = {code: name for name, (_, _, code) in DTYPES.items()}
+
+
 def _check_outputs(g: onnx.GraphProto, graph: Graph) -> None:
     if not graph.outputs:
         raise ModelError("the graph has no outputs")
@@ -607,7 +611,7 @@ def _check_outputs(g: onnx.GraphProto, graph: Graph) -> None:
         if tensor is None:
             raise ModelError(f"graph output '{value.name}' is not produced by any node")
         ttype = value.type.tensor_type
-        declared = ONNX_TO_DTYPE.get(ttype.elem_type)
+        declared = OUTPUT_DTYPES.get(ttype.elem_type)
         if ttype.elem_type and declared != tensor.dtype:
             raise ModelError(f"graph output '{value.name}' is declared as "
                              f"{dtype_name(ttype.elem_type)} but is {tensor.dtype}")

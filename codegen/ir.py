@@ -18,8 +18,11 @@ DTYPES: dict[str, tuple[type[np.generic], str, int]] = {
     "uint8": (np.uint8, "uint8_t", 2),
     "int8": (np.int8, "int8_t", 3),
     "int32": (np.int32, "int32_t", 6),
+    # Only computed: ArgMax/ArgMin's indices. Graph inputs, Cast targets and constants
+    # of this type are not tensors onnx2mcu computes with (shape constants fold).
+    "int64": (np.int64, "int64_t", 7),
 }
-ONNX_TO_DTYPE = {code: name for name, (_, _, code) in DTYPES.items()}
+ONNX_TO_DTYPE = {code: name for name, (_, _, code) in DTYPES.items() if name != "int64"}
 
 QUANT_RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 

@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
 
 ONNX_TYPE = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "float32": TensorProto.FLOAT,
-             "int32": TensorProto.INT32}
+             "int32": TensorProto.INT32, "int64": TensorProto.INT64}
 RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
 
