@@ -635,7 +635,11 @@ void q8_transpose_2d(const q8_transpose_2d_params *params, const void *Q8_RESTRI
  * thread), so the results are bit-identical to ORT's there; see the kernel files.
  */
 
-/* Conv on float32 NCHW (1-D as h = 1): weights [M][C/groups][kernel_h][kernel_w]. */
+/* Conv on float32 NCHW (1-D as h = 1): weights [M][C/groups][kernel_h][kernel_w].
+ * algorithm: which of ORT's kernels it follows (conv_f32.c). */
+#define Q8_CONV_F32_SGEMM 0     /* MlasConv: im2col products by SGEMM */
+#define Q8_CONV_F32_NCHW 1      /* NCHWc output from NCHW input, channel by channel */
+#define Q8_CONV_F32_POINTWISE 2 /* NCHWc pointwise: batches of 128 input channels */
 typedef struct {
     q8_dims input;
     q8_dims output;
@@ -643,6 +647,7 @@ typedef struct {
     int32_t pad_bottom;
     int32_t pad_right;
     int32_t groups;
+    int32_t algorithm;
     const float *weights;
     const float *bias; /* [M] or NULL */
 } q8_conv_f32_params;

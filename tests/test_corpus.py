@@ -38,13 +38,7 @@ ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT] + NN
 # Architecture -> the operator the first refusal names, for what is not supported yet.
 REFUSED: dict[str, str] = {}
 # File -> the operator the first refusal names.
-REFUSED_FILES: dict[str, str] = {
-    # NNCF leaves a squeeze-and-excitation block's convolutions with float weights: ORT
-    # runs them with its NCHWc kernels, which onnx2mcu does not reproduce yet.
-    "mobilenetv3_block_dynamo_nncf_performance.onnx": "Conv",
-    "mobilenetv3_block_dynamo_nncf_mixed.onnx": "Conv",
-    "tv_mobilenet_v3_small_dynamo_nncf_performance.onnx": "Conv",
-}
+REFUSED_FILES: dict[str, str] = {}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
             and e["file"] not in REFUSED_FILES]
 REJECTED = [e["file"] for e in ENTRIES if e["file"] and (e["architecture"] in REFUSED or
@@ -103,7 +97,8 @@ def test_refused_models_name_the_node_and_operator(name: str) -> None:
                                   "transformer_encoder_dynamo_ort_qdq_s8s8.onnx",
                                   "tv_mobilenet_v3_small_dynamo_ort_qdq_u8s8.onnx",
                                   "kws_lstm_dynamo_quark_a8w8.onnx",
-                                  "gelu_mlp_dynamo_nncf_mixed.onnx"])
+                                  "gelu_mlp_dynamo_nncf_mixed.onnx",
+                                  "mobilenetv3_block_dynamo_nncf_performance.onnx"])
 def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     report = codegen.verify(CORPUS / name, board=board, samples=1)
     assert report.ok, report.outputs

@@ -249,15 +249,55 @@ def test_float_bias_initializers() -> None:
     exact(model)
 
 
-def test_float_weights_are_refused_with_the_reason(tmp_path: Any) -> None:
+# (channels in, height, width, filters, kernel, stride, pad, dilation, bias): Convs with
+# float-initializer weights, which ORT runs with its NCHWc kernels.
+FLOAT_WEIGHT_CONVS = [
+    (32, 1, 1, 8, 1, 1, 0, 1, True),  # a squeeze-and-excitation reduce: pointwise
+    (8, 1, 1, 32, 1, 1, 0, 1, True),  # ... and expand: NCHW input (8 < 16 channels)
+    (3, 9, 9, 16, 3, 2, 1, 1, True),  # a stem: NCHW input, padding skipped
+    (15, 6, 7, 6, 3, 1, 2, 2, False),  # dilated, no bias
+    (100, 3, 4, 12, 1, 1, 0, 1, True),  # pointwise on 100 channels (padded to 112)
+    (200, 2, 2, 8, 1, 1, 0, 1, True),  # two batches of 128 channels
+    (48, 6, 6, 8, 1, 2, 0, 1, True),  # pointwise, stride 2
+    (18, 5, 5, 8, 3, 1, 1, 1, True),  # 18 % 4 != 0: not NCHWc, MLAS's SGEMM convolution
+]
+
+
+def test_float_weight_convs_follow_orts_nchwc_kernels() -> None:
+    """Float-initializer weights (NNCF leaves a squeeze-and-excitation block's so): ORT's
+    NchwcTransformer runs them with its NCHW-input or pointwise kernels, or keeps the
+    SGEMM convolution; then Relu and HardSigmoid, as the block has them."""
     net = Islands()
-    x = net.activation((1, 4, 8, 8))
-    w = net.const(np.random.default_rng(0).normal(0, 0.1, (4, 4, 3, 3)).astype(F32))
-    net.output(net.op("Conv", [x, w], pads=[1, 1, 1, 1]))
+    rng = np.random.default_rng(3)
+    for i, (c, h, w, m, k, s, p, d, has_bias) in enumerate(FLOAT_WEIGHT_CONVS):
+        x = net.activation((1, c, h, w), 0.05, 100)
+        inputs = [x, net.const(rng.normal(0, 0.2, (m, c, k, k)).astype(F32))]
+        if has_bias:
+            inputs.append(net.const(rng.normal(0, 0.3, m).astype(F32)))
+        y = net.op("Conv", inputs, pads=[p] * 4, strides=[s, s], dilations=[d, d])
+        net.output(net.op(("Relu", "HardSigmoid")[i % 2], [y]) if i < 2 else y)
+    model = net.model()
+    assert kernels(model).count("q8_conv_f32") == len(FLOAT_WEIGHT_CONVS)
+    exact(model)
+
+
+@pytest.mark.parametrize("case", ["nchwc 3x3", "depthwise", "into Add"])
+def test_float_weights_on_unreproduced_nchwc_kernels_are_refused(case: str) -> None:
+    net = Islands()
+    rng = np.random.default_rng(0)
+    x = net.activation((1, 16, 8, 8))
+    if case == "depthwise":
+        w = net.const(rng.normal(0, 0.1, (16, 1, 3, 3)).astype(F32))
+        net.output(net.op("Conv", [x, w], pads=[1, 1, 1, 1], group=16))
+    else:
+        shape = (16, 16, 3, 3) if case == "nchwc 3x3" else (16, 16, 1, 1)
+        w = net.const(rng.normal(0, 0.1, shape).astype(F32))
+        y = net.op("Conv", [x, w], pads=[1, 1, 1, 1] if case == "nchwc 3x3" else [0] * 4)
+        net.output(y if case == "nchwc 3x3" else net.op("Add", [y, x]))
     with pytest.raises(codegen.UnsupportedError) as info:
         generate_sources(net.model(), Options())
     message = str(info.value)
-    assert "float initializer" in message and "NCHWc" in message and "Conv" in message
+    assert "float-initializer" in message and "NCHWc" in message and "Conv" in message
 
 
 def test_float_softmax_and_tanh() -> None:

@@ -412,11 +412,79 @@ def infer_float_conv(node: Node, graph: Graph) -> Inferred:
                                                           *window.output))])
 
 
+# ORT's NCHWc block on AVX-512F (the float islands follow those kernels): a 2-D Conv
+# with float-initializer weights and fewer input channels runs its NCHW-input kernel.
+NCHWC_BLOCK = 16
+# Operators whose NCHWc forms compute differently from the plain ones after an NCHWc
+# convolution: Add and Sum fuse into it (the sum joins before the bias), and the
+# average pools sum in another order.
+NCHWC_SENSITIVE_READERS = ("Add", "Sum", "AveragePool", "GlobalAveragePool")
+ACTIVATIONS = ("Relu", "Clip", "Sigmoid", "HardSigmoid", "LeakyRelu", "Tanh")
+ALGORITHMS = {"sgemm": 0, "nchw": 1, "pointwise": 2}
+
+
+def nchwc_readers(node: Node, graph: Graph) -> list[Node]:
+    """The nodes reading the convolution's output, through one fused activation."""
+    readers = [n for n in graph.nodes if node.outputs[0] in n.inputs]
+    after = [n for r in readers if r.op_type in ACTIVATIONS and not r.domain
+             for n in graph.nodes if r.outputs[0] in n.inputs]
+    return readers + after
+
+
+def float_conv_algorithm(node: Node, graph: Graph, x_shape: tuple[int, ...],
+                         w_shape: tuple[int, ...]) -> str:
+    """Which of ORT's float convolution kernels computes this Conv (measured on ORT
+    1.32): its NchwcTransformer takes a 2-D Conv whose weights (and bias, if any) are
+    float initializers; with group 1 and fewer input channels than the block, the
+    NCHW-input kernel; with a multiple of 4 input channels, the NCHWc kernels (only the
+    pointwise one, 1x1 without padding, is reproduced); anything else, and every Conv
+    on dequantized weights, runs MLAS's SGEMM convolution."""
+    bias = node.input(2)
+    if node.inputs[1] not in graph.constants or len(w_shape) != 4 or (
+            bias is not None and bias not in graph.constants):
+        return "sgemm"
+    groups, channels = conv_groups(node, x_shape, w_shape), x_shape[1]
+    if groups > 1:
+        if w_shape[0] % NCHWC_BLOCK:
+            return "sgemm"
+        raise refuse(node, "a grouped or depthwise convolution of float-initializer "
+                     "weights, which ONNX Runtime computes with its NCHWc kernels (not "
+                     "reproduced yet); quantize the weights (DequantizeLinear of integers)")
+    if channels >= NCHWC_BLOCK and channels % 4:
+        return "sgemm"
+    window = conv_window(node, x_shape, w_shape)
+    pointwise = window.kernel == (1, 1) and not any(window.pads_begin) and \
+        not any(window.pads_end)
+    if channels >= NCHWC_BLOCK and not pointwise:
+        raise refuse(node, "a convolution of float-initializer weights over "
+                     f"{channels} channels with a {window.kernel} kernel or padding, which "
+                     "ONNX Runtime computes with its NCHWc kernel (not reproduced yet); "
+                     "quantize the weights (DequantizeLinear of integers)")
+    sensitive = [r for r in nchwc_readers(node, graph) if r.op_type in
+                 NCHWC_SENSITIVE_READERS and not r.domain]
+    if sensitive:
+        raise refuse(node, f"its output goes to {sensitive[0].op_type} node "
+                     f"'{sensitive[0].name}', which ONNX Runtime computes in its NCHWc layout "
+                     "after a convolution of float-initializer weights (not reproduced "
+                     "yet)")
+    return "nchw" if channels < NCHWC_BLOCK else "pointwise"
+
+
+def float_conv_weights(node: Node, graph: Graph) -> NDArray[Any]:
+    """Float-initializer weights, or the values of dequantized constants."""
+    value = graph.constants.get(node.inputs[1])
+    if value is not None:
+        check_dtype(node, "weight", value, FLOAT_TYPES)
+        return value
+    return dequantized_weights(node, graph, 1, "weight")
+
+
 def lower_float_conv(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    w = dequantized_weights(node, graph, 1, "weight")
+    w = float_conv_weights(node, graph)
+    algorithm = float_conv_algorithm(node, graph, x.shape, w.shape)
     window = conv_window(node, x.shape, w.shape)
     if min(window.pads_begin) < 0:
         raise refuse(node, "negative padding (SAME with a kernel smaller than the stride)")
@@ -429,6 +497,7 @@ def lower_float_conv(node: Node, graph: Graph, spec: object,
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_bottom", pads_end[0]),
         ("pad_right", pads_end[1]), ("groups", conv_groups(node, x.shape, w.shape)),
+        ("algorithm", ALGORITHMS[algorithm]),
         ("weights", CRef("weights")), ("bias", CRef("bias") if bias is not None else None)))
     macs = y.numel * int(np.prod(w.shape[1:]))
     return [KernelCall("q8_conv_f32", node.name, (x.name,), (y.name,), params, tuple(arrays),
