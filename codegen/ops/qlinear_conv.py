@@ -474,7 +474,7 @@ def float_conv_weights(node: Node, graph: Graph) -> NDArray[Any]:
     """Float-initializer weights, or the values of dequantized constants."""
     value = graph.constants.get(node.inputs[1])
     if value is not None:
-        check_dtype(node, "weight", value, FLOAT_TYPES)
+        check_dtype(node, "weight", value, ("float32",))
         return value
     return dequantized_weights(node, graph, 1, "weight")
 
