@@ -142,47 +142,49 @@ Q8_INLINE int is_pointwise(const q8_conv_f32_params *p)
 
 /*
  * The NCHWc kernels ORT substitutes for a Conv whose weights are float initializers
- * (its NchwcTransformer, ORT_ENABLE_ALL), group 1:
- *  - fewer input channels than the NCHWc block (NCHW input): channel by channel, the
- *    channel's taps in (ky, kx) order by fmaf from 0, taps in the padding skipped, that
- *    sum added to the output of the channels before;
- *  - 1x1 without padding (pointwise): batches of 128 input channels, each by fmaf from
- *    0 in channel order, each batch's sum added to the output of the batches before.
- * The bias is added last.
+ * (its NchwcTransformer, ORT_ENABLE_ALL; measured on ORT 1.32, blocks of 16). Each
+ * output adds the group's input channels in batches: per batch, fmaf from 0 over the
+ * taps in (ky, kx) order, and for each tap over the batch's channels, taps in the
+ * padding skipped; the batch's sum is added to the output of the batches before, and
+ * the bias comes last. The batch is one channel for the NCHW-input kernel (fewer input
+ * channels than the block) and the depthwise kernel, the 16 channels of a block for the
+ * direct NCHWc kernel, and 128 channels for the pointwise kernel (1x1, no padding).
  */
 static void nchwc_conv(const q8_conv_f32_params *p, const float *input, float *output,
                        int32_t image)
 {
     const q8_window *win = &p->window;
-    const int32_t channels = p->input.c, filters = p->output.c;
+    const int32_t group_channels = p->input.c / p->groups;
+    const int32_t group_filters = p->output.c / p->groups;
     const int32_t pixels = p->output.h * p->output.w;
     const int32_t taps = win->kernel_h * win->kernel_w;
-    const int32_t batch = p->algorithm == Q8_CONV_F32_POINTWISE ? 128 : 1;
+    const int32_t batch = p->algorithm == Q8_CONV_F32_POINTWISE ? 128
+                          : p->algorithm == Q8_CONV_F32_NCHWC ? 16 : 1;
     const size_t in_plane = (size_t)p->input.h * (size_t)p->input.w;
-    const float *x = input + (size_t)image * (size_t)channels * in_plane;
-    float *y = output + (size_t)image * (size_t)filters * (size_t)pixels;
+    const float *x = input + (size_t)image * (size_t)p->input.c * in_plane;
+    float *y = output + (size_t)image * (size_t)p->output.c * (size_t)pixels;
     int32_t m, n, c0, c, t;
-    for (m = 0; m < filters; m++) {
-        const float *w = p->weights + (size_t)m * (size_t)channels * (size_t)taps;
+    for (m = 0; m < p->output.c; m++) {
+        const float *w = p->weights + (size_t)m * (size_t)group_channels * (size_t)taps;
+        const float *xg = x + (size_t)(m / group_filters) * (size_t)group_channels * in_plane;
         for (n = 0; n < pixels; n++) {
             const int32_t oy = n / p->output.w, ox = n % p->output.w;
             float out = 0.0f;
-            for (c0 = 0; c0 < channels; c0 += batch) {
-                const int32_t end = channels - c0 < batch ? channels : c0 + batch;
+            for (c0 = 0; c0 < group_channels; c0 += batch) {
+                const int32_t end = group_channels - c0 < batch ? group_channels : c0 + batch;
                 float acc = 0.0f;
-                for (c = c0; c < end; c++) {
-                    for (t = 0; t < taps; t++) {
-                        const int32_t ky = t / win->kernel_w, kx = t % win->kernel_w;
-                        const int32_t iy = oy * win->stride_h + ky * win->dilation_h -
-                                           win->pad_top;
-                        const int32_t ix = ox * win->stride_w + kx * win->dilation_w -
-                                           win->pad_left;
-                        if (iy < 0 || iy >= p->input.h || ix < 0 || ix >= p->input.w) {
-                            continue;
-                        }
+                for (t = 0; t < taps; t++) {
+                    const int32_t ky = t / win->kernel_w, kx = t % win->kernel_w;
+                    const int32_t iy = oy * win->stride_h + ky * win->dilation_h - win->pad_top;
+                    const int32_t ix = ox * win->stride_w + kx * win->dilation_w -
+                                       win->pad_left;
+                    if (iy < 0 || iy >= p->input.h || ix < 0 || ix >= p->input.w) {
+                        continue;
+                    }
+                    for (c = c0; c < end; c++) {
                         acc = q8_fmaf(w[(size_t)c * (size_t)taps + (size_t)t],
-                                      x[(size_t)c * in_plane + (size_t)iy * (size_t)p->input.w +
-                                        (size_t)ix],
+                                      xg[(size_t)c * in_plane + (size_t)iy * (size_t)p->input.w +
+                                         (size_t)ix],
                                       acc);
                     }
                 }

@@ -1,5 +1,5 @@
 /*
- * elementwise_f32.c - float32 Add and Mul with numpy broadcasting (float islands):
+ * elementwise_f32.c - float32 Add, Sub, Mul and Div with numpy broadcasting (float islands):
  * one rounding per element, as every IEEE-754 implementation gives.
  */
 #include "q8_arith.h"
@@ -24,6 +24,28 @@ void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float 
     const size_t total = q8_start_index(&params->shape, index);
     for (i = 0; i < total; i++) {
         y[i] = q8_mul_unfused(a[a_at], b[b_at]);
+        q8_next_index(&params->shape, index, &a_at, &b_at);
+    }
+}
+
+void q8_sub_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y)
+{
+    int32_t index[Q8_MAX_RANK];
+    size_t a_at = 0, b_at = 0, i;
+    const size_t total = q8_start_index(&params->shape, index);
+    for (i = 0; i < total; i++) {
+        y[i] = (float)(a[a_at] - b[b_at]);
+        q8_next_index(&params->shape, index, &a_at, &b_at);
+    }
+}
+
+void q8_div_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y)
+{
+    int32_t index[Q8_MAX_RANK];
+    size_t a_at = 0, b_at = 0, i;
+    const size_t total = q8_start_index(&params->shape, index);
+    for (i = 0; i < total; i++) {
+        y[i] = (float)(a[a_at] / b[b_at]);
         q8_next_index(&params->shape, index, &a_at, &b_at);
     }
 }

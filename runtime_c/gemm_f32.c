@@ -11,7 +11,10 @@
  *  - more rows and a single column of B stored [K][1]: the [N][K] single-row kernel with
  *    A's rows in the place of B's rows;
  *  - more rows otherwise: N and K blocks as q8_f32_blocking chooses; each output accumulates a
- *    block with fmaf from 0 and adds it to the previous blocks (or to the bias).
+ *    block with fmaf from 0 and adds it to the previous blocks (or to the bias);
+ *  - B a float initializer (packed): ORT prepacks it, and every product, one row or more,
+ *    goes through MLAS's packed SGEMM: K blocks of 256, each by fmaf from 0 and added to
+ *    the previous blocks (or to the bias).
  */
 #include <math.h>
 
@@ -109,6 +112,26 @@ Q8_INLINE float b_at(const q8_gemm_f32_params *p, const float *b, int32_t k, int
                       : b[(size_t)k * (size_t)p->n + (size_t)n];
 }
 
+static void packed_rows(const q8_gemm_f32_params *p, const float *a, const float *b, float *y,
+                        int accumulate)
+{
+    int32_t k0, m, n, k;
+    for (k0 = 0; k0 < p->k; k0 += 256) {
+        const int32_t end = p->k - k0 < 256 ? p->k : k0 + 256;
+        for (m = 0; m < p->m; m++) {
+            const float *a_row = a + (size_t)m * (size_t)p->k;
+            for (n = 0; n < p->n; n++) {
+                float acc = 0.0f;
+                float *out = &y[(size_t)m * (size_t)p->n + (size_t)n];
+                for (k = k0; k < end; k++) {
+                    acc = q8_fmaf(a_row[k], b_at(p, b, k, n), acc);
+                }
+                *out = k0 == 0 && !accumulate ? acc : (float)(*out + acc);
+            }
+        }
+    }
+}
+
 static void blocked_rows(const q8_gemm_f32_params *p, const float *a, const float *b, float *y,
                          int accumulate)
 {
@@ -154,7 +177,9 @@ void q8_gemm_f32(const q8_gemm_f32_params *params, const float *Q8_RESTRICT a,
                 }
             }
         }
-        if (p->m == 1) {
+        if (p->packed) {
+            packed_rows(p, a_b, b_b, y_b, p->bias != NULL);
+        } else if (p->m == 1) {
             single_row(p, a_b, b_b, y_b, p->bias != NULL);
         } else if (p->n == 1 && !p->trans_b) {
             /* B is one contiguous column: ORT swaps the operands into the [N][K] kernel,

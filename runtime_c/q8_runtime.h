@@ -640,6 +640,7 @@ void q8_transpose_2d(const q8_transpose_2d_params *params, const void *Q8_RESTRI
 #define Q8_CONV_F32_SGEMM 0     /* MlasConv: im2col products by SGEMM */
 #define Q8_CONV_F32_NCHW 1      /* NCHWc output from NCHW input, channel by channel */
 #define Q8_CONV_F32_POINTWISE 2 /* NCHWc pointwise: batches of 128 input channels */
+#define Q8_CONV_F32_NCHWC 3     /* NCHWc direct (and depthwise: one channel per group) */
 typedef struct {
     q8_dims input;
     q8_dims output;
@@ -667,6 +668,7 @@ typedef struct {
     int32_t n;
     int32_t trans_b;
     int32_t b_batched;
+    int32_t packed; /* B a float initializer, which ORT prepacks (gemm_f32.c) */
     const float *bias; /* NULL: no bias */
     int32_t bias_stride_m;
     int32_t bias_stride_n;
@@ -682,6 +684,8 @@ typedef struct {
 
 void q8_add_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
+void q8_sub_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
+void q8_div_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 
 /* Sigmoid, Tanh, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha: LeakyRelu's
  * slope, or HardSigmoid's alpha with beta). */

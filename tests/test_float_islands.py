@@ -178,6 +178,27 @@ def test_float_gemm_and_matmul(rows: int) -> None:
     exact(model)
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_float_gemm_and_matmul_of_float_initializers(rows: int) -> None:
+    """B a float initializer (NNCF's ignored scopes, Quark's float classifier): ORT
+    prepacks it, and every product goes through MLAS's packed SGEMM (K blocks of 256),
+    one row or more."""
+    net = Islands()
+    rng = np.random.default_rng(rows)
+    for k, n in ((16, 10), (37, 13), (300, 6), (600, 3)):
+        a = net.activation((rows, k), 0.04, 128)
+        b = net.const(rng.normal(0, 0.2, n).astype(F32))
+        net.output(net.op("Gemm", [a, net.const(rng.normal(0, 0.2, (n, k)).astype(F32)), b],
+                          transB=1))
+        a = net.activation((rows, k), 0.04, 128)
+        net.output(net.op("Gemm", [a, net.const(rng.normal(0, 0.2, (k, n)).astype(F32))]))
+        a = net.activation((2, rows, k), 0.04, 128)
+        net.output(net.op("MatMul", [a, net.const(rng.normal(0, 0.2, (k, n)).astype(F32))]))
+    model = net.model()
+    assert kernels(model).count("q8_gemm_f32") == 12
+    exact(model)
+
+
 def test_float_elementwise_and_pools() -> None:
     net = Islands()
     for op in ("Add", "Mul"):
@@ -249,55 +270,79 @@ def test_float_bias_initializers() -> None:
     exact(model)
 
 
-# (channels in, height, width, filters, kernel, stride, pad, dilation, bias): Convs with
-# float-initializer weights, which ORT runs with its NCHWc kernels.
+# (channels in, height, width, filters, kernel, stride, pad, dilation, bias, group): Convs
+# with float-initializer weights, which ORT runs with its NCHWc kernels.
 FLOAT_WEIGHT_CONVS = [
-    (32, 1, 1, 8, 1, 1, 0, 1, True),  # a squeeze-and-excitation reduce: pointwise
-    (8, 1, 1, 32, 1, 1, 0, 1, True),  # ... and expand: NCHW input (8 < 16 channels)
-    (3, 9, 9, 16, 3, 2, 1, 1, True),  # a stem: NCHW input, padding skipped
-    (15, 6, 7, 6, 3, 1, 2, 2, False),  # dilated, no bias
-    (100, 3, 4, 12, 1, 1, 0, 1, True),  # pointwise on 100 channels (padded to 112)
-    (200, 2, 2, 8, 1, 1, 0, 1, True),  # two batches of 128 channels
-    (48, 6, 6, 8, 1, 2, 0, 1, True),  # pointwise, stride 2
-    (18, 5, 5, 8, 3, 1, 1, 1, True),  # 18 % 4 != 0: not NCHWc, MLAS's SGEMM convolution
+    (32, 1, 1, 8, 1, 1, 0, 1, True, 1),  # a squeeze-and-excitation reduce: pointwise
+    (8, 1, 1, 32, 1, 1, 0, 1, True, 1),  # ... and expand: NCHW input (8 < 16 channels)
+    (3, 9, 9, 16, 3, 2, 1, 1, True, 1),  # a stem: NCHW input, padding skipped
+    (15, 6, 7, 6, 3, 1, 2, 2, False, 1),  # dilated, no bias
+    (100, 3, 4, 12, 1, 1, 0, 1, True, 1),  # pointwise on 100 channels (padded to 112)
+    (200, 2, 2, 8, 1, 1, 0, 1, True, 1),  # two batches of 128 channels
+    (48, 6, 6, 8, 1, 2, 0, 1, True, 1),  # pointwise, stride 2
+    (18, 5, 5, 8, 3, 1, 1, 1, True, 1),  # 18 % 4 != 0: not NCHWc, MLAS's SGEMM convolution
+    (16, 6, 5, 16, 3, 1, 1, 1, True, 1),  # direct NCHWc: taps outer, a block's channels inner
+    (20, 5, 5, 8, 3, 2, 1, 1, True, 1),  # direct, a block and 4 channels (padded)
+    (36, 4, 4, 8, 1, 1, 1, 1, False, 1),  # 1x1 with padding: the direct kernel
+    (32, 7, 6, 32, 3, 2, 1, 1, True, 32),  # depthwise, stride 2
+    (16, 5, 5, 16, 5, 1, 2, 1, True, 16),  # depthwise 5x5
 ]
 
 
 def test_float_weight_convs_follow_orts_nchwc_kernels() -> None:
-    """Float-initializer weights (NNCF leaves a squeeze-and-excitation block's so): ORT's
-    NchwcTransformer runs them with its NCHW-input or pointwise kernels, or keeps the
-    SGEMM convolution; then Relu and HardSigmoid, as the block has them."""
+    """Float-initializer weights (NNCF leaves a squeeze-and-excitation block's so, and
+    tf2onnx --dequantize every layer's): ORT's NchwcTransformer runs them with its
+    NCHW-input, pointwise, direct or depthwise kernels, or keeps the SGEMM convolution;
+    then Relu and HardSigmoid, as the block has them."""
     net = Islands()
     rng = np.random.default_rng(3)
-    for i, (c, h, w, m, k, s, p, d, has_bias) in enumerate(FLOAT_WEIGHT_CONVS):
+    for i, (c, h, w, m, k, s, p, d, has_bias, g) in enumerate(FLOAT_WEIGHT_CONVS):
         x = net.activation((1, c, h, w), 0.05, 100)
-        inputs = [x, net.const(rng.normal(0, 0.2, (m, c, k, k)).astype(F32))]
+        inputs = [x, net.const(rng.normal(0, 0.2, (m, c // g, k, k)).astype(F32))]
         if has_bias:
             inputs.append(net.const(rng.normal(0, 0.3, m).astype(F32)))
-        y = net.op("Conv", inputs, pads=[p] * 4, strides=[s, s], dilations=[d, d])
+        y = net.op("Conv", inputs, pads=[p] * 4, strides=[s, s], dilations=[d, d], group=g)
         net.output(net.op(("Relu", "HardSigmoid")[i % 2], [y]) if i < 2 else y)
     model = net.model()
     assert kernels(model).count("q8_conv_f32") == len(FLOAT_WEIGHT_CONVS)
     exact(model)
 
 
-@pytest.mark.parametrize("case", ["nchwc 3x3", "depthwise", "into Add"])
+def test_global_average_pool_after_an_nchwc_convolution() -> None:
+    """A convolution of float weights leaves its output in ORT's NCHWc layout, through
+    Relu: a GlobalAveragePool of a multiple of 16 channels then sums each plane in one
+    running sum (the NCHWc kernel); of other channel counts, MLAS's 4-lane kernel."""
+    net = Islands()
+    rng = np.random.default_rng(4)
+    for channels in (32, 24):
+        x = net.activation((1, 16, 7, 7), 0.05, 100)
+        w = net.const(rng.normal(0, 0.2, (channels, 16, 3, 3)).astype(F32))
+        y = net.op("Relu", [net.op("Conv", [x, w], pads=[1, 1, 1, 1])])
+        net.output(net.op("GlobalAveragePool", [y]))
+    exact(net.model())
+
+
+@pytest.mark.parametrize("case", ["grouped", "depthwise of 8", "into Add"])
 def test_float_weights_on_unreproduced_nchwc_kernels_are_refused(case: str) -> None:
     net = Islands()
     rng = np.random.default_rng(0)
-    x = net.activation((1, 16, 8, 8))
-    if case == "depthwise":
-        w = net.const(rng.normal(0, 0.1, (16, 1, 3, 3)).astype(F32))
-        net.output(net.op("Conv", [x, w], pads=[1, 1, 1, 1], group=16))
+    x = net.activation((1, 32, 8, 8))
+    if case == "grouped":
+        w = net.const(rng.normal(0, 0.1, (32, 16, 3, 3)).astype(F32))
+        net.output(net.op("Conv", [x, w], pads=[1, 1, 1, 1], group=2))
+    elif case == "depthwise of 8":
+        w = net.const(rng.normal(0, 0.1, (8, 1, 3, 3)).astype(F32))
+        x8 = net.activation((1, 8, 8, 8))
+        net.output(net.op("Conv", [x8, w], pads=[1, 1, 1, 1], group=8))
     else:
-        shape = (16, 16, 3, 3) if case == "nchwc 3x3" else (16, 16, 1, 1)
-        w = net.const(rng.normal(0, 0.1, shape).astype(F32))
-        y = net.op("Conv", [x, w], pads=[1, 1, 1, 1] if case == "nchwc 3x3" else [0] * 4)
-        net.output(y if case == "nchwc 3x3" else net.op("Add", [y, x]))
+        w = net.const(rng.normal(0, 0.1, (32, 32, 1, 1)).astype(F32))
+        net.output(net.op("Add", [net.op("Conv", [x, w]), x]))
     with pytest.raises(codegen.UnsupportedError) as info:
         generate_sources(net.model(), Options())
     message = str(info.value)
-    assert "float-initializer" in message and "NCHWc" in message and "Conv" in message
+    assert "float-initializer" in message and "Conv" in message, message
+    assert "not reproduced" in message or "not\nreproduce" in message or \
+        "does not reproduce" in message, message
 
 
 def test_float_softmax_and_tanh() -> None:

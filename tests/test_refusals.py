@@ -63,11 +63,15 @@ class Builder:
 
 
 def plain_float_cnn() -> onnx.ModelProto:
-    """A float CNN as a PyTorch or Keras export writes it: no quantization at all."""
+    """A float CNN as a PyTorch or Keras export writes it: no quantization at all. Its
+    grouped convolution of float weights is one onnx2mcu does not reproduce (ORT's
+    other float kernels it does, and it then generates a float model)."""
     b = Builder()
     y = b.node("Conv", ["x", b.const("w1", b.weights((4, 3, 3, 3))),
                         b.const("b1", np.zeros(4, F32))], "conv1", pads=[1] * 4)
     y = b.node("Relu", [y], "relu1")
+    y = b.node("Conv", [y, b.const("w_grouped", b.weights((4, 2, 3, 3)))], "grouped",
+               pads=[1] * 4, group=2)
     y = b.node("MaxPool", [y], "pool1", kernel_shape=[2, 2], strides=[2, 2])
     y = b.node("Flatten", [y], "flatten", axis=1)
     y = b.node("Gemm", [y, b.const("w2", b.weights((10, 64))), b.const("b2", np.zeros(10, F32))],
@@ -94,6 +98,9 @@ def tf2onnx_dequantized(io: str) -> onnx.ModelProto:
     y = b.node("Conv", [y, b.const("conv_w", b.weights((4, 3, 3, 3))),
                         b.const("conv_b", np.full(4, 0.1, F32))], "conv", pads=[1] * 4)
     y = b.node("Relu", [y], "conv_relu")
+    # A grouped convolution: ORT's kernel for its float weights is not reproduced.
+    y = b.node("Conv", [y, b.const("grouped_w", b.weights((4, 2, 3, 3)))], "grouped",
+               pads=[1] * 4, group=2)
     y = b.node("Transpose", [y], "to_nhwc", perm=[0, 2, 3, 1])
     y = b.node("Reshape", [y, b.const("shape", np.array([1, -1], np.int64))], "flat")
     fc_w = b.rng.normal(0, 0.06, (256, 10)).astype(F32)

@@ -190,7 +190,8 @@ def infer_float_global_average_pool(node: Node, graph: Graph) -> Inferred:
 # ORT_ENABLE_ALL runs float AveragePool on channel counts that are a multiple of the
 # NCHWc block (16 floats with AVX-512F, the CPU these kernels follow) with NCHWc kernels,
 # and keeps their outputs in that layout through Relu and Sigmoid. GlobalAveragePool
-# goes NCHWc only on such an input or on a graph input (measured on ORT 1.32).
+# goes NCHWc only on such an input, an NCHWc convolution's output (float-initializer
+# weights, ops/qlinear_conv.py) or a graph input (measured on ORT 1.32).
 NCHWC_BLOCK = 16
 
 
@@ -214,6 +215,9 @@ def nchwc_layout(node: Node, graph: Graph, tensor: str) -> bool:
             return False
         if source.op_type == "AveragePool":
             return nchwc_average_pool(source, graph)
+        if source.op_type == "Conv":
+            from .qlinear_conv import conv_is_nchwc  # the convolution module owns the rule
+            return conv_is_nchwc(source, graph)
         if source.op_type not in NCHWC_PASS_THROUGH and any(
                 nchwc_layout(node, graph, t) for t in source.inputs if t and
                 graph.tensors[t].dtype == "float32" and t not in graph.constants):

@@ -1,7 +1,9 @@
-"""Cast between the types onnx2mcu knows. Today it is taken only where a pattern
-absorbs it: an 8-bit tensor cast to int32 to index a table (Gather from a 256-entry
-table, as `convert` writes onnx2mcu's Table; passes/tabulate.py turns it back into a
-Table). Elsewhere it is refused at lowering, naming the node."""
+"""Cast between the types onnx2mcu knows. An 8-bit or int32 tensor cast to float32 (the
+input adapter tf2onnx --dequantize writes before its Sub and Mul) is one conversion per
+element, exact for 8-bit values and rounded to nearest for int32 as ORT's static_cast
+is. An 8-bit tensor cast to int32 is taken where it indexes a table (Gather from a
+256-entry table, as `convert` writes onnx2mcu's Table; passes/tabulate.py turns it back
+into a Table). Other casts are refused at lowering, naming the node."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from collections.abc import Sequence
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
-from ..program import Lowered
+from ..program import Alias, CStruct, KernelCall, Lowered
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import attr_int, input_tensor, reject_unknown_attrs
+from ._common import attr_int, input_tensor, kernel_suffix, reject_unknown_attrs
 
 
 def infer_cast(node: Node, graph: Graph) -> Inferred:
@@ -27,9 +29,16 @@ def infer_cast(node: Node, graph: Graph) -> Inferred:
 def lower_cast(node: Node, graph: Graph, spec: object,
                options: LoweringOptions) -> Sequence[Lowered]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if y.dtype == "float32" and x.dtype in ("uint8", "int8", "int32"):
+        params = CStruct("q8_cast_params", (("size", x.numel),))
+        return [KernelCall(f"q8_cast_{kernel_suffix(x.dtype)}_f32", node.name, (x.name,),
+                           (y.name,), params, (), ("cast.c",))]
+    if x.dtype == y.dtype:
+        return [Alias(y.name, x.name)]
     raise UnsupportedError(f"{node.describe()}: Cast from {x.dtype} to {y.dtype} is "
-                           "supported only as the index of a table lookup (Cast -> Gather "
-                           "from a constant 256-entry table)")
+                           "not supported; supported: 8-bit or int32 to float32, and 8-bit "
+                           "to int32 as the index of a table lookup (Cast -> Gather from a "
+                           "constant 256-entry table)")
 
 
 register(OpDef("Cast", "", infer_cast, lower_cast, versions=(6, 9, 13, 19, 21, 23, 24, 25)))

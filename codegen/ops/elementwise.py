@@ -205,7 +205,8 @@ def lower_float_binary(node: Node, graph: Graph, spec: object,
     y = graph.tensors[node.outputs[0]]
     params = CStruct("q8_binary_f32_params", (("shape", broadcast_struct(y.shape, a.shape,
                                                                          b.shape)),))
-    function = {"Add": "q8_add_f32", "Mul": "q8_mul_f32"}[node.op_type]
+    function = {"Add": "q8_add_f32", "Mul": "q8_mul_f32", "Sub": "q8_sub_f32",
+                "Div": "q8_div_f32"}[node.op_type]
     return [KernelCall(function, node.name, (a.name, b.name), (y.name,), params, (),
                        ("elementwise_f32.c",))]
 
@@ -265,9 +266,13 @@ for _op, _fn in (("Add", _add), ("Mul", _mul)):
                    data_dtypes=FLOAT_TYPES, float_island=True,
                    fusion=Fusion(f"QLinear{_op}", "com.microsoft", build_binary,
                                  dequantized_inputs=2), elementwise=_fn))
+# Sub and Div are one IEEE operation too (the input adapter tf2onnx --dequantize writes:
+# Cast, Sub, Mul); the others run only inside a table.
+for _op, _fn in (("Sub", _sub), ("Div", _div)):
+    register(OpDef(_op, "", infer_float_binary, lower_float_binary, versions=(7, 13, 14),
+                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
 TABULATED_ONLY: tuple[tuple[str, ElementwiseFn, tuple[int, ...]], ...] = (
-    ("Sub", _sub, (7, 13, 14)), ("Div", _div, (7, 13, 14)), ("Pow", _pow, (7, 12, 13, 15)),
-    ("PRelu", _prelu, (7, 9, 16)))
+    ("Pow", _pow, (7, 12, 13, 15)), ("PRelu", _prelu, (7, 9, 16)))
 for _op, _table_fn, _versions in TABULATED_ONLY:
     register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=_versions,
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))

@@ -605,7 +605,8 @@ def infer_float_matmul(node: Node, graph: Graph) -> Inferred:
 
 
 def _float_gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, dims: tuple[int, int, int, int],
-               trans_b: bool, b_batched: bool, bias: NDArray[Any] | None) -> KernelCall:
+               trans_b: bool, b_batched: bool, bias: NDArray[Any] | None,
+               packed: bool = False) -> KernelCall:
     batches, m, k, n = dims
     arrays = []
     strides = (0, 0)
@@ -614,23 +615,25 @@ def _float_gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, dims: tuple[in
         arrays.append(CArray("bias", "float", bias.astype(F32).reshape(-1)))
     params = CStruct("q8_gemm_f32_params", (
         ("batches", batches), ("m", m), ("k", k), ("n", n), ("trans_b", int(trans_b)),
-        ("b_batched", int(b_batched)),
+        ("b_batched", int(b_batched)), ("packed", int(packed)),
         ("bias", CRef("bias") if bias is not None else None),
         ("bias_stride_m", strides[0]), ("bias_stride_n", strides[1])))
     return KernelCall("q8_gemm_f32", node.name, (a.name, b.name), (y.name,), params,
                       tuple(arrays), ("gemm_f32.c",), batches * m * n * k)
 
 
-def check_b_operand(node: Node, graph: Graph) -> Tensor:
-    """B is read as a tensor: dequantized weights (computed at generation time, as ORT
-    computes them at run time) or an activation. ORT prepacks a float initializer B,
-    which changes the order of the sums, so that is refused."""
+def check_b_operand(node: Node, graph: Graph) -> tuple[Tensor, bool]:
+    """B, and whether ORT prepacks it: a 2-D float initializer (NNCF and Quark leave a
+    classifier's last layer so) goes through MLAS's packed SGEMM, whose order of sums
+    differs (measured on ORT 1.32); dequantized weights (computed at generation time, as
+    ORT computes them at run time) and activations do not."""
     name = node.inputs[1]
-    if name in graph.constants:
-        raise refuse(node, f"B '{name}' is a float initializer, which ONNX Runtime "
-                      "multiplies with prepacked kernels; quantize it (DequantizeLinear "
-                      "of integer weights)")
-    return graph.tensors[name]
+    b = graph.tensors[name]
+    if name in graph.constants and len(b.shape) != 2:
+        raise refuse(node, f"B '{name}' is a float initializer of rank {len(b.shape)}, "
+                      "which ONNX Runtime multiplies with kernels not reproduced; quantize "
+                      "it (DequantizeLinear of integer weights)")
+    return b, name in graph.constants
 
 
 def check_not_matmul_nbits(node: Node, graph: Graph) -> None:
@@ -673,7 +676,7 @@ def lower_float_gemm(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    b = check_b_operand(node, graph)
+    b, packed = check_b_operand(node, graph)
     if attr_int(node, "transA", 0):
         raise refuse(node, "transA=1 is not supported")
     if attr_float(node, "alpha", 1.0) != 1.0:
@@ -690,20 +693,21 @@ def lower_float_gemm(node: Node, graph: Graph, spec: object,
     if has_bias:
         # ORT copies C into the output before the product, whatever its origin.
         bias = float_bias(node, graph, 2, "C")
-    return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias)]
+    return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias, packed)]
 
 
 def lower_float_matmul(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    b = check_b_operand(node, graph)
+    b, packed = check_b_operand(node, graph)
     check_not_matmul_nbits(node, graph)
     shape = matmul_shape(node, a.shape, b.shape)
     if len(b.shape) <= 2:
         # ORT multiplies every row of A by a 2-D B in one product.
         rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
-        return [_float_gemm_call(node, a, b, y, (1, rows, shape.k, shape.n), False, False, None)]
+        return [_float_gemm_call(node, a, b, y, (1, rows, shape.k, shape.n), False, False, None,
+                                 packed)]
     if a.shape[:-2] != b.shape[:-2]:
         raise refuse(node, "broadcast batch dimensions are not supported")
     dims = (len(shape.a_offsets), shape.m, shape.k, shape.n)

@@ -412,62 +412,81 @@ def infer_float_conv(node: Node, graph: Graph) -> Inferred:
                                                           *window.output))])
 
 
-# ORT's NCHWc block on AVX-512F (the float islands follow those kernels): a 2-D Conv
-# with float-initializer weights and fewer input channels runs its NCHW-input kernel.
+# ORT's NCHWc block on AVX-512F (the float islands follow those kernels).
 NCHWC_BLOCK = 16
-# Operators whose NCHWc forms compute differently from the plain ones after an NCHWc
-# convolution: Add and Sum fuse into it (the sum joins before the bias), and the
-# average pools sum in another order.
-NCHWC_SENSITIVE_READERS = ("Add", "Sum", "AveragePool", "GlobalAveragePool")
 ACTIVATIONS = ("Relu", "Clip", "Sigmoid", "HardSigmoid", "LeakyRelu", "Tanh")
-ALGORITHMS = {"sgemm": 0, "nchw": 1, "pointwise": 2}
+ALGORITHMS = {"sgemm": 0, "nchw": 1, "pointwise": 2, "nchwc": 3}
 
 
-def nchwc_readers(node: Node, graph: Graph) -> list[Node]:
-    """The nodes reading the convolution's output, through one fused activation."""
-    readers = [n for n in graph.nodes if node.outputs[0] in n.inputs]
-    after = [n for r in readers if r.op_type in ACTIVATIONS and not r.domain
-             for n in graph.nodes if r.outputs[0] in n.inputs]
-    return readers + after
+def readers_of(graph: Graph, tensor: str) -> list[Node]:
+    return [n for n in graph.nodes if tensor in n.inputs]
+
+
+def check_nchwc_readers(node: Node, graph: Graph) -> None:
+    """ORT fuses an Add that alone reads an NCHWc convolution's output into it (the sum
+    joins before the bias): not reproduced yet, so refused. (The pools that read the
+    NCHWc layout follow it: ops/average_pool.py.)"""
+    readers = readers_of(graph, node.outputs[0])
+    if len(readers) == 1 and readers[0].op_type in ("Add", "Sum") and not readers[0].domain:
+        raise refuse(node, f"ONNX Runtime fuses the {readers[0].op_type} node "
+                     f"'{readers[0].name}' into this convolution of float-initializer weights "
+                     "(its NCHWc Sum input, added before the bias), which onnx2mcu does not "
+                     "reproduce yet")
+
+
+def conv_is_nchwc(node: Node, graph: Graph) -> bool:
+    """Does ORT run this Conv with an NCHWc kernel (so its output is in that layout)?"""
+    if node.op_type != "Conv" or node.domain or node.inputs[0] not in graph.tensors or \
+            node.inputs[1] not in graph.tensors:
+        return False
+    x_shape, w_shape = graph.tensors[node.inputs[0]].shape, graph.tensors[node.inputs[1]].shape
+    try:
+        return nchwc_algorithm(node, graph, x_shape, w_shape) not in (None, "sgemm")
+    except UnsupportedError:
+        return False
 
 
 def float_conv_algorithm(node: Node, graph: Graph, x_shape: tuple[int, ...],
                          w_shape: tuple[int, ...]) -> str:
+    """The kernel for this Conv (nchwc_algorithm), refusing what is not reproduced."""
+    algorithm = nchwc_algorithm(node, graph, x_shape, w_shape)
+    if algorithm is None:
+        raise refuse(node, "a grouped convolution of float-initializer weights, which "
+                     "ONNX Runtime computes with kernels not reproduced yet; quantize the "
+                     "weights (DequantizeLinear of integers)")
+    if algorithm != "sgemm":
+        check_nchwc_readers(node, graph)
+    return algorithm
+
+
+def nchwc_algorithm(node: Node, graph: Graph, x_shape: tuple[int, ...],
+                    w_shape: tuple[int, ...]) -> str | None:
     """Which of ORT's float convolution kernels computes this Conv (measured on ORT
     1.32): its NchwcTransformer takes a 2-D Conv whose weights (and bias, if any) are
-    float initializers; with group 1 and fewer input channels than the block, the
-    NCHW-input kernel; with a multiple of 4 input channels, the NCHWc kernels (only the
-    pointwise one, 1x1 without padding, is reproduced); anything else, and every Conv
-    on dequantized weights, runs MLAS's SGEMM convolution."""
+    float initializers: with group 1, fewer input channels than the block, the
+    NCHW-input kernel; a multiple of 4 input channels, the pointwise kernel (1x1, no
+    padding) or the direct NCHWc one; a depthwise convolution of a multiple of 16
+    channels, the depthwise kernel. Group 1 on other channel counts, and every Conv on
+    dequantized weights, runs MLAS's SGEMM convolution; other grouped convolutions of
+    float weights (measured to differ from it) are refused."""
     bias = node.input(2)
     if node.inputs[1] not in graph.constants or len(w_shape) != 4 or (
             bias is not None and bias not in graph.constants):
         return "sgemm"
     groups, channels = conv_groups(node, x_shape, w_shape), x_shape[1]
-    if groups > 1:
-        if w_shape[0] % NCHWC_BLOCK:
-            return "sgemm"
-        raise refuse(node, "a grouped or depthwise convolution of float-initializer "
-                     "weights, which ONNX Runtime computes with its NCHWc kernels (not "
-                     "reproduced yet); quantize the weights (DequantizeLinear of integers)")
-    if channels >= NCHWC_BLOCK and channels % 4:
-        return "sgemm"
+    filters = w_shape[0]
     window = conv_window(node, x_shape, w_shape)
     pointwise = window.kernel == (1, 1) and not any(window.pads_begin) and \
         not any(window.pads_end)
-    if channels >= NCHWC_BLOCK and not pointwise:
-        raise refuse(node, "a convolution of float-initializer weights over "
-                     f"{channels} channels with a {window.kernel} kernel or padding, which "
-                     "ONNX Runtime computes with its NCHWc kernel (not reproduced yet); "
-                     "quantize the weights (DequantizeLinear of integers)")
-    sensitive = [r for r in nchwc_readers(node, graph) if r.op_type in
-                 NCHWC_SENSITIVE_READERS and not r.domain]
-    if sensitive:
-        raise refuse(node, f"its output goes to {sensitive[0].op_type} node "
-                     f"'{sensitive[0].name}', which ONNX Runtime computes in its NCHWc layout "
-                     "after a convolution of float-initializer weights (not reproduced "
-                     "yet)")
-    return "nchw" if channels < NCHWC_BLOCK else "pointwise"
+    if groups > 1:
+        if filters % NCHWC_BLOCK or w_shape[1] != 1 or filters != groups:
+            return None
+        return "nchw"  # the depthwise kernel: each channel alone, as the NCHW one
+    if channels < NCHWC_BLOCK:
+        return "nchw"
+    if channels % 4:
+        return "sgemm"
+    return "pointwise" if pointwise else "nchwc"
 
 
 def float_conv_weights(node: Node, graph: Graph) -> NDArray[Any]:
