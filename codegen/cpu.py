@@ -222,10 +222,13 @@ FAMILIES = (
         "without AVX, ORT's ones-vector SGEMM adds the values in another order", "fma",
         covers=lambda node, graph: _summation_order(node, graph) == "inner"),
     KernelFamily(
-        "x86-scalar-float", frozenset({("", "Resize")}),
-        "float interpolation(s)", "ORT's plain C++ float arithmetic as x86-64 builds run it",
+        "x86-scalar-float", frozenset({("", "Resize"), ("", "HardSigmoid"),
+                                       ("", "HardSwish")}),
+        "float interpolation(s) and hard sigmoid(s)",
+        "ORT's plain C++ and Eigen float arithmetic as x86-64 builds run it",
         "ORT's ARM builds may fuse its multiply-adds (GCC contracts a*b + c by default)",
-        "x86", covers=lambda node, graph: node.attrs.get("mode", "nearest") == "linear"),
+        "x86", covers=lambda node, graph: node.op_type != "Resize" or
+        node.attrs.get("mode", "nearest") == "linear"),
     KernelFamily(
         "qlinear-add", frozenset({("com.microsoft", "QLinearAdd")}),
         "QLinearAdd node(s)", "ORT's AVX2 FMA kernel",
