@@ -149,9 +149,11 @@ Q8_INLINE int is_pointwise(const q8_conv_f32_params *p)
  * the bias comes last. The batch is one channel for the NCHW-input kernel (fewer input
  * channels than the block) and the depthwise kernel, the 16 channels of a block for the
  * direct NCHWc kernel, and 128 channels for the pointwise kernel (1x1, no padding).
+ * With an addend (ORT's fused Add, its Sum input) the output starts as the addend, and
+ * every batch is added to it.
  */
-static void nchwc_conv(const q8_conv_f32_params *p, const float *input, float *output,
-                       int32_t image)
+static void nchwc_conv(const q8_conv_f32_params *p, const float *input, const float *addend,
+                       float *output, int32_t image)
 {
     const q8_window *win = &p->window;
     const int32_t group_channels = p->input.c / p->groups;
@@ -163,13 +165,17 @@ static void nchwc_conv(const q8_conv_f32_params *p, const float *input, float *o
     const size_t in_plane = (size_t)p->input.h * (size_t)p->input.w;
     const float *x = input + (size_t)image * (size_t)p->input.c * in_plane;
     float *y = output + (size_t)image * (size_t)p->output.c * (size_t)pixels;
+    const float *sum = addend != NULL
+                           ? addend + (size_t)image * (size_t)p->output.c * (size_t)pixels
+                           : NULL;
     int32_t m, n, c0, c, t;
     for (m = 0; m < p->output.c; m++) {
         const float *w = p->weights + (size_t)m * (size_t)group_channels * (size_t)taps;
         const float *xg = x + (size_t)(m / group_filters) * (size_t)group_channels * in_plane;
         for (n = 0; n < pixels; n++) {
             const int32_t oy = n / p->output.w, ox = n % p->output.w;
-            float out = 0.0f;
+            const size_t at = (size_t)m * (size_t)pixels + (size_t)n;
+            float out = sum != NULL ? sum[at] : 0.0f;
             for (c0 = 0; c0 < group_channels; c0 += batch) {
                 const int32_t end = group_channels - c0 < batch ? group_channels : c0 + batch;
                 float acc = 0.0f;
@@ -188,12 +194,12 @@ static void nchwc_conv(const q8_conv_f32_params *p, const float *input, float *o
                                       acc);
                     }
                 }
-                out = c0 == 0 ? acc : (float)(acc + out);
+                out = c0 == 0 && sum == NULL ? acc : (float)(acc + out);
             }
             if (p->bias != NULL) {
                 out = (float)(out + p->bias[m]);
             }
-            y[(size_t)m * (size_t)pixels + (size_t)n] = out;
+            y[at] = out;
         }
     }
 }
@@ -212,7 +218,7 @@ void q8_conv_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT inpu
 
     if (p->algorithm != Q8_CONV_F32_SGEMM) {
         for (image = 0; image < p->input.n; image++) {
-            nchwc_conv(p, input, output, image);
+            nchwc_conv(p, input, NULL, output, image);
         }
         return;
     }
@@ -252,5 +258,14 @@ void q8_conv_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT inpu
                 }
             }
         }
+    }
+}
+
+void q8_conv_add_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT input,
+                     const float *Q8_RESTRICT addend, float *Q8_RESTRICT output)
+{
+    int32_t image;
+    for (image = 0; image < params->input.n; image++) {
+        nchwc_conv(params, input, addend, output, image);
     }
 }

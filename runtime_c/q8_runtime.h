@@ -655,6 +655,9 @@ typedef struct {
 
 void q8_conv_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT input,
                  float *Q8_RESTRICT output);
+/* An NCHWc convolution (algorithm not SGEMM) with ORT's fused Add: addend + conv + bias. */
+void q8_conv_add_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT input,
+                     const float *Q8_RESTRICT addend, float *Q8_RESTRICT output);
 
 /*
  * Gemm (alpha = 1, beta = 1, A not transposed) and MatMul on float32, batched:

@@ -32,11 +32,9 @@ TORCH_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_t
 # tf2onnx conversions of int8 TFLite models (tests/corpus/make_tf_corpus.py).
 TF_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "tf_corpus.json").read_text())
 # tf2onnx --dequantize writes float weights and activations: a float model, which
-# onnx2mcu generates when ORT's float kernels for it are reproduced, and otherwise
-# refuses as a float model (the MobileNetV2-like: ORT fuses its residual Add into the
-# projecting convolution of float weights).
-FLOAT = [e["file"] for e in TF_ENTRIES if e["file"] and "dequantize" in e["quantizer"] and
-         e["architecture"] == "tf_mobilenet_tiny"]
+# onnx2mcu generates when ORT's float kernels for it are reproduced (all of these are),
+# and otherwise refuses as a float model.
+FLOAT: list[str] = []
 # NNCF 3.4's ONNX backend on tf2onnx's float models (tests/corpus/make_nncf_corpus.py).
 NNCF_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "nncf_corpus.json").read_text())
 # AMD Quark 0.13's ONNX ModelQuantizer on the same (tests/corpus/make_quark_corpus.py).
@@ -61,7 +59,7 @@ def test_every_producer_made_its_model() -> None:
     every += NNCF_ENTRIES + QUARK_ENTRIES
     assert all(e["file"] for e in every), [e for e in every if not e["file"]]
     assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT), len(NNCF_ENTRIES),
-            len(QUARK_ENTRIES)) == (72, 12, 2, 30, 30)
+            len(QUARK_ENTRIES)) == (72, 12, 0, 30, 30)
 
 
 @pytest.mark.parametrize("name", FLOAT)

@@ -322,6 +322,43 @@ def test_global_average_pool_after_an_nchwc_convolution() -> None:
     exact(net.model())
 
 
+def test_add_fused_into_an_nchwc_convolution_as_ort_does() -> None:
+    """ORT's NchwcTransformer fuses an Add that alone reads an NCHWc convolution of float
+    weights (no activation) into it when the other addend is NCHWc too (a convolution's
+    output through Relu, Clip, Sigmoid, LeakyRelu, HardSigmoid, or an NCHWc Add): the
+    output starts as the other addend, the channel batches are added to it, then the
+    bias (ConvAdd). An Add whose other addend is not NCHWc (a dequantized tensor) stays
+    apart."""
+    net = Islands()
+    rng = np.random.default_rng(6)
+
+    def weights(m: int, c: int, k: int) -> str:
+        return net.const(rng.normal(0, 0.2, (m, c, k, k)).astype(F32))
+
+    for act, attrs in (("Relu", {}), ("Clip", {}), ("Sigmoid", {}), ("LeakyRelu", {}),
+                       ("HardSigmoid", {"alpha": 0.3})):
+        x = net.activation((1, 16, 5, 5), 0.05, 100)
+        inputs = [x, weights(16, 16, 3), net.const(rng.normal(0, 0.2, 16).astype(F32))]
+        y = net.op("Conv", inputs, pads=[1, 1, 1, 1])
+        if act == "Clip":
+            y = net.op("Clip", [y, net.const(F32(0.0)), net.const(F32(6.0))])
+        else:
+            y = net.op(act, [y], **attrs)
+        project = net.op("Conv", [y, weights(16, 16, 1), net.const(
+            rng.normal(0, 0.2, 16).astype(F32))])
+        net.output(net.op("Add", [project, y]))  # fused: y is NCHWc
+    x = net.activation((1, 32, 4, 4), 0.05, 100)
+    first = net.op("Relu", [net.op("Conv", [x, weights(32, 32, 1)])])
+    second = net.op("Conv", [first, weights(32, 32, 3)], pads=[1, 1, 1, 1])
+    net.output(net.op("Add", [first, second]))  # fused into the second, input 1
+    x = net.activation((1, 16, 4, 4), 0.05, 100)
+    net.output(net.op("Add", [net.op("Conv", [x, weights(16, 16, 1)]), x]))  # apart
+    model = net.model()
+    calls = kernels(model)
+    assert calls.count("q8_conv_add_f32") == 6 and calls.count("q8_add_f32") == 1, calls
+    exact(model)
+
+
 @pytest.mark.parametrize("case", ["grouped", "depthwise of 8", "into Add"])
 def test_float_weights_on_unreproduced_nchwc_kernels_are_refused(case: str) -> None:
     net = Islands()
@@ -334,9 +371,12 @@ def test_float_weights_on_unreproduced_nchwc_kernels_are_refused(case: str) -> N
         w = net.const(rng.normal(0, 0.1, (8, 1, 3, 3)).astype(F32))
         x8 = net.activation((1, 8, 8, 8))
         net.output(net.op("Conv", [x8, w], pads=[1, 1, 1, 1], group=8))
-    else:
+    else:  # the other addend's layout is not one onnx2mcu can tell (a Concat)
         w = net.const(rng.normal(0, 0.1, (32, 32, 1, 1)).astype(F32))
-        net.output(net.op("Add", [net.op("Conv", [x, w]), x]))
+        first = net.op("Relu", [net.op("Conv", [x, w])])
+        both = net.op("Concat", [first, first], axis=1)
+        w2 = net.const(rng.normal(0, 0.1, (64, 32, 1, 1)).astype(F32))
+        net.output(net.op("Add", [net.op("Conv", [x, w2]), both]))
     with pytest.raises(codegen.UnsupportedError) as info:
         generate_sources(net.model(), Options())
     message = str(info.value)

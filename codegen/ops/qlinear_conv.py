@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from onnx import helper
 
 from ..errors import ModelError, UnsupportedError
-from ..exporter import ProductSlots, export_product
+from ..exporter import ProductSlots, Writer, export_product
 from ..ir import Graph, Node, QuantParams, Tensor
-from ..pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
+from ..pattern import Index, Quantized, dtype_of, per_tensor, qparams, scale_axis
 from ..program import Alias, CArray, CRef, CStruct, KernelCall
 from ..requant import output_scale
 from . import GENERIC_UNFUSED, Fusion, Inferred, LoweringOptions, OpDef, register
@@ -422,12 +423,44 @@ def readers_of(graph: Graph, tensor: str) -> list[Node]:
     return [n for n in graph.nodes if tensor in n.inputs]
 
 
+# ORT's NchwcTransformer keeps a convolution's output in its NCHWc layout through these
+# activations, fusing them into the convolution (measured on ORT 1.32).
+NCHWC_ACTIVATIONS = ("Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid")
+
+
+def nchwc_layout(graph: Graph, index: Index, tensor: str) -> bool | None:
+    """Whether ORT holds a float tensor in NCHWc layout: True, False, or None where
+    onnx2mcu cannot tell."""
+    node = index.producer.get(tensor)
+    if node is None:
+        readers = index.readers.get(tensor, [])
+        return None if any(conv_is_nchwc(r, graph) for r in readers) else False
+    if node.op_type in ("Conv", "ConvAdd") and conv_is_nchwc(node, graph):
+        return True
+    if not node.domain and node.op_type in NCHWC_ACTIVATIONS:
+        return nchwc_layout(graph, index, node.inputs[0])
+    float_inputs = [t for t in node.inputs if t and t not in graph.constants and
+                    t in graph.tensors and graph.tensors[t].dtype == "float32"]
+    layouts = [nchwc_layout(graph, index, t) for t in float_inputs]
+    if not node.domain and node.op_type == "Add" and layouts and all(layouts):
+        return True
+    return False if all(layout is False for layout in layouts) else None
+
+
 def check_nchwc_readers(node: Node, graph: Graph) -> None:
     """ORT fuses an Add that alone reads an NCHWc convolution's output into it (the sum
-    joins before the bias): not reproduced yet, so refused. (The pools that read the
-    NCHWc layout follow it: ops/average_pool.py.)"""
+    joins before the bias) when the other addend is NCHWc too; passes/float_fusions.py
+    makes such pairs one ConvAdd. An Add left here whose other addend's layout onnx2mcu
+    cannot tell is refused. (The pools that read the NCHWc layout follow it:
+    ops/average_pool.py.)"""
     readers = readers_of(graph, node.outputs[0])
-    if len(readers) == 1 and readers[0].op_type in ("Add", "Sum") and not readers[0].domain:
+    if len(readers) != 1 or readers[0].op_type not in ("Add", "Sum") or readers[0].domain:
+        return
+    index = Index.of(graph)
+    others = [t for t in readers[0].inputs if t and t != node.outputs[0]]
+    if all(nchwc_layout(graph, index, t) is False for t in others):
+        return  # ORT keeps the Add apart: its other addend is not NCHWc
+    if readers:
         raise refuse(node, f"ONNX Runtime fuses the {readers[0].op_type} node "
                      f"'{readers[0].name}' into this convolution of float-initializer weights "
                      "(its NCHWc Sum input, added before the bias), which onnx2mcu does not "
@@ -436,6 +469,8 @@ def check_nchwc_readers(node: Node, graph: Graph) -> None:
 
 def conv_is_nchwc(node: Node, graph: Graph) -> bool:
     """Does ORT run this Conv with an NCHWc kernel (so its output is in that layout)?"""
+    if (node.op_type, node.domain) == ("ConvAdd", DOMAIN):
+        return True
     if node.op_type != "Conv" or node.domain or node.inputs[0] not in graph.tensors or \
             node.inputs[1] not in graph.tensors:
         return False
@@ -454,7 +489,7 @@ def float_conv_algorithm(node: Node, graph: Graph, x_shape: tuple[int, ...],
         raise refuse(node, "a grouped convolution of float-initializer weights, which "
                      "ONNX Runtime computes with kernels not reproduced yet; quantize the "
                      "weights (DequantizeLinear of integers)")
-    if algorithm != "sgemm":
+    if algorithm != "sgemm" and node.op_type == "Conv":
         check_nchwc_readers(node, graph)
     return algorithm
 
@@ -502,6 +537,7 @@ def lower_float_conv(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    addend = node.input(3) if node.op_type == "ConvAdd" else None
     w = float_conv_weights(node, graph)
     algorithm = float_conv_algorithm(node, graph, x.shape, w.shape)
     window = conv_window(node, x.shape, w.shape)
@@ -519,8 +555,45 @@ def lower_float_conv(node: Node, graph: Graph, spec: object,
         ("algorithm", ALGORITHMS[algorithm]),
         ("weights", CRef("weights")), ("bias", CRef("bias") if bias is not None else None)))
     macs = y.numel * int(np.prod(w.shape[1:]))
+    if addend is not None:
+        return [KernelCall("q8_conv_add_f32", node.name, (x.name, addend), (y.name,), params,
+                           tuple(arrays), ("conv_f32.c",), macs)]
     return [KernelCall("q8_conv_f32", node.name, (x.name,), (y.name,), params, tuple(arrays),
                        ("conv_f32.c",), macs)]
+
+
+# ------------------------------------------------------------------ ConvAdd
+
+# onnx2mcu's own operator (domain ai.onnx2mcu): Conv(X, W, B) + Sum as ORT's NCHWc
+# convolution computes it when it fuses the Add that alone reads a convolution of
+# float-initializer weights (its fourth, Sum input): the output starts as Sum, each batch
+# of input channels is added to it, then the bias. Inputs X, W, B (or ""), Sum.
+DOMAIN = "ai.onnx2mcu"
+
+
+def infer_conv_add(node: Node, graph: Graph) -> Inferred:
+    inferred = infer_float_conv(node, graph)
+    addend = float_input(node, graph, 3, "Sum")
+    if addend.shape != inferred.outputs[0].shape:
+        raise ModelError(f"{node.describe()}: Sum has shape {list(addend.shape)}; expected "
+                         f"{list(inferred.outputs[0].shape)}")
+    return inferred
+
+
+def export_conv_add(node: Node, w: Writer) -> None:
+    """Standard ONNX: the Conv and the Add, which ORT fuses back the same way."""
+    product = w.fresh(f"{node.outputs[0]}__conv")
+    conv = [i for i in node.inputs[:3] if i] if node.inputs[2] else list(node.inputs[:2])
+    attrs = {k: v for k, v in node.attrs.items()}
+    w.nodes.append(helper.make_node("Conv", conv, [product], name=w.fresh(f"{node.name}_conv"),
+                                    **attrs))
+    w.nodes.append(helper.make_node("Add", [product, node.inputs[3]], list(node.outputs),
+                                    name=node.name))
+
+
+register(OpDef("ConvAdd", DOMAIN, infer_conv_add, lower_float_conv,
+               constant_inputs=frozenset({1, 2}), data_dtypes=FLOAT_TYPES, float_island=True,
+               export=export_conv_add))
 
 
 def conv_unfused_hint(node: Node) -> str:

@@ -10,7 +10,7 @@ from .. import ops
 from ..errors import OptionError
 from ..ir import Graph
 from .constants import fold_constant_chains
-from .float_fusions import fuse_matmul_add
+from .float_fusions import fuse_matmul_add, fuse_nchwc_conv_add
 from .qdq import (
     cancel_dequantize_quantize,
     drop_redundant_activations,
@@ -80,6 +80,7 @@ def ort_passes(rules: str) -> list[Rewrite]:
         Rewrite("fold_relu_clip", fold_relu_clip),
         Rewrite("tabulate_elementwise_chains", tabulate_elementwise_chains),
         Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
+        Rewrite("fuse_nchwc_conv_add", fuse_nchwc_conv_add),
         Rewrite("remove_dead_nodes", remove_dead_nodes),
     ]
 
@@ -92,6 +93,7 @@ INTEGER_ONLY_PASSES: list[Rewrite] = [
     Rewrite("pass_quantized_through", pass_quantized_through),
     Rewrite("tabulate_elementwise_chains", tabulate_elementwise_chains),
     Rewrite("cancel_dequantize_quantize", cancel_dequantize_quantize),
+    Rewrite("fuse_nchwc_conv_add", fuse_nchwc_conv_add),
     Rewrite("remove_dead_nodes", remove_dead_nodes),
 ]
 

@@ -1,7 +1,10 @@
-"""ORT's fusions of float operators that run before its QDQ fusions and change what a
-QDQ model computes: MatMul + Add becomes a Gemm (MatMulAddFusion, ORT level 1)."""
+"""ORT's fusions of float operators that change what a model computes: MatMul + Add
+becomes a Gemm (MatMulAddFusion, ORT level 1, before its QDQ fusions), and an Add joins
+an NCHWc convolution of float weights (NchwcTransformer, level 3, after them)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -68,3 +71,39 @@ def fuse_matmul_add(graph: Graph) -> tuple[Graph, list[str]]:
     becomes a Gemm, as ORT's MatMulAddFusion does before any QDQ rule: the product then
     starts from the bias, which changes its rounding."""
     return rewrite_all(graph, _matmul_add)
+
+
+def _conv_add(graph: Graph, index: Index, add: Node) -> Graph | None:
+    """Add(Conv(...), other) as ORT's NchwcTransformer fuses it: the Conv of float weights
+    runs an NCHWc kernel, has no fused activation and no other reader, and both addends
+    are NCHWc tensors of one shape; the first such Conv among the Add's inputs takes the
+    other addend as its Sum."""
+    from ..ops.qlinear_conv import conv_is_nchwc, nchwc_layout
+
+    if not float_node(add, "Add") or len(add.inputs) != 2 or \
+            len({graph.tensors[t].shape for t in add.inputs}) != 1:
+        return None
+    for n in (0, 1):
+        conv = index.producer.get(add.inputs[n])
+        if conv is None or not float_node(conv, "Conv") or not conv_is_nchwc(conv, graph) or \
+                index.only_reader(conv.outputs[0]) is not add or \
+                conv.outputs[0] in index.outputs:
+            continue
+        other = add.inputs[1 - n]
+        if nchwc_layout(graph, index, other) is not True:
+            return None
+        inputs = (*conv.inputs[:2], conv.input(2) or "", other)
+        fused = Node(add.name, "ConvAdd", "ai.onnx2mcu", inputs, add.outputs,
+                     dict(conv.attrs), 1)
+        graph.opsets.setdefault("ai.onnx2mcu", 1)
+        if not validated(fused, graph):
+            return None
+        nodes = [fused if n_ is add else n_ for n_ in graph.nodes if n_ is not conv]
+        return replace(graph, nodes=nodes)
+    return None
+
+
+def fuse_nchwc_conv_add(graph: Graph) -> tuple[Graph, list[str]]:
+    """An Add that alone reads an NCHWc convolution of float weights joins it before the
+    bias, as ORT's NchwcTransformer fuses it (ConvAdd)."""
+    return rewrite_all(graph, _conv_add)
