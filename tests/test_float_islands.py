@@ -359,6 +359,24 @@ def test_add_fused_into_an_nchwc_convolution_as_ort_does() -> None:
     exact(model)
 
 
+def test_convert_writes_conv_add_back_as_conv_and_add(tmp_path: Any) -> None:
+    """convert writes a ConvAdd as Conv + Add, which ORT fuses again the same way: the
+    converted model imports to the same kernels and is exact against ORT."""
+    net = Islands()
+    rng = np.random.default_rng(8)
+    x = net.activation((1, 16, 4, 4), 0.05, 100)
+    y = net.op("Relu", [net.op("Conv", [x, net.const(rng.normal(0, 0.2, (16, 16, 3, 3))
+                                                     .astype(F32))], pads=[1, 1, 1, 1])])
+    project = net.op("Conv", [y, net.const(rng.normal(0, 0.2, (16, 16, 1, 1)).astype(F32))])
+    net.output(net.op("Add", [project, y]))
+    model = net.model()
+    result = codegen.convert(model, tmp_path / "converted.onnx")
+    converted = onnx.load(str(result.out))
+    assert "ConvAdd" not in {n.op_type for n in converted.graph.node}
+    assert kernels(converted) == kernels(model)
+    exact(converted)
+
+
 @pytest.mark.parametrize("case", ["grouped", "depthwise of 8", "into Add"])
 def test_float_weights_on_unreproduced_nchwc_kernels_are_refused(case: str) -> None:
     net = Islands()

@@ -583,10 +583,9 @@ def infer_conv_add(node: Node, graph: Graph) -> Inferred:
 def export_conv_add(node: Node, w: Writer) -> None:
     """Standard ONNX: the Conv and the Add, which ORT fuses back the same way."""
     product = w.fresh(f"{node.outputs[0]}__conv")
-    conv = [i for i in node.inputs[:3] if i] if node.inputs[2] else list(node.inputs[:2])
-    attrs = {k: v for k, v in node.attrs.items()}
+    conv = [name for name in node.inputs[:3] if name]
     w.nodes.append(helper.make_node("Conv", conv, [product], name=w.fresh(f"{node.name}_conv"),
-                                    **attrs))
+                                    **node.attrs))
     w.nodes.append(helper.make_node("Add", [product, node.inputs[3]], list(node.outputs),
                                     name=node.name))
 
