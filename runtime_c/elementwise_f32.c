@@ -6,46 +6,22 @@
 #include "q8_index.h"
 #include "q8_runtime.h"
 
-void q8_add_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y)
-{
-    int32_t index[Q8_MAX_RANK];
-    size_t a_at = 0, b_at = 0, i;
-    const size_t total = q8_start_index(&params->shape, index);
-    for (i = 0; i < total; i++) {
-        y[i] = (float)(a[a_at] + b[b_at]);
-        q8_next_index(&params->shape, index, &a_at, &b_at);
+/* y[i] = op(a, b) over the broadcast shape; op is one rounded IEEE operation. */
+#define Q8_BINARY_F32(name, op)                                                         \
+    void name(const q8_binary_f32_params *params, const float *a, const float *b,       \
+              float *y)                                                                 \
+    {                                                                                   \
+        int32_t index[Q8_MAX_RANK];                                                     \
+        size_t a_at = 0, b_at = 0, i;                                                   \
+        const size_t total = q8_start_index(&params->shape, index);                     \
+        for (i = 0; i < total; i++) {                                                   \
+            const float x = a[a_at], z = b[b_at];                                       \
+            y[i] = op;                                                                  \
+            q8_next_index(&params->shape, index, &a_at, &b_at);                         \
+        }                                                                               \
     }
-}
 
-void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y)
-{
-    int32_t index[Q8_MAX_RANK];
-    size_t a_at = 0, b_at = 0, i;
-    const size_t total = q8_start_index(&params->shape, index);
-    for (i = 0; i < total; i++) {
-        y[i] = q8_mul_unfused(a[a_at], b[b_at]);
-        q8_next_index(&params->shape, index, &a_at, &b_at);
-    }
-}
-
-void q8_sub_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y)
-{
-    int32_t index[Q8_MAX_RANK];
-    size_t a_at = 0, b_at = 0, i;
-    const size_t total = q8_start_index(&params->shape, index);
-    for (i = 0; i < total; i++) {
-        y[i] = (float)(a[a_at] - b[b_at]);
-        q8_next_index(&params->shape, index, &a_at, &b_at);
-    }
-}
-
-void q8_div_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y)
-{
-    int32_t index[Q8_MAX_RANK];
-    size_t a_at = 0, b_at = 0, i;
-    const size_t total = q8_start_index(&params->shape, index);
-    for (i = 0; i < total; i++) {
-        y[i] = (float)(a[a_at] / b[b_at]);
-        q8_next_index(&params->shape, index, &a_at, &b_at);
-    }
-}
+Q8_BINARY_F32(q8_add_f32, (float)(x + z))
+Q8_BINARY_F32(q8_sub_f32, (float)(x - z))
+Q8_BINARY_F32(q8_mul_f32, q8_mul_unfused(x, z))
+Q8_BINARY_F32(q8_div_f32, (float)(x / z))

@@ -112,31 +112,12 @@ Q8_INLINE float b_at(const q8_gemm_f32_params *p, const float *b, int32_t k, int
                       : b[(size_t)k * (size_t)p->n + (size_t)n];
 }
 
-static void packed_rows(const q8_gemm_f32_params *p, const float *a, const float *b, float *y,
-                        int accumulate)
-{
-    int32_t k0, m, n, k;
-    for (k0 = 0; k0 < p->k; k0 += 256) {
-        const int32_t end = p->k - k0 < 256 ? p->k : k0 + 256;
-        for (m = 0; m < p->m; m++) {
-            const float *a_row = a + (size_t)m * (size_t)p->k;
-            for (n = 0; n < p->n; n++) {
-                float acc = 0.0f;
-                float *out = &y[(size_t)m * (size_t)p->n + (size_t)n];
-                for (k = k0; k < end; k++) {
-                    acc = q8_fmaf(a_row[k], b_at(p, b, k, n), acc);
-                }
-                *out = k0 == 0 && !accumulate ? acc : (float)(*out + acc);
-            }
-        }
-    }
-}
-
+/* N and K blocks of the given strides; each output accumulates a block with fmaf from 0
+ * and adds it to the previous blocks (or to the bias). */
 static void blocked_rows(const q8_gemm_f32_params *p, const float *a, const float *b, float *y,
-                         int accumulate)
+                         int accumulate, int32_t stride_n, int32_t stride_k)
 {
-    int32_t stride_n, stride_k, n0, k0, m, n, k;
-    q8_f32_blocking(p->n, p->k, &stride_n, &stride_k);
+    int32_t n0, k0, m, n, k;
     for (n0 = 0; n0 < p->n; n0 += stride_n) {
         const int32_t cn = p->n - n0 < stride_n ? p->n - n0 : stride_n;
         int first = !accumulate;
@@ -178,7 +159,8 @@ void q8_gemm_f32(const q8_gemm_f32_params *params, const float *Q8_RESTRICT a,
             }
         }
         if (p->packed) {
-            packed_rows(p, a_b, b_b, y_b, p->bias != NULL);
+            /* The packed SGEMM: K blocks of 256, no N blocking that changes a sum. */
+            blocked_rows(p, a_b, b_b, y_b, p->bias != NULL, p->n, 256);
         } else if (p->m == 1) {
             single_row(p, a_b, b_b, y_b, p->bias != NULL);
         } else if (p->n == 1 && !p->trans_b) {
@@ -186,7 +168,9 @@ void q8_gemm_f32(const q8_gemm_f32_params *params, const float *Q8_RESTRICT a,
                A's rows taking the place of B's. */
             dot_rows(b_b, a_b, p->m, p->k, y_b, p->bias != NULL);
         } else {
-            blocked_rows(p, a_b, b_b, y_b, p->bias != NULL);
+            int32_t stride_n, stride_k;
+            q8_f32_blocking(p->n, p->k, &stride_n, &stride_k);
+            blocked_rows(p, a_b, b_b, y_b, p->bias != NULL, stride_n, stride_k);
         }
     }
 }

@@ -38,6 +38,7 @@ from ._common import (
 from ._float import FLOAT_TYPES, dequantized_weights, float_bias, float_input, refuse
 from ._geometry import Window, dims_struct, sliding_window, window_struct
 from ._qdq import bias_input
+from .average_pool import NCHWC_BLOCK
 from .clamp import output_range
 
 SOURCES = ("qlinear_conv.c",)
@@ -413,14 +414,7 @@ def infer_float_conv(node: Node, graph: Graph) -> Inferred:
                                                           *window.output))])
 
 
-# ORT's NCHWc block on AVX-512F (the float islands follow those kernels).
-NCHWC_BLOCK = 16
-ACTIVATIONS = ("Relu", "Clip", "Sigmoid", "HardSigmoid", "LeakyRelu", "Tanh")
 ALGORITHMS = {"sgemm": 0, "nchw": 1, "pointwise": 2, "nchwc": 3}
-
-
-def readers_of(graph: Graph, tensor: str) -> list[Node]:
-    return [n for n in graph.nodes if tensor in n.inputs]
 
 
 # ORT's NchwcTransformer keeps a convolution's output in its NCHWc layout through these
@@ -453,14 +447,12 @@ def check_nchwc_readers(node: Node, graph: Graph) -> None:
     makes such pairs one ConvAdd. An Add left here whose other addend's layout onnx2mcu
     cannot tell is refused. (The pools that read the NCHWc layout follow it:
     ops/average_pool.py.)"""
-    readers = readers_of(graph, node.outputs[0])
+    index = Index.of(graph)
+    readers = index.readers.get(node.outputs[0], [])
     if len(readers) != 1 or readers[0].op_type not in ("Add", "Sum") or readers[0].domain:
         return
-    index = Index.of(graph)
     others = [t for t in readers[0].inputs if t and t != node.outputs[0]]
-    if all(nchwc_layout(graph, index, t) is False for t in others):
-        return  # ORT keeps the Add apart: its other addend is not NCHWc
-    if readers:
+    if not all(nchwc_layout(graph, index, t) is False for t in others):
         raise refuse(node, f"ONNX Runtime fuses the {readers[0].op_type} node "
                      f"'{readers[0].name}' into this convolution of float-initializer weights "
                      "(its NCHWc Sum input, added before the bias), which onnx2mcu does not "

@@ -294,6 +294,8 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "tv_shufflenet_v2": (torchvision_shufflenet_v2, (1, 3, 64, 64)),
 }
 EXPORTERS = ("torchscript", "dynamo")
+# The exporter torch.onnx.export uses by default: NNCF and Quark quantize its float models.
+DEFAULT_EXPORTER = "dynamo"
 # torchvision's architectures are larger files: each exporter once per activation type.
 TORCHVISION_VARIANTS = {("dynamo", "ort_qdq_u8s8"), ("torchscript", "ort_qop_u8s8"),
                         ("dynamo", "ort_qdq_s8s8")}

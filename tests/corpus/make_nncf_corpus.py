@@ -29,7 +29,7 @@ from typing import Any
 import nncf
 import onnx
 import torch
-from make_corpus import ARCHITECTURES, compact, export_float, wanted
+from make_corpus import ARCHITECTURES, DEFAULT_EXPORTER, compact, export_float, wanted
 from tf_float_sources import (
     CALIBRATION_COUNT,
     HERE,
@@ -42,10 +42,6 @@ from tf_float_sources import (
 
 PRESETS = {"performance": nncf.QuantizationPreset.PERFORMANCE,
            "mixed": nncf.QuantizationPreset.MIXED}
-
-
-# The torch architectures go through the exporter torch.onnx.export uses by default.
-TORCH_EXPORTER = "dynamo"
 
 
 def make(arch: str, source: Path, exporter: str, producer: str,
@@ -69,10 +65,10 @@ def main() -> None:
         sources = [(arch, HERE / source, "tf2onnx", f"tf2onnx float model ({source})")
                    for arch, source in SOURCES.items()]
         for arch in ARCHITECTURES:
-            source = Path(tmp) / f"{arch}_{TORCH_EXPORTER}_float.onnx"
-            export_float(arch, TORCH_EXPORTER, source)
-            sources.append((arch, source, TORCH_EXPORTER, f"torch {torch.__version__} "
-                            f"{TORCH_EXPORTER}"))
+            source = Path(tmp) / f"{arch}_{DEFAULT_EXPORTER}_float.onnx"
+            export_float(arch, DEFAULT_EXPORTER, source)
+            sources.append((arch, source, DEFAULT_EXPORTER, f"torch {torch.__version__} "
+                            f"{DEFAULT_EXPORTER}"))
         for arch, source, exporter, producer in sources:
             for preset in PRESETS:
                 if not wanted(arch, exporter, f"nncf_{preset}"):

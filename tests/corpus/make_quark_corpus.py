@@ -34,7 +34,7 @@ import onnx
 import quark
 import quark.onnx as quark_onnx
 import torch
-from make_corpus import ARCHITECTURES, compact, export_float, wanted
+from make_corpus import ARCHITECTURES, DEFAULT_EXPORTER, compact, export_float, wanted
 from onnxruntime.quantization import CalibrationDataReader
 from tf_float_sources import (
     HERE,
@@ -56,10 +56,6 @@ class Calibration(CalibrationDataReader):
         return next(self._feeds, None)
 
 
-# The torch architectures go through the exporter torch.onnx.export uses by default.
-TORCH_EXPORTER = "dynamo"
-
-
 def make(arch: str, source: Path, exporter: str, producer: str,
          preset: str) -> dict[str, Any]:
     model = onnx.load(source)
@@ -76,16 +72,16 @@ def make(arch: str, source: Path, exporter: str, producer: str,
 def make_one(arch: str, preset: str) -> None:
     """One model in this process: Quark 0.13 keeps state between quantize_model calls
     (a second model fails with "Both `activation` and `input_tensors` are provided")."""
-    exporter = "tf2onnx" if arch in SOURCES else TORCH_EXPORTER
+    exporter = "tf2onnx" if arch in SOURCES else DEFAULT_EXPORTER
     try:
         with tempfile.TemporaryDirectory() as tmp:
             os.chdir(tmp)  # Quark writes its quantized_info.csv into the working folder
             if arch in SOURCES:
                 source, producer = HERE / SOURCES[arch], f"tf2onnx float model ({SOURCES[arch]})"
             else:
-                source = Path(tmp) / f"{arch}_{TORCH_EXPORTER}_float.onnx"
-                export_float(arch, TORCH_EXPORTER, source)
-                producer = f"torch {torch.__version__} {TORCH_EXPORTER}"
+                source = Path(tmp) / f"{arch}_{DEFAULT_EXPORTER}_float.onnx"
+                export_float(arch, DEFAULT_EXPORTER, source)
+                producer = f"torch {torch.__version__} {DEFAULT_EXPORTER}"
             entry = make(arch, source, exporter, producer, preset)
     except Exception as exc:  # the producer itself failed: say so
         entry = producer_failure(arch, f"{arch}_{exporter}_quark_{preset}", exc)
@@ -99,7 +95,7 @@ def main() -> None:
     entries = []
     for arch in [*SOURCES, *ARCHITECTURES]:
         for preset in PRESETS:
-            if not wanted(arch, "tf2onnx" if arch in SOURCES else TORCH_EXPORTER,
+            if not wanted(arch, "tf2onnx" if arch in SOURCES else DEFAULT_EXPORTER,
                           f"quark_{preset}"):
                 continue
             run = subprocess.run([sys.executable, __file__, arch, preset], check=True,
