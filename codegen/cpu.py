@@ -140,6 +140,19 @@ def _flags_profile() -> CpuProfile:
     return profile_from_cpu(platform.machine(), read_cpu_flags())
 
 
+@lru_cache(maxsize=1)
+def has_modern_glibc() -> bool:
+    """Is this Python (and so ORT's library) linked with glibc 2.28 or later?"""
+    library, version = platform.libc_ver()
+    if library != "glibc":
+        return False
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (2, 28)
+
+
 def profile_named(name: str) -> CpuProfile:
     profile = PROFILES.get(name.strip())
     if profile is None:
@@ -177,12 +190,15 @@ class KernelFamily:
     what: str  # "float island(s)", counted in notes
     follows: str  # the kernels the generated C reproduces, briefly
     elsewhere: str  # what ORT runs on a CPU where they differ
-    needs: str  # "avx512f", "fma" or "x86": the profile feature the kernels need
+    needs: str  # "avx512f", "fma" or "x86": the profile feature the kernels need; "glibc":
+    # ORT's C library (glibc 2.28 or later, whose logf onnx2mcu reproduces)
     # Which nodes of those op types it covers, where their attributes or shapes decide.
     covers: Callable[[Node, Graph], bool] = lambda node, graph: True
 
     def holds_on(self, profile: CpuProfile) -> bool:
         """Does ORT on this CPU run the kernels the generated C reproduces?"""
+        if self.needs == "glibc":
+            return has_modern_glibc()
         if profile.arch != X86_64:
             return False
         return self.needs == "x86" or bool(getattr(profile, self.needs))
@@ -192,11 +208,17 @@ FAMILIES = (
     KernelFamily(
         "float-avx512f",
         frozenset(("", op) for op in ("Conv", "ConvTranspose", "Gemm", "MatMul",
-                                      "AveragePool", "GlobalAveragePool", "Softmax")),
+                                      "AveragePool", "GlobalAveragePool", "Softmax",
+                                      "LogSoftmax", "Exp")),
         "float island(s)", "ORT's AVX-512F kernels",
-        "without AVX-512F, ORT's SGEMM, convolution, pooling and softmax kernels are FMA3, "
-        "AVX, SSE or NEON ones, which add in another order (NCHWc blocks of 8, not 16)",
-        "avx512f"),
+        "without AVX-512F, ORT's SGEMM, convolution, pooling, softmax and exp kernels are "
+        "FMA3, AVX, SSE or NEON ones, which add in another order (NCHWc blocks of 8, not "
+        "16) and scale exponentials in two steps", "avx512f"),
+    KernelFamily(
+        "glibc-logf", frozenset({("", "LogSoftmax")}),
+        "LogSoftmax node(s)", "glibc's logf (2.28 and later)",
+        "ORT calls the C library's logf, and other C libraries (or glibc before 2.28) may "
+        "round some logarithms otherwise", "glibc"),
     KernelFamily(
         "fma3-activations",
         frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"), ("", "LSTM"),

@@ -71,10 +71,13 @@ def round_to_f64(value: Fraction) -> float:
 
 
 def fma32(a: Any, b: Any, c: Any) -> np.float32:
-    """C99 fmaf(a, b, c) for finite float32 operands: one rounding of a*b + c."""
+    """C99 fmaf(a, b, c): one rounding of a*b + c."""
     fa, fb, fc = (F32(v) for v in (a, b, c))
     if not (np.isfinite(fa) and np.isfinite(fb) and np.isfinite(fc)):
-        raise ValueError("fma32 needs finite operands")
+        # An infinity or NaN operand makes the result one too, which double arithmetic
+        # gets right: a float32 product is exact in double.
+        with np.errstate(invalid="ignore"):
+            return F32(float(fa) * float(fb) + float(fc))
     return round_to_f32(Fraction(float(fa)) * Fraction(float(fb)) + Fraction(float(fc)))
 
 
@@ -247,6 +250,33 @@ def mlas_erf(x: Any) -> np.float32:
         power = F32(np.ldexp(F32(1.0), int(t)))  # (trunc(t) + 127) << 23
         result = F32(F32(1.0) - F32(y * power))
     return F32(-result) if negative else result
+
+
+EXP_ARGUMENT_FLOOR = -103.9720840454
+EXP_SOFTMAX_P = ("0x1.694p-10", "0x1.125edcp-7", "0x1.555b5ap-5", "0x1.55545p-3",
+                 "0x1.fffff6p-2", "0x1p0", "0x1p0")
+
+
+def mlas_exp(x: Any) -> np.float32:
+    """One value of ORT's float Exp (MlasComputeExpF32KernelAvx512F, also Softmax's
+    exponentials): x clamped below at -103.972, m = round(x / ln2) by the rounding
+    constant, r = x - m*ln2 in two fused steps, a degree-6 polynomial by fused
+    multiply-adds, then p * 2^m with one rounding (vscalefps)."""
+    v = F32(x)
+    if np.isnan(v) or v == np.inf:  # measured: ORT's exp(+inf) is +inf
+        return v
+    v = max(v, F32(EXP_ARGUMENT_FLOOR))
+    m = F32(fma32(v, F32(EXP_LOG2_RECIPROCAL), F32(EXP_ROUNDING)) - F32(EXP_ROUNDING))
+    r = fma32(m, F32(EXP_LOG2_HI), v)
+    r = fma32(m, F32(EXP_LOG2_LO), r)
+    coefficients = [F32(float.fromhex(c)) for c in EXP_SOFTMAX_P]
+    p = fma32(coefficients[0], r, coefficients[1])
+    for c in coefficients[2:]:
+        p = fma32(p, r, c)
+    if np.isnan(p):
+        return p
+    with np.errstate(over="ignore"):
+        return F32(np.ldexp(p, 256 if m > 256 else int(m)))
 
 
 def sigmoid_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,

@@ -1,7 +1,7 @@
 /*
- * activation_f32.c - float32 Sigmoid, Tanh, LeakyRelu, HardSigmoid and HardSwish (float
+ * activation_f32.c - float32 Sigmoid, Tanh, Exp, LeakyRelu, HardSigmoid and HardSwish (float
  * islands), as ONNX Runtime's CPU provider computes them: MLAS's logistic approximation,
- * Eigen's tanh approximation, x or f32(alpha * x), and Eigen's
+ * Eigen's tanh approximation, MLAS's exp (q8_float.h), x or f32(alpha * x), and Eigen's
  * min(f32(f32(alpha * x) + beta), 1) then max(., 0) (no FMA); HardSwish is the function
  * ORT inlines, x * HardSigmoid(x) with alpha 1/6 and beta 0.5.
  */
@@ -24,6 +24,15 @@ void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT inp
     int32_t i;
     for (i = 0; i < params->size; i++) {
         output[i] = q8_mlas_tanh(input[i]);
+    }
+}
+
+void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        output[i] = q8_mlas_exp(input[i]);
     }
 }
 

@@ -690,7 +690,7 @@ void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float 
 void q8_sub_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 void q8_div_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 
-/* Sigmoid, Tanh, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha: LeakyRelu's
+/* Sigmoid, Tanh, Exp, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha: LeakyRelu's
  * slope, or HardSigmoid's alpha with beta). */
 typedef struct {
     int32_t size;
@@ -702,6 +702,8 @@ void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT 
                     float *Q8_RESTRICT output);
 void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                  float *Q8_RESTRICT output);
+void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output);
 void q8_leakyrelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                       float *Q8_RESTRICT output);
 void q8_hardsigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
@@ -751,6 +753,8 @@ typedef struct {
 
 void q8_softmax_f32(const q8_softmax_f32_params *params, const float *Q8_RESTRICT input,
                     float *Q8_RESTRICT output);
+void q8_logsoftmax_f32(const q8_softmax_f32_params *params, const float *Q8_RESTRICT input,
+                       float *Q8_RESTRICT output);
 
 /* Byte copy, for graph outputs that are graph inputs or constants. */
 typedef struct {

@@ -9,6 +9,7 @@ one C build covers many shapes."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -415,6 +416,36 @@ def test_float_softmax_and_tanh() -> None:
     old = Islands()
     old.output(old.op("Softmax", [old.activation((2, 3, 4, 5), 0.09, 128)], axis=1))
     exact(old.model(opset=11), samples=4)
+
+
+def test_float_log_softmax_and_exp() -> None:
+    """LogSoftmax rows of many lengths (the row sum of Softmax, then glibc's logf of it),
+    along a middle axis and, before opset 13, over the flattened tail; Exp from -102 to
+    +102: subnormal results (one rounding, as vscalefps), and past 88.7 infinities."""
+    net = Islands()
+    for length in (1, 3, 16, 17, 100):
+        net.output(net.op("LogSoftmax", [net.activation((2, length), 0.11, 100)], axis=-1))
+    net.output(net.op("LogSoftmax", [net.activation((1, 5, 4, 3), 0.07, 128)], axis=1))
+    net.output(net.op("Exp", [net.activation((1, 4, 8, 8), 0.8, 128)]))
+    net.output(net.op("Exp", [net.activation((3, 7), 0.02, 90)]))
+    exact(net.model(), samples=4)
+    old = Islands()
+    old.output(old.op("LogSoftmax", [old.activation((2, 3, 4, 5), 0.09, 128)], axis=1))
+    exact(old.model(opset=11), samples=4)
+
+
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_log_softmax_and_exp_on_cortex_m(board: str) -> None:
+    """logf's double-precision arithmetic in software, the exponentials in single-precision
+    hardware or software float: the same bits as ORT."""
+    net = Islands()
+    net.output(net.op("LogSoftmax", [net.activation((3, 21), 0.11, 100)], axis=-1))
+    net.output(net.op("Exp", [net.activation((2, 9), 0.8, 128)]))
+    model = net.model()
+    skip_where_ort_differs(model)
+    assert codegen.verify(model, board=board, samples=1).ok
 
 
 # (channels, height, width, kernel, stride, pads, ceil_mode, count_include_pad)

@@ -1,6 +1,6 @@
 """Chains of float elementwise operators between DequantizeLinear and QuantizeLinear
 (HardSigmoid, HardSwish, x * HardSigmoid(x), SiLU, Div/Sub/Mul/Add by constants, Neg,
-Abs, Sqrt, Tanh, Clip): one 256-entry table each (passes/tabulate.py), checked against
+Abs, Sqrt, Tanh, Exp, Clip): one 256-entry table each (passes/tabulate.py), checked against
 ONNX Runtime on every input byte, for many quantizations of both 8-bit types."""
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ CHAINS: dict[str, Chain] = {
     "Sqrt": unary("Sqrt"),
     "Tanh": unary("Tanh"),
     "Erf": unary("Erf"),
+    "Exp": unary("Exp"),
     "Pow2": with_constant("Pow", 2.0, 2.0),
     "Max": with_constant("Max", -0.5, 0.5),
     "PRelu": with_constant("PRelu", 0.05, 0.4),
@@ -243,6 +244,27 @@ def test_mlas_erf_matches_ort_on_many_floats() -> None:
         "CPUExecutionProvider"]).run(None, {"x": x})[0]
     ours = np.array([mlas_erf(v) for v in x], F32)
     assert np.array_equal(ours.view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.ort_kernels("float-avx512f")
+def test_mlas_exp_matches_ort_on_many_floats() -> None:
+    """The Exp port (codegen/numerics.py) against ORT's Exp, bit for bit: ordinary
+    values, subnormal results, the clamp at -103.97 and overflow."""
+    from codegen.numerics import mlas_exp
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.normal(0, 3, 1500), rng.uniform(-110, 95, 1500),
+                        [-103.972, -103.9720840454, -104.0, 88.72, 88.7228, 88.73, 1e30, 0.0,
+                         -0.0, 1e-30, np.inf, -np.inf]]).astype(F32)
+    model = graph_model([helper.make_node("Exp", ["x"], ["y"])], {"x": ("float32", [x.size])},
+                        {"y": "float32"}, {})
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    expected = ort.InferenceSession(model.SerializeToString(), options, providers=[
+        "CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ours = np.array([mlas_exp(v) for v in x], F32)
+    same = (ours.view(np.uint32) == expected.view(np.uint32)) | (
+        np.isnan(ours) & np.isnan(expected))
+    assert same.all(), x[~same]
 
 
 def per_channel_model(kind: str, dtype: str, channels: int, seed: int,

@@ -76,7 +76,7 @@ def float_bias(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
 
 def infer_float_unary(node: Node, graph: Graph) -> Inferred:
     x = float_input(node, graph, 0, "X")
-    if node.op_type == "Softmax":
+    if node.op_type in ("Softmax", "LogSoftmax"):
         normalize_axis(node, attr_int(node, "axis", -1), len(x.shape))
     return Inferred([Tensor(node.outputs[0], "float32", x.shape)])
 

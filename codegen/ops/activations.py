@@ -1,10 +1,11 @@
 """Float elementwise activations that QDQ models leave between DequantizeLinear and
-QuantizeLinear: HardSigmoid, HardSwish, Erf (GELU's), Neg, Abs, Sqrt. ORT computes them in float
-(it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
+QuantizeLinear: HardSigmoid, HardSwish, Exp, Erf (GELU's), Neg, Abs, Sqrt. ORT computes
+them in float (it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
 of their chain (passes/tabulate.py), each with ORT's float32 arithmetic: IEEE
 operations in the order of ORT's CPU kernel, checked exhaustively against ORT
 (tests/test_tabulate.py). HardSigmoid and HardSwish also have float kernels, for the
-float islands where their input is not one dequantized tensor."""
+float islands where their input is not one dequantized tensor, and so has Exp (MLAS's
+AVX-512F exponential, value by value: its lanes and its masked tail compute alike)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..ir import Graph, Node
-from ..numerics import mlas_erf
+from ..numerics import mlas_erf, mlas_exp
 from . import Inferred, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
 from ._float import FLOAT_TYPES, f32, infer_float_unary, lower_only_tabulated
@@ -44,6 +45,12 @@ def error_function(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[n
     return f32([mlas_erf(v) for v in x.reshape(-1)]).reshape(x.shape)
 
 
+def exponential(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    """MLAS's exp (MlasComputeExpF32KernelAvx512F), value by value."""
+    x = operands[0]
+    return f32([mlas_exp(v) for v in x.reshape(-1)]).reshape(x.shape)
+
+
 def negate(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
     return f32(-operands[0])
 
@@ -65,11 +72,12 @@ def infer_activation(node: Node, graph: Graph) -> Inferred:
     return infer_float_unary(node, graph)
 
 
-# HardSigmoid and HardSwish also run as float islands (NNCF leaves Conv -> HardSwish ->
-# QuantizeLinear in float), with the same arithmetic (runtime_c/activation_f32.c).
+# HardSigmoid, HardSwish and Exp also run as float islands (NNCF leaves Conv -> HardSwish
+# -> QuantizeLinear in float), with the same arithmetic (runtime_c/activation_f32.c).
 for _op, _versions, _fn in (
         ("HardSigmoid", (6, 22), hard_sigmoid),
-        ("HardSwish", (14, 22), hard_swish)):
+        ("HardSwish", (14, 22), hard_swish),
+        ("Exp", (6, 13), exponential)):
     register(OpDef(_op, "", infer_activation, lower_float_activation, versions=_versions,
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
 for _op, _versions, _fn in (

@@ -122,10 +122,16 @@ def lower_float_softmax(node: Node, graph: Graph, spec: object,
         layout = (outer, x.shape[axis], int(np.prod(x.shape[axis + 1:], dtype=np.int64)))
     params = CStruct("q8_softmax_f32_params", (("outer", layout[0]), ("length", layout[1]),
                                                ("inner", layout[2])))
-    return [KernelCall("q8_softmax_f32", node.name, (x.name,), (y.name,), params, (),
+    function = "q8_logsoftmax_f32" if node.op_type == "LogSoftmax" else "q8_softmax_f32"
+    return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("softmax_f32.c",))]
 
 
 register(OpDef("Softmax", "", infer_float_unary, lower_float_softmax, versions=(1, 11, 13),
                data_dtypes=FLOAT_TYPES, float_island=True,
                fusion=Fusion("QLinearSoftmax", "com.microsoft", build_unary, _softmax_attrs)))
+
+# LogSoftmax: ORT's Softmax kernel with the logarithm of each row's sum (glibc's logf,
+# runtime_c/q8_libm.h). ORT has no integer form, so a QDQ model's stays a float island.
+register(OpDef("LogSoftmax", "", infer_float_unary, lower_float_softmax, versions=(1, 11, 13),
+               data_dtypes=FLOAT_TYPES, float_island=True))

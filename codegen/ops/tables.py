@@ -128,7 +128,7 @@ def lower_float_activation(node: Node, graph: Graph, spec: object,
                    "HardSwish": (1.0 / 6.0, 0.5)}.get(node.op_type, (0.0, 0.0))
     params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(alpha)),
                                              ("beta", CFloat(beta))))
-    function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32",
+    function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32", "Exp": "q8_exp_f32",
                 "LeakyRelu": "q8_leakyrelu_f32", "HardSigmoid": "q8_hardsigmoid_f32",
                 "HardSwish": "q8_hardswish_f32"}[node.op_type]
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
