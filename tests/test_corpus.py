@@ -59,7 +59,7 @@ def test_every_producer_made_its_model() -> None:
     every += NNCF_ENTRIES + QUARK_ENTRIES
     assert all(e["file"] for e in every), [e for e in every if not e["file"]]
     assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT), len(NNCF_ENTRIES),
-            len(QUARK_ENTRIES)) == (72, 12, 0, 30, 30)
+            len(QUARK_ENTRIES)) == (78, 12, 0, 32, 32)
 
 
 @pytest.mark.parametrize("name", FLOAT)
@@ -103,7 +103,8 @@ FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "tv_mobilenet_v3_small_dynamo_ort_qdq_u8s8.onnx",
             "kws_lstm_dynamo_quark_a8w8.onnx",
             "gelu_mlp_dynamo_nncf_mixed.onnx",
-            "mobilenetv3_block_dynamo_nncf_performance.onnx"]
+            "mobilenetv3_block_dynamo_nncf_performance.onnx",
+            "digits_logsoftmax_torchscript_ort_qdq_u8s8.onnx"]
 
 
 # Through the generated Makefile: one model per family in both requantization modes with

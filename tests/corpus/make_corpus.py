@@ -213,6 +213,22 @@ class EncoderLayer(nn.Module):
         return self.layer(x)
 
 
+class DigitClassifier(nn.Module):
+    """An MNIST-style classifier as torch's tutorials write it: two convolutions with max
+    pooling, a linear layer, and log_softmax (the output NLLLoss trains)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, 1, 1)
+        self.conv2 = nn.Conv2d(8, 16, 3, 1, 1)
+        self.fc = nn.Linear(16 * 7 * 7, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return nn.functional.log_softmax(self.fc(torch.flatten(x, 1)), dim=1)
+
+
 _TORCHVISION_SHIM: list[torch.library.Library] = []
 
 
@@ -292,7 +308,11 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "tv_mobilenet_v2": (torchvision_mobilenet_v2, (1, 3, 64, 64)),
     "tv_mnasnet": (torchvision_mnasnet, (1, 3, 64, 64)),
     "tv_shufflenet_v2": (torchvision_shufflenet_v2, (1, 3, 64, 64)),
+    "digits_logsoftmax": (DigitClassifier, (1, 1, 28, 28)),
 }
+# ONNX2MCU_CORPUS_ONLY=arch,... remakes only those architectures and merges their entries
+# into the committed lists (write_entries), leaving every other model as it is.
+ONLY = frozenset(a for a in os.environ.get("ONNX2MCU_CORPUS_ONLY", "").split(",") if a)
 EXPORTERS = ("torchscript", "dynamo")
 # The exporter torch.onnx.export uses by default: NNCF and Quark quantize its float models.
 DEFAULT_EXPORTER = "dynamo"
@@ -330,11 +350,22 @@ def wanted(arch: str, exporter: str, configuration: str) -> bool:
     """Whether the corpus holds this architecture in this export and quantization: all
     of them, except for torchvision's architectures (tv_*), which take the variants of
     TORCHVISION_VARIANTS and one configuration of each other quantizer, to keep the
-    corpus a few MB."""
+    corpus a few MB. Under ONNX2MCU_CORPUS_ONLY, only the architectures it names."""
+    if ONLY and arch not in ONLY:
+        return False
     if not arch.startswith("tv_"):
         return True
     return (exporter, configuration) in TORCHVISION_VARIANTS or configuration in (
         "nncf_performance", "quark_a8w8")
+
+
+def write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
+    """The corpus list at path: these entries, after the committed entries of the
+    architectures ONNX2MCU_CORPUS_ONLY leaves alone."""
+    if ONLY and path.exists():
+        kept = [e for e in json.loads(path.read_text()) if e["architecture"] not in ONLY]
+        entries = kept + entries
+    path.write_text(json.dumps(entries, indent=1) + "\n")
 
 
 def compact(path: Path) -> None:
@@ -396,7 +427,7 @@ def main() -> None:
                                         "exporter": exporter, "quantizer": quantizer,
                                         "producer_error": str(exc).splitlines()[0][:200]})
                     print(entries[-1])
-    (OUT / "corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+    write_entries(OUT / "corpus.json", entries)
 
 
 

@@ -21,7 +21,6 @@ It writes NAME.onnx for each model and nncf_corpus.json.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,15 @@ from typing import Any
 import nncf
 import onnx
 import torch
-from make_corpus import ARCHITECTURES, DEFAULT_EXPORTER, compact, export_float, wanted
+from make_corpus import (
+    ARCHITECTURES,
+    DEFAULT_EXPORTER,
+    ONLY,
+    compact,
+    export_float,
+    wanted,
+    write_entries,
+)
 from tf_float_sources import (
     CALIBRATION_COUNT,
     HERE,
@@ -65,6 +72,8 @@ def main() -> None:
         sources = [(arch, HERE / source, "tf2onnx", f"tf2onnx float model ({source})")
                    for arch, source in SOURCES.items()]
         for arch in ARCHITECTURES:
+            if ONLY and arch not in ONLY:
+                continue
             source = Path(tmp) / f"{arch}_{DEFAULT_EXPORTER}_float.onnx"
             export_float(arch, DEFAULT_EXPORTER, source)
             sources.append((arch, source, DEFAULT_EXPORTER, f"torch {torch.__version__} "
@@ -79,7 +88,7 @@ def main() -> None:
                     entries.append(producer_failure(arch, f"{arch}_{exporter}_nncf_{preset}",
                                                     exc))
                 print(entries[-1])
-    (OUT / "nncf_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+    write_entries(OUT / "nncf_corpus.json", entries)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,14 @@ import onnx
 import quark
 import quark.onnx as quark_onnx
 import torch
-from make_corpus import ARCHITECTURES, DEFAULT_EXPORTER, compact, export_float, wanted
+from make_corpus import (
+    ARCHITECTURES,
+    DEFAULT_EXPORTER,
+    compact,
+    export_float,
+    wanted,
+    write_entries,
+)
 from onnxruntime.quantization import CalibrationDataReader
 from tf_float_sources import (
     HERE,
@@ -103,7 +110,7 @@ def main() -> None:
             line = next(x for x in run.stdout.splitlines() if x.startswith("ENTRY "))
             entries.append(json.loads(line.removeprefix("ENTRY ")))
             print(entries[-1])
-    (OUT / "quark_corpus.json").write_text(json.dumps(entries, indent=1) + "\n")
+    write_entries(OUT / "quark_corpus.json", entries)
 
 
 if __name__ == "__main__":
