@@ -191,7 +191,8 @@ class KernelFamily:
     follows: str  # the kernels the generated C reproduces, briefly
     elsewhere: str  # what ORT runs on a CPU where they differ
     needs: str  # "avx512f", "fma" or "x86": the profile feature the kernels need; "glibc":
-    # ORT's C library (glibc 2.28 or later, whose logf onnx2mcu reproduces)
+    # ORT's C library (glibc 2.28 or later, whose logf onnx2mcu reproduces); "glibc-fma":
+    # that, on a CPU where glibc runs its FMA build (x86-64 with FMA and AVX2, arm64)
     # Which nodes of those op types it covers, where their attributes or shapes decide.
     covers: Callable[[Node, Graph], bool] = lambda node, graph: True
 
@@ -199,6 +200,8 @@ class KernelFamily:
         """Does ORT on this CPU run the kernels the generated C reproduces?"""
         if self.needs == "glibc":
             return has_modern_glibc()
+        if self.needs == "glibc-fma":  # glibc's ifunc picks its FMA build by the CPU
+            return has_modern_glibc() and (profile.fma or profile.arch == ARM64)
         if profile.arch != X86_64:
             return False
         return self.needs == "x86" or bool(getattr(profile, self.needs))
@@ -219,6 +222,12 @@ FAMILIES = (
         "LogSoftmax node(s)", "glibc's logf (2.28 and later)",
         "ORT calls the C library's logf, and other C libraries (or glibc before 2.28) may "
         "round some logarithms otherwise", "glibc"),
+    KernelFamily(
+        "glibc-powf-fma", frozenset({("", "Pow")}),
+        "Pow node(s)", "glibc's powf (2.28 and later) as its FMA build computes it",
+        "ORT calls the C library's powf: glibc's build for CPUs without FMA and AVX2, other "
+        "C libraries and glibc before 2.28 round some powers otherwise", "glibc-fma",
+        covers=lambda node, graph: _pow_calls_powf(node, graph)),
     KernelFamily(
         "fma3-activations",
         frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"), ("", "LSTM"),
@@ -291,6 +300,14 @@ def _summation_order(node: Node, graph: Graph) -> str:
         return "rows"
     from .ops.reduce import summation_order  # the operator module owns the rule
     return summation_order(node, graph)
+
+
+def _pow_calls_powf(node: Node, graph: Graph) -> bool:
+    """Pow by an exponent ORT does not square or cube (a table's Pow: assumed so)."""
+    if node.op_type != "Pow":
+        return True
+    value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    return value is None or value.size != 1 or float(value.reshape(-1)[0]) not in (2.0, 3.0)
 
 
 def computed_ops(node: Node) -> list[tuple[str, str]]:

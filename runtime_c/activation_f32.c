@@ -1,12 +1,14 @@
 /*
- * activation_f32.c - float32 Sigmoid, Tanh, Exp, LeakyRelu, HardSigmoid and HardSwish (float
- * islands), as ONNX Runtime's CPU provider computes them: MLAS's logistic approximation,
- * Eigen's tanh approximation, MLAS's exp (q8_float.h), x or f32(alpha * x), and Eigen's
+ * activation_f32.c - float32 Sigmoid, Tanh, Exp, Pow, LeakyRelu, HardSigmoid and
+ * HardSwish (float islands), as ONNX Runtime's CPU provider computes them: MLAS's
+ * logistic approximation, Eigen's tanh approximation, MLAS's exp (q8_float.h), glibc's
+ * powf (q8_libm.h), x or f32(alpha * x), and Eigen's
  * min(f32(f32(alpha * x) + beta), 1) then max(., 0) (no FMA); HardSwish is the function
  * ORT inlines, x * HardSigmoid(x) with alpha 1/6 and beta 0.5.
  */
 #include "q8_arith.h"
 #include "q8_float.h"
+#include "q8_libm.h"
 #include "q8_runtime.h"
 
 void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
@@ -33,6 +35,27 @@ void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT inpu
     int32_t i;
     for (i = 0; i < params->size; i++) {
         output[i] = q8_mlas_exp(input[i]);
+    }
+}
+
+/*
+ * Pow by a scalar exponent (alpha), as ORT computes it: x * x for 2 and (x * x) * x for 3
+ * (its own special cases), otherwise the C library's powf (glibc's, q8_libm.h).
+ */
+void q8_pow_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output)
+{
+    const float exponent = params->alpha;
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        const float x = input[i];
+        if (exponent == 2.0f) {
+            output[i] = q8_mul_unfused(x, x);
+        } else if (exponent == 3.0f) {
+            output[i] = q8_mul_unfused(q8_mul_unfused(x, x), x);
+        } else {
+            output[i] = q8_glibc_powf(x, exponent);
+        }
     }
 }
 

@@ -690,8 +690,8 @@ void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float 
 void q8_sub_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 void q8_div_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 
-/* Sigmoid, Tanh, Exp, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha: LeakyRelu's
- * slope, or HardSigmoid's alpha with beta). */
+/* Sigmoid, Tanh, Exp, Pow, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha:
+ * LeakyRelu's slope, Pow's scalar exponent, or HardSigmoid's alpha with beta). */
 typedef struct {
     int32_t size;
     float alpha;
@@ -703,6 +703,8 @@ void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT 
 void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                  float *Q8_RESTRICT output);
 void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output);
+void q8_pow_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                 float *Q8_RESTRICT output);
 void q8_leakyrelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                       float *Q8_RESTRICT output);

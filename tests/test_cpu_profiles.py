@@ -58,9 +58,10 @@ CPUS = {
 
 # The families each profile's ORT computes with other kernels than the generated C follows,
 # among those the two misc_ops models below use (no float reductions or interpolations).
-# Left out: families the misc_ops models do not use, and glibc-logf, which the C library
-# decides, not the CPU.
-LEFT_OUT = {"eigen-sse-sums", "sgemm-m1-sums", "x86-scalar-float", "glibc-logf"}
+# Left out: families the misc_ops models do not use, and the glibc ones, which the C
+# library decides (with the CPU).
+LEFT_OUT = {"eigen-sse-sums", "sgemm-m1-sums", "x86-scalar-float", "glibc-logf",
+            "glibc-powf-fma"}
 ALL = {f.key for f in FAMILIES} - LEFT_OUT
 DIFFERING = {
     "x86-avx512-vnni": set(), "x86-avx512": set(),

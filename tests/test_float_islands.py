@@ -434,15 +434,35 @@ def test_float_log_softmax_and_exp() -> None:
     exact(old.model(opset=11), samples=4)
 
 
+def test_float_pow_by_a_scalar() -> None:
+    """Pow by scalar constants as ORT computes it: x * x, (x * x) * x, and glibc's powf
+    for the rest (its FMA build), over negative bases too (NaN, or a sign)."""
+    net = Islands()
+    for exponent in (0.5, 1.7, -1.3, 2.0, 3.0, -3.0, 5.0):
+        net.output(net.op("Pow", [net.activation((2, 13), 0.05, 100),
+                                  net.const(F32(exponent))]))
+    exact(net.model(), samples=3)
+
+
+def test_float_pow_by_a_tensor_is_refused() -> None:
+    net = Islands()
+    net.output(net.op("Pow", [net.activation((2, 3), 0.05, 100),
+                              net.const(np.array([0.5, 1.5, 2.5], F32))]))
+    with pytest.raises(codegen.errors.FloatIslandError, match="scalar constant exponent"):
+        codegen.verify(net.model(), samples=1)
+
+
 @pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
                     reason="no arm-none-eabi-gcc or qemu-system-arm")
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
-def test_log_softmax_and_exp_on_cortex_m(board: str) -> None:
-    """logf's double-precision arithmetic in software, the exponentials in single-precision
-    hardware or software float: the same bits as ORT."""
+def test_log_softmax_exp_and_pow_on_cortex_m(board: str) -> None:
+    """logf's and powf's double-precision arithmetic in software (powf's fused
+    multiply-adds by integers), the exponentials in single-precision hardware or
+    software float: the same bits as ORT."""
     net = Islands()
     net.output(net.op("LogSoftmax", [net.activation((3, 21), 0.11, 100)], axis=-1))
     net.output(net.op("Exp", [net.activation((2, 9), 0.8, 128)]))
+    net.output(net.op("Pow", [net.activation((2, 9), 0.05, 100), net.const(F32(-1.7))]))
     model = net.model()
     skip_where_ort_differs(model)
     assert codegen.verify(model, board=board, samples=1).ok

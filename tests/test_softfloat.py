@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import SANITIZE
 
 from codegen.resources import runtime_dir
@@ -27,3 +28,18 @@ def test_integer_kernels_match_the_float_kernels(tmp_path: Path) -> None:
                            "qadd_s8", "qmul_u8", "qmul_s8", "qsoftmax_u8", "qsoftmax_s8"}
     assert all(v == "0" for v in counts.values()), result.stdout
     assert result.returncode == 0
+
+
+@pytest.mark.ort_kernels("glibc-logf", "glibc-powf-fma")
+def test_libm_matches_the_c_library(tmp_path: Path) -> None:
+    """runtime_c/q8_libm.h against this host's glibc: the integer double FMA that cores
+    without one use, logf and powf (with that FMA) on a sweep of 4 million bit
+    patterns (tests/c/libm_check.c)."""
+    exe = tmp_path / "libm_check"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
+                    "-DQ8_SOFT_FMA", *SANITIZE, f"-I{runtime_dir()}", "-o", str(exe),
+                    str(Path(__file__).parent / "c" / "libm_check.c"), "-lm"], check=True)
+    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    counts = dict(line.split() for line in result.stdout.splitlines())
+    assert counts == {"fma": "0", "logf": "0", "powf": "0"}, result.stdout

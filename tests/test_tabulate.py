@@ -115,6 +115,8 @@ CHAINS: dict[str, Chain] = {
     "PRelu": with_constant("PRelu", 0.05, 0.4),
     "Min": with_constant("Min", -0.5, 0.5, first=True),
     "Pow3": with_constant("Pow", 3.0, 3.0),
+    "Pow": with_constant("Pow", 0.3, 2.7),
+    "Pow_negative": with_constant("Pow", -1.6, -0.2),
     "gelu_tanh_inner": gelu_tanh_inner,
     "gelu_erf_half": gelu_erf_half,
 }
@@ -265,6 +267,30 @@ def test_mlas_exp_matches_ort_on_many_floats() -> None:
     same = (ours.view(np.uint32) == expected.view(np.uint32)) | (
         np.isnan(ours) & np.isnan(expected))
     assert same.all(), x[~same]
+
+
+@pytest.mark.ort_kernels("glibc-powf-fma")
+def test_glibc_powf_matches_ort_on_many_floats() -> None:
+    """The powf port (codegen/glibc_math.py) against ORT's Pow, bit for bit, for several
+    exponents: ordinary and subnormal bases, negative bases (NaN, or a sign for odd
+    integer exponents), zeros, infinities, overflow and underflow."""
+    from codegen.glibc_math import glibc_powf
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.uniform(-4, 4, 300), rng.uniform(0, 60, 300),
+                        [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 1e-40, 3e38, 1e-30]]
+                       ).astype(F32)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    for exponent in (0.5, -0.5, 1.7, -2.2, 3.0, 5.0, -3.0, 0.1, 40.0, -45.0):
+        model = graph_model([helper.make_node("Pow", ["x", "e"], ["y"])],
+                            {"x": ("float32", [x.size])}, {"y": "float32"},
+                            {"e": np.array(exponent, F32)})
+        expected = ort.InferenceSession(model.SerializeToString(), options, providers=[
+            "CPUExecutionProvider"]).run(None, {"x": x})[0]
+        ours = np.array([glibc_powf(v, F32(exponent)) for v in x], F32)
+        if exponent == 3.0:  # ORT cubes; the port is powf's
+            continue
+        assert np.array_equal(ours.view(np.uint32), expected.view(np.uint32)), exponent
 
 
 def per_channel_model(kind: str, dtype: str, channels: int, seed: int,

@@ -68,7 +68,7 @@ FusionBuild = Callable[[Graph, Node, "list[Quantized | None]", "Quantized", bool
 FloatOutputBuild = Callable[[Graph, Node, "list[Quantized | None]", None, bool],
                             "list[str] | None"]
 ExportFn = Callable[[Node, "Writer"], None]
-# None: this node's configuration is not one onnx2mcu reproduces (Pow by 2.5).
+# None: this node's configuration is not one onnx2mcu reproduces (Pow by a tensor).
 ElementwiseFn = Callable[[Node, "list[NDArray[np.float32]]"], "NDArray[np.float32] | None"]
 
 

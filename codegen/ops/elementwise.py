@@ -15,11 +15,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
+from ..glibc_math import glibc_powf
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..numerics import fma32
 from ..program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
 from ..requant import float32_mult_exp
-from . import ElementwiseFn, Fusion, Inferred, LoweringOptions, OpDef, register
+from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
     check_finite_scales,
@@ -28,7 +29,7 @@ from ._common import (
     per_tensor_quant,
     reject_unknown_attrs,
 )
-from ._float import FLOAT_TYPES, f32, float_input, lower_only_tabulated
+from ._float import FLOAT_TYPES, f32, float_input, lower_only_tabulated, refuse
 from ._qdq import build_binary
 
 SOURCES = ("elementwise.c",)
@@ -228,14 +229,44 @@ def _div(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]
         return f32(operands[0] / operands[1])
 
 
-def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
-    """ORT's Pow by a scalar exponent: x * x for 2, (x * x) * x for 3; any other
-    exponent goes to the C library's powf, which onnx2mcu does not reproduce."""
-    x, exponent = operands
-    if exponent.size != 1 or float(exponent.reshape(-1)[0]) not in (2.0, 3.0):
+def scalar_exponent(node: Node, graph: Graph) -> float | None:
+    """Pow's exponent where it is one float32 constant (or an integer 2 or 3, which ORT
+    squares or cubes whatever its type); None otherwise."""
+    value = graph.constants.get(node.inputs[1])
+    if value is None or value.size != 1:
         return None
-    square = f32(x * x)
-    return square if float(exponent.reshape(-1)[0]) == 2.0 else f32(square * x)
+    exponent = float(value.reshape(-1)[0])
+    if value.dtype == np.float32 or exponent in (2.0, 3.0):
+        return exponent
+    return None
+
+
+def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
+    """ORT's Pow by a scalar exponent: x * x for 2, (x * x) * x for 3, otherwise the C
+    library's powf (glibc's algorithm, codegen/glibc_math.py). An exponent that varies
+    over x takes ORT's broadcasting, which is not reproduced (None)."""
+    x, exponent = operands
+    if exponent.size != 1:
+        return None
+    e = F32(exponent.reshape(-1)[0])
+    if e in (F32(2.0), F32(3.0)):
+        square = f32(x * x)
+        return square if e == F32(2.0) else f32(square * x)
+    return f32([glibc_powf(v, e) for v in x.reshape(-1)]).reshape(x.shape)
+
+
+def lower_float_pow(node: Node, graph: Graph, spec: object,
+                    options: LoweringOptions) -> Sequence[KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    exponent = scalar_exponent(node, graph)
+    if exponent is None or y.shape != x.shape:
+        raise refuse(node, "only a scalar constant exponent (float32, or 2 or 3) is "
+                     "supported; ORT's broadcast Pow and its double-precision pow for other "
+                     "exponent types are not reproduced")
+    params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(exponent)),
+                                             ("beta", CFloat(0.0))))
+    return [KernelCall("q8_pow_f32", node.name, (x.name,), (y.name,), params, (),
+                       ("activation_f32.c",))]
 
 
 def _prelu(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
@@ -271,11 +302,13 @@ for _op, _fn in (("Add", _add), ("Mul", _mul)):
 for _op, _fn in (("Sub", _sub), ("Div", _div)):
     register(OpDef(_op, "", infer_float_binary, lower_float_binary, versions=(7, 13, 14),
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
-TABULATED_ONLY: tuple[tuple[str, ElementwiseFn, tuple[int, ...]], ...] = (
-    ("Pow", _pow, (7, 12, 13, 15)), ("PRelu", _prelu, (7, 9, 16)))
-for _op, _table_fn, _versions in TABULATED_ONLY:
-    register(OpDef(_op, "", infer_float_binary, lower_only_tabulated, versions=_versions,
-                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))
+# Pow by a scalar constant: a float kernel (x * x, (x * x) * x or glibc's powf) and the
+# same values in tables; the exponent is a constant input.
+register(OpDef("Pow", "", infer_float_binary, lower_float_pow, versions=(7, 12, 13, 15),
+               data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_pow,
+               constant_inputs=frozenset({1})))
+register(OpDef("PRelu", "", infer_float_binary, lower_only_tabulated, versions=(7, 9, 16),
+               data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_prelu))
 for _op, _table_fn in (("Max", _max), ("Min", _min)):
     register(OpDef(_op, "", infer_float_pair, lower_only_tabulated, versions=(8, 12, 13),
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_table_fn))
