@@ -91,3 +91,47 @@ def test_qdq_conv_transpose_with_per_channel_weights_and_a_float_bias(groups: in
                         opset=13)
     report = codegen.verify(model, samples=3, cflags=SANITIZE)
     assert report.ok, report.outputs
+
+
+# (input size, kernel, stride, dilation, output_padding, auto_pad, output_shape): odd and
+# even total paddings, so that the side that takes the extra element shows.
+GEOMETRY_CASES = [
+    ([5, 4], [3, 3], [2, 2], [1, 1], [0, 0], "SAME_UPPER", None),
+    ([5, 4], [3, 2], [2, 2], [1, 1], [1, 0], "SAME_LOWER", None),
+    ([6], [4], [2], [1], [0], "SAME_UPPER", None),
+    ([6], [4], [3], [2], [1], "SAME_LOWER", None),
+    ([5, 5], [3, 3], [2, 2], [1, 1], [0, 0], "VALID", None),
+    ([5, 4], [3, 3], [2, 2], [1, 1], [0, 0], "NOTSET", [9, 8]),
+    ([5, 4], [4, 3], [2, 2], [1, 1], [0, 0], "NOTSET", [10, 7]),
+    ([5, 4], [4, 3], [2, 2], [1, 1], [0, 0], "SAME_UPPER", [10, 7]),
+    ([7], [5], [2], [1], [0], "SAME_LOWER", [14]),
+    ([5, 4], [3, 3], [2, 2], [1, 1], [0, 0], "SAME_UPPER", [9, 8]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GEOMETRY_CASES)))
+def test_auto_pad_and_output_shape_as_ort_derives_the_pads(case: int) -> None:
+    """auto_pad and output_shape give the pads ORT computes from them (an odd total
+    padding puts the extra element at the tail for SAME_UPPER, at the head otherwise)."""
+    size, kernel, strides, dilations, extra, auto_pad, out = GEOMETRY_CASES[case]
+    rng = np.random.default_rng(case)
+    attrs: dict[str, Any] = {"strides": strides, "dilations": dilations,
+                             "output_padding": extra, "auto_pad": auto_pad}
+    if out is not None:
+        attrs["output_shape"] = out
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="ct", **attrs)
+    inits = {"w": rng.normal(0, 0.5, (3, 2, *kernel)).astype(F32),
+             "b": rng.normal(0, 1, 2).astype(F32)}
+    model = graph_model([node], {"x": ("float32", [1, 3, *size])}, {"y": "float32"}, inits,
+                        opset=13)
+    report = codegen.verify(model, samples=2, seed=case, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_output_shape_beyond_the_transposed_size_is_refused() -> None:
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct", strides=[2],
+                            output_shape=[20])
+    model = graph_model([node], {"x": ("float32", [1, 3, 5])}, {"y": "float32"},
+                        {"w": np.ones((3, 2, 3), F32)}, opset=13)
+    with pytest.raises(codegen.errors.UnsupportedError, match=r"node 'ct'.*output_shape"):
+        codegen.verify(model, samples=1)

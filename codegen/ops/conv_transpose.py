@@ -1,9 +1,10 @@
-"""ConvTranspose (1-D and 2-D; strides, dilations, pads, output_padding, groups) on
-float32: ORT has no integer ConvTranspose (its QDQ rules leave DQ -> ConvTranspose -> Q
-in float, and its quantizer leaves QOperator ConvTranspose float), so it is a float
-island computed in ORT's order (runtime_c/conv_transpose_f32.c): MLAS's transposed
-product, col2im, then the bias. The weights and bias are float initializers or
-DequantizeLinear of constants, computed at generation time as ORT computes them."""
+"""ConvTranspose (1-D and 2-D; strides, dilations, pads or auto_pad or output_shape,
+output_padding, groups) on float32: ORT has no integer ConvTranspose (its QDQ rules
+leave DQ -> ConvTranspose -> Q in float, and its quantizer leaves QOperator
+ConvTranspose float), so it is a float island computed in ORT's order
+(runtime_c/conv_transpose_f32.c): MLAS's transposed product, col2im, then the bias. The
+weights and bias are float initializers or DequantizeLinear of constants, computed at
+generation time as ORT computes them."""
 
 from __future__ import annotations
 
@@ -46,6 +47,47 @@ def constant_float(node: Node, graph: Graph, index: int, what: str) -> NDArray[A
     return dequantized_weights(node, graph, index, what)
 
 
+def transposed_geometry(node: Node, sizes: Sequence[int], kernel: Sequence[int],
+                        strides: Sequence[int], dilations: Sequence[int],
+                        extra: Sequence[int], pads: Sequence[int]
+                        ) -> tuple[list[int], tuple[int, ...]]:
+    """The pads and the output size per spatial axis, as ORT derives them
+    (ComputeTransposePadAndOutputShape): from output_shape when it is given (the total
+    padding that reaches it), from auto_pad SAME_UPPER/SAME_LOWER (the padding that
+    makes the output in * stride), else the pads as given. An odd total puts the extra
+    element at the tail for SAME_UPPER and at the head otherwise, as the ONNX standard
+    says (measured on ORT 1.32)."""
+    spatial = len(sizes)
+    auto_pad = attr_str(node, "auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise ModelError(f"{node.describe()}: auto_pad {auto_pad!r} is not an ONNX value")
+    wanted = attr_ints(node, "output_shape", None)
+    if wanted is not None:
+        wanted = list(wanted)[-spatial:]
+        if len(wanted) != spatial:
+            raise ModelError(f"{node.describe()}: output_shape {wanted} does not fit "
+                             f"{spatial} spatial axes")
+    full = [s * (n - 1) + e + (k - 1) * d + 1 for n, k, s, d, e in
+            zip(sizes, kernel, strides, dilations, extra, strict=True)]
+    if wanted is None and auto_pad in ("NOTSET", "VALID"):
+        head = list(pads[:spatial]) if auto_pad == "NOTSET" else [0] * spatial
+        tail = list(pads[spatial:]) if auto_pad == "NOTSET" else [0] * spatial
+        return head + tail, tuple(f - h - t for f, h, t in zip(full, head, tail, strict=True))
+    targets = wanted if wanted is not None else [n * s for n, s in zip(sizes, strides,
+                                                                       strict=True)]
+    head, tail = [], []
+    for f, target in zip(full, targets, strict=True):
+        if target > f:
+            raise UnsupportedError(f"{node.describe()}: output_shape {targets} is larger "
+                                   f"than the transposed convolution's {full} (ORT pads "
+                                   "the difference itself; not reproduced)")
+        total = f - target
+        more = total - total // 2
+        head.append(total // 2 if auto_pad == "SAME_UPPER" else more)
+        tail.append(total - head[-1])
+    return head + tail, tuple(f - h - t for f, h, t in zip(full, head, tail, strict=True))
+
+
 def infer_conv_transpose(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, {"auto_pad", "dilations", "group", "kernel_shape",
                                 "output_padding", "output_shape", "pads", "strides"})
@@ -56,9 +98,6 @@ def infer_conv_transpose(node: Node, graph: Graph) -> Inferred:
                                "supported")
     if x.shape[0] != 1:
         raise UnsupportedError(f"{node.describe()}: a batch of {x.shape[0]}; 1 is supported")
-    if attr_str(node, "auto_pad", "NOTSET") != "NOTSET" or "output_shape" in node.attrs:
-        raise UnsupportedError(f"{node.describe()}: auto_pad and output_shape are not "
-                               "supported; give pads and output_padding")
     groups = attr_int(node, "group", 1)
     if groups < 1 or x.shape[1] % groups or w.shape[0] != x.shape[1]:
         raise ModelError(f"{node.describe()}: W {list(w.shape)} for input channels "
@@ -77,9 +116,8 @@ def infer_conv_transpose(node: Node, graph: Graph) -> Inferred:
     if any(e >= s for e, s in zip(extra, strides, strict=True)):
         raise ModelError(f"{node.describe()}: output_padding {extra} must be below the strides "
                          f"{list(strides)} (ONNX Runtime refuses it too)")
-    out = tuple(s * (n - 1) + e + (k - 1) * d + 1 - pads[i] - pads[i + spatial]
-                for i, (n, k, s, d, e) in enumerate(zip(x.shape[2:], kernel, strides,
-                                                        dilations, extra, strict=True)))
+    pads, out = transposed_geometry(node, x.shape[2:], kernel, strides, dilations, extra,
+                                    pads)
     if min(out) < 1:
         raise ModelError(f"{node.describe()}: the output is empty")
     if node.input(2) is not None:
