@@ -1,4 +1,4 @@
-/* resize.c - nearest-neighbour and bilinear Resize (resize.h). */
+/* resize.c - nearest-neighbour, bilinear and trilinear Resize (resize.h). */
 #include <string.h>
 
 #include "resize.h"
@@ -62,3 +62,41 @@ void q8_resize_nearest(const q8_resize_params *params, const void *Q8_RESTRICT i
 Q8_RESIZE_BILINEAR(q8_resize_bilinear_f32, float)
 Q8_RESIZE_BILINEAR(q8_resize_bilinear_u8, uint8_t)
 Q8_RESIZE_BILINEAR(q8_resize_bilinear_s8, int8_t)
+
+/* ORT's UpsampleTrilinear: eight terms, each weight ((dx * dy) * dz), summed left to
+ * right from the (x1, y1, z1) neighbour, x varying fastest, then y, then z. */
+#define Q8_RESIZE_TRILINEAR(NAME, TYPE)                                                   \
+    void NAME(const q8_resize_trilinear_params *params, const TYPE *Q8_RESTRICT input,   \
+              TYPE *Q8_RESTRICT output)                                                  \
+    {                                                                                    \
+        int32_t p, z, y, x;                                                              \
+        for (p = 0; p < params->planes; p++) {                                           \
+            const TYPE *volume = input + (size_t)p * (size_t)params->in_size;            \
+            for (z = 0; z < params->out_d; z++) {                                        \
+                const TYPE *front = volume + params->z1[z], *back = volume + params->z2[z]; \
+                const float dz1 = params->dz1[z], dz2 = params->dz2[z];                  \
+                for (y = 0; y < params->out_h; y++) {                                    \
+                    const int32_t y1 = params->y1[y], y2 = params->y2[y];                \
+                    const float dy1 = params->dy1[y], dy2 = params->dy2[y];              \
+                    for (x = 0; x < params->out_w; x++) {                                \
+                        const int32_t x1 = params->x1[x], x2 = params->x2[x];            \
+                        const float dx1 = params->dx1[x], dx2 = params->dx2[x];          \
+                        float sum = ((dx2 * dy2) * dz2) * (float)front[y1 + x1];          \
+                        sum = sum + ((dx1 * dy2) * dz2) * (float)front[y1 + x2];          \
+                        sum = sum + ((dx2 * dy1) * dz2) * (float)front[y2 + x1];          \
+                        sum = sum + ((dx1 * dy1) * dz2) * (float)front[y2 + x2];          \
+                        sum = sum + ((dx2 * dy2) * dz1) * (float)back[y1 + x1];           \
+                        sum = sum + ((dx1 * dy2) * dz1) * (float)back[y1 + x2];           \
+                        sum = sum + ((dx2 * dy1) * dz1) * (float)back[y2 + x1];           \
+                        sum = sum + ((dx1 * dy1) * dz1) * (float)back[y2 + x2];           \
+                        output[x] = (TYPE)sum;                                           \
+                    }                                                                    \
+                    output += params->out_w;                                             \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
+    }
+
+Q8_RESIZE_TRILINEAR(q8_resize_trilinear_f32, float)
+Q8_RESIZE_TRILINEAR(q8_resize_trilinear_u8, uint8_t)
+Q8_RESIZE_TRILINEAR(q8_resize_trilinear_s8, int8_t)

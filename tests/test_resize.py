@@ -1,11 +1,12 @@
 """Resize (codegen/ops/resize.py, runtime_c/resize.c) against ONNX Runtime. Nearest: the
 index tables for every coordinate mode and rounding on many sizes and scales, then whole
-models on uint8, int8 and float32 tensors and in QDQ form. Linear (bilinear): float32,
-uint8 and int8 models over the coordinate modes and up/down scales, sizes, and the QDQ
-form, which ORT keeps in float."""
+models on uint8, int8 and float32 tensors and in QDQ form. Linear (bilinear, and
+trilinear for 3-D inputs): float32, uint8 and int8 models over the coordinate modes and
+up/down scales, sizes, and the QDQ form, which ORT keeps in float."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import numpy as np
@@ -118,12 +119,6 @@ def test_sizes_with_exact_ratios_and_refusals() -> None:
                                      {"y": "float32"}, {"roi": np.array([], F32),
                                                         "scales": np.array([1, 1, 2, 2], F32)}),
                          Options())
-    linear = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear")
-    with pytest.raises(UnsupportedError, match="trilinear"):
-        generate_sources(graph_model([linear], {"x": ("float32", [1, 2, 5])},
-                                     {"y": "float32"}, {"roi": np.array([], F32),
-                                                        "scales": np.array([1, 1, 2], F32)}),
-                         Options())
 
 
 LINEAR_TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -151,6 +146,35 @@ def test_linear_models_match_ort(dtype: str, transform: str) -> None:
                              [1, 1, sh, sw])
         report = codegen.verify(model, samples=2, cflags=SANITIZE)
         assert report.ok, (h, w, sh, sw, report.outputs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+@pytest.mark.parametrize("transform", LINEAR_TRANSFORMS)
+def test_linear_of_sequences_is_orts_trilinear_kernel(dtype: str, transform: str) -> None:
+    """A 3-D linear Resize (torch's Upsample(mode="linear")): ORT's trilinear kernel over
+    (N, C, L), batches of 1 and 2 (the last batch and channel weigh 0.5 and 0.5)."""
+    rng = np.random.default_rng(sum(map(ord, "3d" + dtype + transform)))
+    for batch in (1, 2):
+        length = int(rng.integers(1, 9))
+        scale = float(rng.choice(SCALES))
+        if int(F32(F32(length) * F32(scale))) < 1:
+            scale = 2.0
+        model = linear_model(dtype, transform, [batch, int(rng.integers(1, 5)), length],
+                             [1, 1, scale])
+        report = codegen.verify(model, samples=2, cflags=SANITIZE)
+        assert report.ok, (batch, length, scale, report.outputs)
+
+
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_linear_resizes_on_cortex_m(board: str) -> None:
+    """Bilinear and trilinear weights in single-precision hardware or software float."""
+    for dtype, shape, scales in (("float32", [1, 3, 7], [1, 1, 2.5]),
+                                 ("uint8", [2, 2, 5], [1, 1, 0.6]),
+                                 ("float32", [1, 2, 3, 4], [1, 1, 2, 1.5])):
+        model = linear_model(dtype, "half_pixel", shape, scales)
+        assert codegen.verify(model, board=board, samples=1).ok, (dtype, shape)
 
 
 def test_linear_with_sizes_as_torch_writes_it() -> None:

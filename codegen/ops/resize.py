@@ -13,8 +13,11 @@ ORT 1.32: per axis, the coordinate clamped to [0, len - 1], the two neighbours a
 distances (0.5 and 0.5 where both neighbours are one pixel), then
 `((dx2*dy2)*X11 + (dx1*dy2)*X21) + (dx2*dy1)*X12 + (dx1*dy1)*X22` in float32; on
 uint8/int8 tensors (QOperator models) the same sum truncated to the integer type. ORT
-keeps DQ -> linear Resize -> Q in float: a float island. A 3-D linear Resize is ORT's
-trilinear kernel over (N, C, L), which is not reproduced."""
+keeps DQ -> linear Resize -> Q in float: a float island. A 3-D linear Resize (torch's
+Upsample(mode="linear") of a sequence) is ORT's trilinear kernel with (N, C, L) as
+depth, height and width: the same neighbours and distances per axis (an axis of scale 1
+weighs its index 0 and the next 1, or 0.5 and 0.5 at its end), eight terms
+`((dx*dy)*dz)*X` summed left to right."""
 
 from __future__ import annotations
 
@@ -62,6 +65,15 @@ class LinearAxis:
 @dataclass(frozen=True)
 class BilinearSpec:
     planes: int
+    rows: LinearAxis
+    cols: LinearAxis
+
+
+@dataclass(frozen=True)
+class TrilinearSpec:
+    """A 3-D linear Resize: ORT's trilinear kernel with (N, C, L) as (depth, height,
+    width), the scales of N and C being 1."""
+    depth: LinearAxis
     rows: LinearAxis
     cols: LinearAxis
 
@@ -197,10 +209,6 @@ def infer_resize(node: Node, graph: Graph) -> Inferred:
     if len(x.shape) not in (3, 4):
         raise UnsupportedError(f"{node.describe()}: a rank-{len(x.shape)} input; 3-D and 4-D "
                                "are supported")
-    if mode == "linear" and len(x.shape) != 4:
-        raise UnsupportedError(f"{node.describe()}: a linear Resize of a rank-3 input, which "
-                               "ONNX Runtime computes with its trilinear kernel over all "
-                               "three axes; only 4-D (bilinear) is supported")
     if mode == "linear" and x.dtype not in ("float32", "uint8", "int8"):
         raise UnsupportedError(f"{node.describe()}: a linear Resize of {x.dtype}")
     scales, out = scales_and_sizes(node, graph, x.shape)
@@ -210,6 +218,9 @@ def infer_resize(node: Node, graph: Graph) -> Inferred:
     if min(out) < 1:
         raise UnsupportedError(f"{node.describe()}: the output is empty")
     output = Tensor(node.outputs[0], x.dtype, tuple(out), carried_quant(x))
+    if mode == "linear" and len(x.shape) == 3:
+        return Inferred([output], spec=TrilinearSpec(*(
+            linear_axis(transform, scales[a], x.shape[a], out[a]) for a in range(3))))
     if mode == "linear":
         return Inferred([output], spec=BilinearSpec(
             x.shape[0] * x.shape[1], linear_axis(transform, scales[2], x.shape[2], out[2]),
@@ -240,10 +251,34 @@ def lower_bilinear(node: Node, graph: Graph, spec: BilinearSpec) -> Sequence[Low
                        arrays, SOURCES, macs=4 * int(np.prod(y.shape, dtype=np.int64)))]
 
 
+def lower_trilinear(node: Node, graph: Graph, spec: TrilinearSpec) -> Sequence[Lowered]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    plane, row = np.int32(x.shape[1] * x.shape[2]), np.int32(x.shape[2])
+    arrays = []
+    for axis, stride, (first, second, to_first, to_second) in (
+            (spec.depth, plane, ("z1", "z2", "dz1", "dz2")),
+            (spec.rows, row, ("y1", "y2", "dy1", "dy2")),
+            (spec.cols, np.int32(1), ("x1", "x2", "dx1", "dx2"))):
+        arrays += [CArray(first, "int32_t", axis.first * stride),
+                   CArray(second, "int32_t", axis.second * stride),
+                   CArray(to_first, "float", axis.to_first),
+                   CArray(to_second, "float", axis.to_second)]
+    params = CStruct("q8_resize_trilinear_params", (
+        ("planes", 1), ("in_size", int(np.prod(x.shape, dtype=np.int64))),
+        ("out_d", y.shape[0]), ("out_h", y.shape[1]), ("out_w", y.shape[2]),
+        *((a.name, CRef(a.name)) for a in arrays)))
+    suffix = {"float32": "f32", "uint8": "u8", "int8": "s8"}[x.dtype]
+    return [KernelCall(f"q8_resize_trilinear_{suffix}", node.name, (x.name,), (y.name,),
+                       params, tuple(arrays), SOURCES,
+                       macs=8 * int(np.prod(y.shape, dtype=np.int64)))]
+
+
 def lower_resize(node: Node, graph: Graph, spec: object,
                  options: LoweringOptions) -> Sequence[Lowered]:
     if isinstance(spec, BilinearSpec):
         return lower_bilinear(node, graph, spec)
+    if isinstance(spec, TrilinearSpec):
+        return lower_trilinear(node, graph, spec)
     assert isinstance(spec, ResizeSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     in_h = x.shape[2] if len(x.shape) == 4 else 1
