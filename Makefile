@@ -13,7 +13,7 @@ JOBS ?= auto
 FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
-.PHONY: demo test lint pytest fuzz example clean cortex-m-tools test-cpu-profiles
+.PHONY: demo test lint pytest fuzz example clean cortex-m-tools test-cpu-profiles test-corpus-makefiles
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -85,6 +85,12 @@ test-cpu-profiles: $(VENV)/.installed-test
 		ONNX2MCU_CPU_PROFILE=$$profile $(BIN)/python -m pytest -n $(JOBS) -q -ra \
 			$(CPU_PROFILE_PYTEST_ARGS) $(CPU_PROFILE_TESTS) || exit 1; \
 	done
+
+# Every corpus model through its generated Makefile and OUT/build/net_main in both
+# requantization modes (make test takes one mode per model beyond one per family).
+test-corpus-makefiles: $(VENV)/.installed-test
+	ONNX2MCU_CORPUS_ALL_MODES=1 $(BIN)/python -m pytest -n $(JOBS) -q -ra \
+		tests/test_corpus.py -k test_every_model_through_its_makefile
 
 # The CI campaign (tests/test_fuzz.py) uses seed 0; this one explores further. A crash
 # prints its case number: replay it with tests/fuzz_models.py --seed S --case N.
