@@ -16,6 +16,9 @@
  *   h_in       = min(max(zrh_h + Wbh [+ Rbh when not lbr], -10), 10)
  *   h'         = (1 - z) * (p/q)(h_in) + z * h
  * every operation rounded to float32 once, products never fused with the additions.
+ * That is for the default activations (f Sigmoid, g Tanh); each gate's pre-activation
+ * is first clamped to [-clip, clip] as ORT's clip_add_bias does (FLT_MAX without the
+ * attribute), and other activations take ORT's other gate functions (rnn_gate_*).
  */
 #include <math.h>
 #include <stddef.h>
@@ -74,6 +77,126 @@ Q8_INLINE float gru_clip(float x, float bound)
     return x > bound ? bound : x;
 }
 
+/* One activation of a recurrent operator: its kind and arguments. */
+typedef struct {
+    int32_t kind; /* Q8_RNN_* */
+    float alpha;
+    float beta;
+} q8_rnn_activation;
+
+static q8_rnn_activation rnn_activation_at(const int32_t *kinds, const float *alphas,
+                                           const float *betas, int32_t at)
+{
+    q8_rnn_activation a;
+    a.kind = kinds[at];
+    a.alpha = alphas[at];
+    a.beta = betas[at];
+    return a;
+}
+
+/* ORT's clip_add_bias (bias added, then std::min(clip, x), std::max(-clip, x)) or, without
+ * a bias, clip_ignore_bias. */
+Q8_INLINE float rnn_clip_bias(float x, const float *bias, float clip)
+{
+    if (bias != NULL) {
+        x = (float)(x + *bias);
+        x = x < clip ? x : clip;
+        return -clip < x ? x : -clip;
+    }
+    if (x > clip) {
+        return clip;
+    }
+    return x < -clip ? -clip : x;
+}
+
+/* The scalar activations of rnn_activation_functors.h (the "composed" gate functions). */
+Q8_INLINE float rnn_scalar(const q8_rnn_activation *a, float x)
+{
+    switch (a->kind) {
+    case Q8_RNN_AFFINE:
+        return (float)(q8_mul_unfused(a->alpha, x) + a->beta);
+    case Q8_RNN_LEAKYRELU:
+        return x >= 0.0f ? x : q8_mul_unfused(a->alpha, x);
+    case Q8_RNN_THRESHOLDEDRELU:
+        return x > a->alpha ? x : 0.0f;
+    case Q8_RNN_HARDSIGMOID: {
+        const float v = (float)(q8_mul_unfused(a->alpha, x) + a->beta);
+        const float lower = 0.0f < v ? v : 0.0f;
+        return lower < 1.0f ? lower : 1.0f;
+    }
+    default: /* Q8_RNN_SOFTSIGN */
+        return (float)(x / (float)(1.0f + fabsf(x)));
+    }
+}
+
+/* ReLU as MLAS computes it (maxps(x, 0): 0 unless x > 0). */
+Q8_INLINE float rnn_relu(float x)
+{
+    return x > 0.0f ? x : 0.0f;
+}
+
+/* ActivationFuncByName: an activation applied in place (LSTM's gates, GRU's z). */
+Q8_INLINE float rnn_activate(const q8_rnn_activation *a, float x)
+{
+    switch (a->kind) {
+    case Q8_RNN_SIGMOID:
+        return q8_mlas_logistic(x);
+    case Q8_RNN_TANH:
+        return q8_mlas_tanh(x);
+    case Q8_RNN_RELU:
+        return rnn_relu(x);
+    default:
+        return rnn_scalar(a, x);
+    }
+}
+
+/* GruResetGateFuncByName: gate * f(x). */
+Q8_INLINE float rnn_gate_reset(const q8_rnn_activation *a, float gate, float x)
+{
+    switch (a->kind) {
+    case Q8_RNN_SIGMOID:
+        return q8_mul_unfused(q8_mul_unfused(gate, 0.5f),
+                              (float)(1.0f + gru_tanh_ratio(q8_mul_unfused(0.5f,
+                                                                           gru_clip(x, 20.0f)))));
+    case Q8_RNN_TANH: /* gate * (p / q): measured on ORT 1.32 */
+        return q8_mul_unfused(gate, gru_tanh_ratio(gru_clip(x, 10.0f)));
+    case Q8_RNN_RELU:
+        return q8_mul_unfused(gate, rnn_relu(x));
+    default:
+        return q8_mul_unfused(gate, rnn_scalar(a, x));
+    }
+}
+
+/* GruOutputGateFuncByName: (1 - z) * g(x) + z * h. */
+Q8_INLINE float rnn_gate_output(const q8_rnn_activation *a, float x, float z, float h)
+{
+    const float keep = (float)(1.0f - z), carried = q8_mul_unfused(z, h);
+    float value;
+    switch (a->kind) {
+    case Q8_RNN_SIGMOID:
+        value = q8_mul_unfused(q8_mul_unfused(keep, 0.5f),
+                               (float)(1.0f + gru_tanh_ratio(q8_mul_unfused(0.5f,
+                                                                            gru_clip(x, 20.0f)))));
+        break;
+    case Q8_RNN_TANH:
+        value = q8_mul_unfused(keep, gru_tanh_ratio(gru_clip(x, 10.0f)));
+        break;
+    case Q8_RNN_RELU:
+        value = q8_mul_unfused(keep, rnn_relu(x));
+        break;
+    default:
+        value = q8_mul_unfused(keep, rnn_scalar(a, x));
+        break;
+    }
+    return (float)(value + carried);
+}
+
+/* LstmMergeGatesFuncByName: o * h(C). */
+Q8_INLINE float rnn_gate_merge(const q8_rnn_activation *a, float cell, float out_gate)
+{
+    return q8_mul_unfused(rnn_activate(a, cell), out_gate);
+}
+
 /* One direction over the whole sequence. y (stride y_step) and y_h may be NULL. */
 static void gru_direction(const q8_gru_f32_params *p, int32_t d, int reverse,
                           const float *input, float *y, int32_t y_step, float *y_h,
@@ -83,6 +206,10 @@ static void gru_direction(const q8_gru_f32_params *p, int32_t d, int reverse,
     const float *w = p->w + (size_t)d * 3u * (size_t)hs * (size_t)in;
     const float *r = p->r + (size_t)d * 3u * (size_t)hs * (size_t)hs;
     const float *b = p->b != NULL ? p->b + (size_t)d * 6u * (size_t)hs : NULL;
+    const q8_rnn_activation act_f = rnn_activation_at(p->activations, p->alphas, p->betas, 2 * d);
+    const q8_rnn_activation act_g =
+        rnn_activation_at(p->activations, p->alphas, p->betas, 2 * d + 1);
+    const q8_rnn_activation *f = &act_f, *g = &act_g;
     float *zrh = scratch, *lin = scratch + 3 * hs, *gated = scratch + 4 * hs;
     float *h = scratch + 5 * hs;
     int32_t step, i;
@@ -100,17 +227,13 @@ static void gru_direction(const q8_gru_f32_params *p, int32_t d, int reverse,
             packed_product(h, r + (size_t)2 * (size_t)hs * (size_t)hs, hs, hs, lin, b != NULL);
         }
         for (i = 0; i < hs; i++) {
-            float x = zrh[hs + i];
-            float s;
-            if (b != NULL) {
-                x = (float)(x + (float)(b[hs + i] + b[4 * hs + i]));
-            }
-            s = (float)(1.0f + gru_tanh_ratio(q8_mul_unfused(0.5f, gru_clip(x, 20.0f))));
+            const float bias = b != NULL ? (float)(b[hs + i] + b[4 * hs + i]) : 0.0f;
+            const float x = rnn_clip_bias(zrh[hs + i], b != NULL ? &bias : NULL, p->clip);
+            const float reset = rnn_gate_reset(f, p->linear_before_reset ? lin[i] : h[i], x);
             if (p->linear_before_reset) {
-                zrh[2 * hs + i] =
-                    (float)(zrh[2 * hs + i] + q8_mul_unfused(q8_mul_unfused(lin[i], 0.5f), s));
+                zrh[2 * hs + i] = (float)(zrh[2 * hs + i] + reset);
             } else {
-                gated[i] = q8_mul_unfused(q8_mul_unfused(h[i], 0.5f), s);
+                gated[i] = reset;
             }
         }
         if (!p->linear_before_reset) {
@@ -118,15 +241,15 @@ static void gru_direction(const q8_gru_f32_params *p, int32_t d, int reverse,
                            zrh + 2 * hs, 1);
         }
         for (i = 0; i < hs; i++) {
-            float xz = zrh[i], xh = zrh[2 * hs + i], z;
+            float bias_z = 0.0f, bias_h = 0.0f, z;
             if (b != NULL) {
-                xz = (float)(xz + (float)(b[i] + b[3 * hs + i]));
-                xh = (float)(xh + (p->linear_before_reset ? b[2 * hs + i]
-                                                          : (float)(b[2 * hs + i] + b[5 * hs + i])));
+                bias_z = (float)(b[i] + b[3 * hs + i]);
+                bias_h = p->linear_before_reset ? b[2 * hs + i]
+                                                : (float)(b[2 * hs + i] + b[5 * hs + i]);
             }
-            z = q8_mlas_logistic(xz);
-            h[i] = (float)(q8_mul_unfused((float)(1.0f - z), gru_tanh_ratio(gru_clip(xh, 10.0f))) +
-                           q8_mul_unfused(z, h[i]));
+            z = rnn_activate(f, rnn_clip_bias(zrh[i], b != NULL ? &bias_z : NULL, p->clip));
+            h[i] = rnn_gate_output(g, rnn_clip_bias(zrh[2 * hs + i], b != NULL ? &bias_h : NULL,
+                                                    p->clip), z, h[i]);
         }
         if (y != NULL) {
             for (i = 0; i < hs; i++) {
@@ -168,9 +291,9 @@ void q8_gru_f32_h(const q8_gru_f32_params *params, const float *Q8_RESTRICT inpu
 
 /*
  * LSTM (deep_cpu_lstm.cc, uni_directional_lstm.cc), W and R pre-packed as for GRU. Per
- * step: g = x W^T (beta 0); g += h R^T (beta 1); g += f32(Wb + Rb) per gate;
- * i, o, f = MLAS logistic; c~ = MLAS tanh; C = f32(f32(C * f) + f32(i * c~));
- * h = f32(MLAS tanh(C) * o).
+ * step: g = x W^T (beta 0); g += h R^T (beta 1); g += f32(Wb + Rb) per gate, clamped to
+ * [-clip, clip]; i, o, f = f (MLAS logistic by default); c~ = g (MLAS tanh);
+ * C = f32(f32(C * f) + f32(i * c~)); h = f32(h(C) * o) (MLAS tanh).
  */
 static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
                            const float *input, float *y, int32_t y_step, float *y_h,
@@ -180,6 +303,12 @@ static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
     const float *w = p->w + (size_t)d * 4u * (size_t)hs * (size_t)in;
     const float *r = p->r + (size_t)d * 4u * (size_t)hs * (size_t)hs;
     const float *b = p->b != NULL ? p->b + (size_t)d * 8u * (size_t)hs : NULL;
+    const q8_rnn_activation gates = rnn_activation_at(p->activations, p->alphas, p->betas, 3 * d);
+    const q8_rnn_activation block =
+        rnn_activation_at(p->activations, p->alphas, p->betas, 3 * d + 1);
+    const q8_rnn_activation memory =
+        rnn_activation_at(p->activations, p->alphas, p->betas, 3 * d + 2);
+    const q8_rnn_activation *act_f = &gates, *act_g = &block, *act_h = &memory;
     float *g = scratch, *h = scratch + 4 * hs, *c = scratch + 5 * hs;
     int32_t step, i;
     for (i = 0; i < hs; i++) {
@@ -191,18 +320,17 @@ static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
         const int32_t t = reverse ? p->seq_length - 1 - step : step;
         packed_product(input + (size_t)t * (size_t)in, w, 4 * hs, in, g, 0);
         packed_product(h, r, 4 * hs, hs, g, 1);
-        if (b != NULL) {
-            for (i = 0; i < 4 * hs; i++) {
-                g[i] = (float)(g[i] + (float)(b[i] + b[4 * hs + i]));
-            }
+        for (i = 0; i < 4 * hs; i++) {
+            const float bias = b != NULL ? (float)(b[i] + b[4 * hs + i]) : 0.0f;
+            g[i] = rnn_clip_bias(g[i], b != NULL ? &bias : NULL, p->clip);
         }
         for (i = 0; i < hs; i++) {
-            const float in_gate = q8_mlas_logistic(g[i]);
-            const float out_gate = q8_mlas_logistic(g[hs + i]);
-            const float forget = q8_mlas_logistic(g[2 * hs + i]);
-            const float cell = q8_mlas_tanh(g[3 * hs + i]);
+            const float in_gate = rnn_activate(act_f, g[i]);
+            const float out_gate = rnn_activate(act_f, g[hs + i]);
+            const float forget = rnn_activate(act_f, g[2 * hs + i]);
+            const float cell = rnn_activate(act_g, g[3 * hs + i]);
             c[i] = (float)(q8_mul_unfused(c[i], forget) + q8_mul_unfused(in_gate, cell));
-            h[i] = q8_mul_unfused(q8_mlas_tanh(c[i]), out_gate);
+            h[i] = rnn_gate_merge(act_h, c[i], out_gate);
         }
         if (y != NULL) {
             for (i = 0; i < hs; i++) {

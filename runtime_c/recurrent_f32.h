@@ -1,11 +1,23 @@
-/* recurrent_f32.h - GRU on float32 (layout 0, batch 1), in ONNX Runtime's order
- * (recurrent_f32.c). */
+/* recurrent_f32.h - GRU and LSTM on float32 (layout 0, batch 1), in ONNX Runtime's
+ * order (recurrent_f32.c). */
 #ifndef Q8_RECURRENT_F32_H
 #define Q8_RECURRENT_F32_H
 
 #include <stdint.h>
 
 #include "q8_runtime.h"
+
+/* An activation of ORT's DeepCPU recurrent kernels (rnn_helpers.cc), by ONNX name. */
+enum {
+    Q8_RNN_SIGMOID,
+    Q8_RNN_TANH,
+    Q8_RNN_RELU,
+    Q8_RNN_AFFINE,
+    Q8_RNN_LEAKYRELU,
+    Q8_RNN_THRESHOLDEDRELU,
+    Q8_RNN_HARDSIGMOID,
+    Q8_RNN_SOFTSIGN
+};
 
 typedef struct {
     int32_t seq_length;
@@ -18,6 +30,10 @@ typedef struct {
     const float *r;              /* [directions][3 * hidden][hidden] */
     const float *b;              /* [directions][6 * hidden] (Wb z r h, Rb z r h) or NULL */
     const float *initial_h;      /* [directions][hidden] or NULL (zeros) */
+    float clip;                  /* the clip attribute; FLT_MAX without it, as in ORT */
+    const int32_t *activations;  /* [directions][2] Q8_RNN_*: f (z, r), g (h) */
+    const float *alphas;         /* [directions][2] their alpha and beta */
+    const float *betas;
 } q8_gru_f32_params;
 
 /* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h: [directions][1][hidden]. */
@@ -39,6 +55,10 @@ typedef struct {
     const float *b;         /* [directions][8 * hidden] (Wb i o f c, Rb i o f c) or NULL */
     const float *initial_h; /* [directions][hidden] or NULL (zeros) */
     const float *initial_c; /* [directions][hidden] or NULL (zeros) */
+    float clip;             /* the clip attribute; FLT_MAX without it, as in ORT */
+    const int32_t *activations; /* [directions][3] Q8_RNN_*: f (i, o, f), g (c~), h (C) */
+    const float *alphas;        /* [directions][3] their alpha and beta */
+    const float *betas;
 } q8_lstm_f32_params;
 
 /* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h, y_c:

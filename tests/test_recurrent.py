@@ -94,10 +94,37 @@ def refused(model: onnx.ModelProto) -> str:
     return str(info.value)
 
 
+# (f, g) per direction, with alphas and betas: every activation ORT takes without exp,
+# in every role (ORT's special Sigmoid, Tanh and Relu gate functions and its scalar ones).
+GRU_ACTIVATIONS = [
+    (["Relu", "Tanh"], [], []),
+    (["Sigmoid", "Relu"], [], []),
+    (["Tanh", "Sigmoid"], [], []),
+    (["HardSigmoid", "Softsign"], [0.3], [0.4]),
+    (["LeakyRelu", "Affine"], [0.1, 0.5], [0.2]),
+    (["Sigmoid", "ThresholdedRelu"], [0.2], []),
+    (["Affine", "LeakyRelu"], [], []),  # ORT's defaults where no alpha/beta is left
+]
+
+
+@pytest.mark.parametrize("case", range(len(GRU_ACTIVATIONS)))
+@pytest.mark.parametrize("lbr", [0, 1])
+def test_gru_activations_and_clip(case: int, lbr: int) -> None:
+    names, alphas, betas = GRU_ACTIVATIONS[case]
+    attrs: dict[str, Any] = {"activations": names + names[::-1], "clip": 1.5 + case}
+    if alphas:
+        attrs["activation_alpha"] = alphas * 2
+    if betas:
+        attrs["activation_beta"] = betas * 2
+    model = gru_model(400 + case, direction="bidirectional", lbr=lbr, seq=7, input_size=10,
+                      hidden=6, bias=case % 2 == 0, **attrs)
+    report = codegen.verify(model, samples=2, seed=case, cflags=SANITIZE)
+    assert report.ok, (names, report.outputs)
+
+
 def test_gru_refusals() -> None:
-    assert "clip" in refused(gru_model(0, clip=3.0))
-    assert "activations" in refused(gru_model(0, direction="forward",
-                                              activations=["Relu", "Tanh"]))
+    message = refused(gru_model(0, direction="forward", activations=["Elu", "Tanh"]))
+    assert "node 'gru'" in message and "elu" in message and "exp" in message
     assert "batch of 2" in refused(gru_model(0, batch=2))
     assert "layout 1" in refused(gru_model(0, layout=1))
 
@@ -117,9 +144,9 @@ def test_gru_computed_weights_refused() -> None:
     assert "node 'gru'" in message and "pre-packs" in message
 
 
-def lstm_model(seed: int, outputs: tuple[str, ...]) -> onnx.ModelProto:
+def lstm_model(seed: int, outputs: tuple[str, ...], **attrs: Any) -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
-    direction = DIRECTIONS[seed % 3]
+    direction = attrs.pop("direction", DIRECTIONS[seed % 3])
     nd = 2 if direction == "bidirectional" else 1
     seq, size = int(rng.integers(1, 30)), int(rng.choice([1, 3, 10, 40, 300]))
     hidden = int(rng.choice([1, 2, 5, 8, 16, 33]))
@@ -133,7 +160,7 @@ def lstm_model(seed: int, outputs: tuple[str, ...]) -> onnx.ModelProto:
             inits[name] = rng.normal(0, 0.5, shape).astype(F32)
             names[index] = name
     node = helper.make_node("LSTM", names, list(outputs), name="lstm", hidden_size=hidden,
-                            direction=direction)
+                            direction=direction, **attrs)
     return graph_model([node], {"x": ("float32", [seq, 1, size])},
                        {n: "float32" for n in outputs if n}, inits, opset=14)
 
@@ -149,14 +176,38 @@ def test_lstm_matches_ort(seed: int) -> None:
     assert report.ok, report.outputs
 
 
+# (f, g, h) with alphas and betas.
+LSTM_ACTIVATIONS = [
+    (["Relu", "Tanh", "Sigmoid"], [], []),
+    (["Sigmoid", "Relu", "Relu"], [], []),
+    (["HardSigmoid", "Softsign", "Affine"], [0.25, 0.8], [0.45, -0.1]),
+    (["Tanh", "LeakyRelu", "ThresholdedRelu"], [0.05, 0.3], []),
+    (["Sigmoid", "Tanh", "Tanh"], [], []),
+]
+
+
+@pytest.mark.parametrize("case", range(len(LSTM_ACTIVATIONS)))
+def test_lstm_activations_and_clip(case: int) -> None:
+    names, alphas, betas = LSTM_ACTIVATIONS[case]
+    attrs: dict[str, Any] = {"activations": names * 2, "clip": 0.5 + case,
+                             "direction": "bidirectional"}
+    if alphas:
+        attrs["activation_alpha"] = alphas * 2
+    if betas:
+        attrs["activation_beta"] = betas * 2
+    model = lstm_model(500 + case, ("y", "y_h", "y_c"), **attrs)
+    report = codegen.verify(model, samples=2, seed=case, cflags=SANITIZE)
+    assert report.ok, (names, report.outputs)
+
+
 def test_lstm_refusals() -> None:
     model = lstm_model(300, ("y",))
     node = model.graph.node[0]
     node.attribute.append(helper.make_attribute("input_forget", 1))
     assert "input_forget" in refused(model)
-    model = lstm_model(300, ("y",))
-    model.graph.node[0].attribute.append(helper.make_attribute("clip", 2.0))
-    assert "clip" in refused(model)
+    model = lstm_model(300, ("y",), direction="forward",
+                       activations=["Sigmoid", "Softplus", "Tanh"])
+    assert "softplus" in refused(model)
 
 
 CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
@@ -167,7 +218,12 @@ CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-ar
 def test_recurrent_in_qemu(board: str) -> None:
     """The same bits from soft float (cortex-m0plus) and the FPU (cortex-m4f)."""
     for model in (gru_model(7, "both", seq=6, input_size=10, hidden=8, lbr=0),
-                  lstm_model(302, ("y", "y_h", "y_c"))):
+                  gru_model(8, "both", seq=5, input_size=4, hidden=5, lbr=1, clip=1.0,
+                            direction="forward", activations=["HardSigmoid", "Softsign"]),
+                  lstm_model(302, ("y", "y_h", "y_c")),
+                  lstm_model(303, ("y",), direction="forward", clip=0.7,
+                             activations=["Relu", "Affine", "LeakyRelu"],
+                             activation_alpha=[0.5, 0.1], activation_beta=[0.2])):
         report = codegen.verify(model, board=board, samples=1)
         assert report.ok, report.outputs
 

@@ -2,12 +2,15 @@
 DequantizeLinear -> (Transpose) -> GRU -> ... -> QuantizeLinear runs ORT's DeepCPU GRU
 (deep_cpu_gru.cc, rnn_helpers.cc), a float island computed here in its order
 (runtime_c/recurrent_f32.c). Supported: layout 0, batch 1, forward, reverse and
-bidirectional, linear_before_reset 0 and 1, the default activations (Sigmoid, Tanh),
-no clip, outputs Y and/or Y_h, initial_h a constant or absent, sequence_lens absent or
-a constant equal to seq_length. W, R and B are float initializers, which ORT pre-packs
-(its packed SGEMM is the arithmetic reproduced); computed weights are refused.
-LSTM likewise (uni_directional_lstm.cc): Y, Y_h, Y_c in any combination, initial_h and
-initial_c constant or absent; refused: peepholes, input_forget, clip, other activations."""
+bidirectional, linear_before_reset 0 and 1, clip, and the activations ORT computes
+without exp, each with its alpha and beta (Sigmoid and Tanh by MLAS and rnn_helpers'
+rational tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, HardSigmoid, Softsign: ORT's own
+gate functions for each), outputs Y and/or Y_h, initial_h a constant or absent,
+sequence_lens absent or a constant equal to seq_length. W, R and B are float
+initializers, which ORT pre-packs (its packed SGEMM is the arithmetic reproduced);
+computed weights are refused. LSTM likewise (uni_directional_lstm.cc): Y, Y_h, Y_c in
+any combination, initial_h and initial_c constant or absent; refused: peepholes,
+input_forget. ScaledTanh, Elu and Softplus (ORT's exp) are refused for both."""
 
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ from numpy.typing import NDArray
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import Graph, Node, Tensor
-from ..program import CArray, CRef, CStruct, KernelCall, Lowered
+from ..program import CArray, CFloat, CRef, CStruct, KernelCall, Lowered
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import attr_int, attr_str, reject_unknown_attrs
+from ._common import attr_float, attr_int, attr_str, reject_unknown_attrs
 from ._float import FLOAT_TYPES, float_input, refuse
 
 F32 = np.float32
@@ -38,6 +41,44 @@ class RecurrentShape:
     hidden_size: int
     directions: int
     reverse: bool
+    activations: tuple[tuple[int, float, float], ...]  # (Q8_RNN_* kind, alpha, beta)
+    clip: float
+
+
+# runtime_c/recurrent_f32.h's Q8_RNN_* values, by ONNX name (lower case, as ORT compares).
+ACTIVATION_KINDS = {"sigmoid": 0, "tanh": 1, "relu": 2, "affine": 3, "leakyrelu": 4,
+                    "thresholdedrelu": 5, "hardsigmoid": 6, "softsign": 7}
+# ORT's NameToArgUsageMap and NameToArgDefaultsMap: which take alpha and beta, and their
+# defaults (0 otherwise).
+ACTIVATION_ARGS = {"affine": (True, True), "leakyrelu": (True, False),
+                   "thresholdedrelu": (True, False), "scaledtanh": (True, True),
+                   "hardsigmoid": (True, True), "elu": (True, False)}
+ACTIVATION_DEFAULTS = {"leakyrelu": (0.01, 0.0), "hardsigmoid": (0.2, 0.5), "elu": (1.0, 0.0)}
+# ORT computes these with the C library's exp (ScaledTanh through its own sigmoid).
+EXP_ACTIVATIONS = ("scaledtanh", "elu", "softplus")
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def parse_activations(node: Node, names: Sequence[str]
+                      ) -> tuple[tuple[int, float, float], ...]:
+    """Each activation's kind, alpha and beta, taking activation_alpha and
+    activation_beta in order for the functions that use them, as ORT does."""
+    alphas = [float(a) for a in node.attrs.get("activation_alpha", [])]
+    betas = [float(b) for b in node.attrs.get("activation_beta", [])]
+    parsed = []
+    for name in names:
+        if name in EXP_ACTIVATIONS:
+            raise UnsupportedError(f"{node.describe()}: activation {name}: ONNX Runtime "
+                                   "computes it with the C library's exp, which is not "
+                                   "reproduced")
+        if name not in ACTIVATION_KINDS:
+            raise ModelError(f"{node.describe()}: activation '{name}' is not one of ONNX's")
+        needs_alpha, needs_beta = ACTIVATION_ARGS.get(name, (False, False))
+        default_alpha, default_beta = ACTIVATION_DEFAULTS.get(name, (0.0, 0.0))
+        alpha = (alphas.pop(0) if alphas else default_alpha) if needs_alpha else 0.0
+        beta = (betas.pop(0) if betas else default_beta) if needs_beta else 0.0
+        parsed.append((ACTIVATION_KINDS[name], float(F32(alpha)), float(F32(beta))))
+    return tuple(parsed)
 
 
 @dataclass(frozen=True)
@@ -71,12 +112,9 @@ def float_constant(node: Node, graph: Graph, index: int, what: str,
 def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[str],
                     initial_states: Sequence[tuple[int, str]]) -> RecurrentShape:
     """Checks the attributes and inputs that GRU (3 gates) and LSTM (4 gates) share:
-    ORT's DeepCPU arithmetic is reproduced for the default activations, no clip, layout 0,
-    batch 1, constant weights and constant (or absent) initial states."""
-    if "clip" in node.attrs or "activation_alpha" in node.attrs or \
-            "activation_beta" in node.attrs:
-        raise UnsupportedError(f"{node.describe()}: clip and activation_alpha/beta are not "
-                               "supported (ORT's arithmetic for them is not reproduced)")
+    ORT's DeepCPU arithmetic is reproduced for layout 0, batch 1, constant weights and
+    constant (or absent) initial states, clip, and every activation but the three ORT
+    computes with exp."""
     if attr_int(node, "layout", 0) != 0:
         raise UnsupportedError(f"{node.describe()}: layout 1 is not supported")
     direction = attr_str(node, "direction", "forward")
@@ -84,10 +122,14 @@ def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[
         raise ModelError(f"{node.describe()}: direction '{direction}'")
     nd = DIRECTIONS[direction]
     given = node.attrs.get("activations")
-    if given is not None and [str(a).lower() for a in given] != list(activations) * nd:
-        default = ", ".join(a.capitalize() for a in activations)
-        raise UnsupportedError(f"{node.describe()}: activations {list(given)}; only the "
-                               f"default ({default}) is supported")
+    names = [str(a).lower() for a in given] if given is not None else list(activations) * nd
+    if len(names) != len(activations) * nd:
+        raise ModelError(f"{node.describe()}: {len(names)} activations; expected "
+                         f"{len(activations) * nd}")
+    parsed = parse_activations(node, names)
+    clip = attr_float(node, "clip", FLT_MAX)
+    if not clip > 0.0:
+        raise ModelError(f"{node.describe()}: clip {clip} must be positive")
     x = float_input(node, graph, 0, "X")
     if len(x.shape) != 3:
         raise ModelError(f"{node.describe()}: X must be 3-D")
@@ -112,7 +154,8 @@ def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[
                 raise UnsupportedError(f"{node.describe()}: {what} '{node.inputs[index]}' "
                                        "must be a constant")
             float_constant(node, graph, index, what, (nd, 1, hidden))
-    return RecurrentShape(seq, input_size, hidden, nd, direction == "reverse")
+    return RecurrentShape(seq, input_size, hidden, nd, direction == "reverse", parsed,
+                          float(F32(clip)))
 
 
 def recurrent_outputs(node: Node, shape: RecurrentShape, count: int) -> list[Tensor]:
@@ -150,6 +193,18 @@ def constant_arrays(node: Node, graph: Graph,
     return arrays, fields
 
 
+def activation_arrays(spec: RecurrentShape) -> tuple[CArray, ...]:
+    """The activations' kinds, alphas and betas, [directions][functions] each."""
+    kinds, alphas, betas = zip(*spec.activations, strict=True)
+    return (CArray("activations", "int32_t", np.array(kinds, np.int32)),
+            CArray("alphas", "float", np.array(alphas, F32)),
+            CArray("betas", "float", np.array(betas, F32)))
+
+
+ACTIVATION_FIELDS = (("activations", CRef("activations")), ("alphas", CRef("alphas")),
+                     ("betas", CRef("betas")))
+
+
 def lower_gru(node: Node, graph: Graph, spec: object,
               options: LoweringOptions) -> Sequence[Lowered]:
     assert isinstance(spec, GruSpec)
@@ -158,14 +213,16 @@ def lower_gru(node: Node, graph: Graph, spec: object,
     params = CStruct("q8_gru_f32_params", (
         ("seq_length", spec.seq_length), ("input_size", spec.input_size), ("hidden_size", h),
         ("directions", nd), ("reverse", int(spec.reverse)),
-        ("linear_before_reset", int(spec.linear_before_reset)), *fields))
+        ("linear_before_reset", int(spec.linear_before_reset)), *fields,
+        ("clip", CFloat(spec.clip)), *ACTIVATION_FIELDS))
     y = node.outputs[0] if len(node.outputs) > 0 and node.outputs[0] else None
     y_h = node.outputs[1] if len(node.outputs) > 1 and node.outputs[1] else None
     function = "q8_gru_f32" if y and y_h else "q8_gru_f32_y" if y else "q8_gru_f32_h"
     outs = tuple(n for n in (y, y_h) if n)
     macs = spec.seq_length * nd * 3 * h * (spec.input_size + h)
-    return [KernelCall(function, node.name, (node.inputs[0],), outs, params, arrays,
-                       SOURCES, macs, scratch_bytes=4 * 6 * h)]
+    return [KernelCall(function, node.name, (node.inputs[0],), outs, params,
+                       arrays + activation_arrays(spec), SOURCES, macs,
+                       scratch_bytes=4 * 6 * h)]
 
 
 register(OpDef("GRU", "", infer_gru, lower_gru, versions=(7, 14, 22), data_dtypes=FLOAT_TYPES,
@@ -196,14 +253,16 @@ def lower_lstm(node: Node, graph: Graph, spec: object,
                                                    6: "initial_c"})
     params = CStruct("q8_lstm_f32_params", (
         ("seq_length", spec.seq_length), ("input_size", spec.input_size), ("hidden_size", h),
-        ("directions", nd), ("reverse", int(spec.reverse)), *fields))
+        ("directions", nd), ("reverse", int(spec.reverse)), *fields,
+        ("clip", CFloat(spec.clip)), *ACTIVATION_FIELDS))
     used = [(letter, name) for letter, name in zip(LSTM_OUTPUTS, node.outputs, strict=False)
             if name]
     suffix = "".join(letter for letter, _ in used)
     function = "q8_lstm_f32" if suffix == "yhc" else f"q8_lstm_f32_{suffix}"
     macs = spec.seq_length * nd * 4 * h * (spec.input_size + h)
     return [KernelCall(function, node.name, (node.inputs[0],), tuple(n for _, n in used),
-                       params, arrays, SOURCES, macs, scratch_bytes=4 * 6 * h)]
+                       params, arrays + activation_arrays(spec), SOURCES, macs,
+                       scratch_bytes=4 * 6 * h)]
 
 
 register(OpDef("LSTM", "", infer_lstm, lower_lstm, versions=(7, 14, 22),
