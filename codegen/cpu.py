@@ -223,11 +223,13 @@ FAMILIES = (
         "ORT calls the C library's logf, and other C libraries (or glibc before 2.28) may "
         "round some logarithms otherwise", "glibc"),
     KernelFamily(
-        "glibc-powf-fma", frozenset({("", "Pow")}),
-        "Pow node(s)", "glibc's powf (2.28 and later) as its FMA build computes it",
-        "ORT calls the C library's powf: glibc's build for CPUs without FMA and AVX2, other "
-        "C libraries and glibc before 2.28 round some powers otherwise", "glibc-fma",
-        covers=lambda node, graph: _pow_calls_powf(node, graph)),
+        "glibc-fma", frozenset({("", "Pow"), ("", "GRU"), ("", "LSTM")}),
+        "Pow/GRU/LSTM node(s)", "glibc's powf and expf (2.28 and later) as its FMA build "
+        "computes them",
+        "ORT calls the C library's powf (Pow) and expf (Elu, Softplus, ScaledTanh "
+        "activations): glibc's build for CPUs without FMA and AVX2, other C libraries and "
+        "glibc before 2.28 round some of them otherwise", "glibc-fma",
+        covers=lambda node, graph: _calls_glibc_fma(node, graph)),
     KernelFamily(
         "fma3-activations",
         frozenset({("", "Sigmoid"), ("", "Tanh"), ("", "Erf"), ("", "GRU"), ("", "LSTM"),
@@ -302,8 +304,12 @@ def _summation_order(node: Node, graph: Graph) -> str:
     return summation_order(node, graph)
 
 
-def _pow_calls_powf(node: Node, graph: Graph) -> bool:
-    """Pow by an exponent ORT does not square or cube (a table's Pow: assumed so)."""
+def _calls_glibc_fma(node: Node, graph: Graph) -> bool:
+    """Pow by an exponent ORT does not square or cube (a table's Pow: assumed so), or a
+    GRU/LSTM with an activation ORT computes with expf."""
+    if node.op_type in ("GRU", "LSTM"):
+        from .ops.recurrent import EXP_ACTIVATIONS  # the operator module owns the list
+        return any(str(a).lower() in EXP_ACTIVATIONS for a in node.attrs.get("activations", ()))
     if node.op_type != "Pow":
         return True
     value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None

@@ -25,6 +25,7 @@
 
 #include "q8_arith.h"
 #include "q8_float.h"
+#include "q8_libm.h"
 #include "q8_runtime.h"
 #include "q8_softfloat.h"
 #include "recurrent_f32.h"
@@ -109,8 +110,19 @@ Q8_INLINE float rnn_clip_bias(float x, const float *bias, float clip)
     return x < -clip ? -clip : x;
 }
 
+/* rnn_activation_functors.h's Sigmoid, by the C library's expf (through ScaledTanh). */
+static float rnn_exp_sigmoid(float x)
+{
+    float e;
+    if (x >= 0.0f) {
+        return (float)(1.0f / (float)(1.0f + q8_glibc_expf(-x)));
+    }
+    e = q8_glibc_expf(x);
+    return (float)(e / (float)(1.0f + e));
+}
+
 /* The scalar activations of rnn_activation_functors.h (the "composed" gate functions). */
-Q8_INLINE float rnn_scalar(const q8_rnn_activation *a, float x)
+static float rnn_scalar(const q8_rnn_activation *a, float x)
 {
     switch (a->kind) {
     case Q8_RNN_AFFINE:
@@ -124,8 +136,17 @@ Q8_INLINE float rnn_scalar(const q8_rnn_activation *a, float x)
         const float lower = 0.0f < v ? v : 0.0f;
         return lower < 1.0f ? lower : 1.0f;
     }
-    default: /* Q8_RNN_SOFTSIGN */
+    case Q8_RNN_SOFTSIGN:
         return (float)(x / (float)(1.0f + fabsf(x)));
+    case Q8_RNN_SCALEDTANH: /* alpha * (2 * sigmoid(2 * beta * x) - 1) */
+        return q8_mul_unfused(a->alpha, (float)(q8_mul_unfused(2.0f, rnn_exp_sigmoid(
+            q8_mul_unfused(2.0f, q8_mul_unfused(a->beta, x)))) - 1.0f));
+    case Q8_RNN_ELU:
+        return x >= 0.0f ? x : q8_mul_unfused(a->alpha, (float)(q8_glibc_expf(x) - 1.0f));
+    case Q8_RNN_SOFTPLUS:
+        return q8_glibc_logf((float)(1.0f + q8_glibc_expf(x)));
+    default:
+        return x;
     }
 }
 
@@ -136,7 +157,7 @@ Q8_INLINE float rnn_relu(float x)
 }
 
 /* ActivationFuncByName: an activation applied in place (LSTM's gates, GRU's z). */
-Q8_INLINE float rnn_activate(const q8_rnn_activation *a, float x)
+static float rnn_activate(const q8_rnn_activation *a, float x)
 {
     switch (a->kind) {
     case Q8_RNN_SIGMOID:
@@ -151,7 +172,7 @@ Q8_INLINE float rnn_activate(const q8_rnn_activation *a, float x)
 }
 
 /* GruResetGateFuncByName: gate * f(x). */
-Q8_INLINE float rnn_gate_reset(const q8_rnn_activation *a, float gate, float x)
+static float rnn_gate_reset(const q8_rnn_activation *a, float gate, float x)
 {
     switch (a->kind) {
     case Q8_RNN_SIGMOID:
@@ -168,7 +189,7 @@ Q8_INLINE float rnn_gate_reset(const q8_rnn_activation *a, float gate, float x)
 }
 
 /* GruOutputGateFuncByName: (1 - z) * g(x) + z * h. */
-Q8_INLINE float rnn_gate_output(const q8_rnn_activation *a, float x, float z, float h)
+static float rnn_gate_output(const q8_rnn_activation *a, float x, float z, float h)
 {
     const float keep = (float)(1.0f - z), carried = q8_mul_unfused(z, h);
     float value;
@@ -192,7 +213,7 @@ Q8_INLINE float rnn_gate_output(const q8_rnn_activation *a, float x, float z, fl
 }
 
 /* LstmMergeGatesFuncByName: o * h(C). */
-Q8_INLINE float rnn_gate_merge(const q8_rnn_activation *a, float cell, float out_gate)
+static float rnn_gate_merge(const q8_rnn_activation *a, float cell, float out_gate)
 {
     return q8_mul_unfused(rnn_activate(a, cell), out_gate);
 }

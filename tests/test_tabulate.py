@@ -269,7 +269,7 @@ def test_mlas_exp_matches_ort_on_many_floats() -> None:
     assert same.all(), x[~same]
 
 
-@pytest.mark.ort_kernels("glibc-powf-fma")
+@pytest.mark.ort_kernels("glibc-fma")
 def test_glibc_powf_matches_ort_on_many_floats() -> None:
     """The powf port (codegen/glibc_math.py) against ORT's Pow, bit for bit, for several
     exponents: ordinary and subnormal bases, negative bases (NaN, or a sign for odd

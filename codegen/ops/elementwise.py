@@ -266,7 +266,7 @@ def lower_float_pow(node: Node, graph: Graph, spec: object,
     params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(exponent)),
                                              ("beta", CFloat(0.0))))
     return [KernelCall("q8_pow_f32", node.name, (x.name,), (y.name,), params, (),
-                       ("activation_f32.c",))]
+                       ("activation_f32.c", "libm.c"))]
 
 
 def _prelu(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:

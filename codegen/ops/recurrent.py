@@ -2,15 +2,15 @@
 DequantizeLinear -> (Transpose) -> GRU -> ... -> QuantizeLinear runs ORT's DeepCPU GRU
 (deep_cpu_gru.cc, rnn_helpers.cc), a float island computed here in its order
 (runtime_c/recurrent_f32.c). Supported: layout 0, batch 1, forward, reverse and
-bidirectional, linear_before_reset 0 and 1, clip, and the activations ORT computes
-without exp, each with its alpha and beta (Sigmoid and Tanh by MLAS and rnn_helpers'
-rational tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, HardSigmoid, Softsign: ORT's own
-gate functions for each), outputs Y and/or Y_h, initial_h a constant or absent,
-sequence_lens absent or a constant equal to seq_length. W, R and B are float
-initializers, which ORT pre-packs (its packed SGEMM is the arithmetic reproduced);
-computed weights are refused. LSTM likewise (uni_directional_lstm.cc): Y, Y_h, Y_c in
-any combination, initial_h and initial_c constant or absent; refused: peepholes,
-input_forget. ScaledTanh, Elu and Softplus (ORT's exp) are refused for both."""
+bidirectional, linear_before_reset 0 and 1, clip, and every activation ORT supports,
+each with its alpha and beta (Sigmoid and Tanh by MLAS and rnn_helpers' rational tanh,
+Relu, Affine, LeakyRelu, ThresholdedRelu, HardSigmoid, Softsign, and ScaledTanh, Elu,
+Softplus by glibc's expf and logf: ORT's own gate functions for each), outputs Y
+and/or Y_h, initial_h a constant or absent, sequence_lens absent or a constant equal to
+seq_length. W, R and B are float initializers, which ORT pre-packs (its packed SGEMM is
+the arithmetic reproduced); computed weights are refused. LSTM likewise
+(uni_directional_lstm.cc): Y, Y_h, Y_c in any combination, initial_h and initial_c
+constant or absent; refused: peepholes, input_forget."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from ._common import attr_float, attr_int, attr_str, reject_unknown_attrs
 from ._float import FLOAT_TYPES, float_input, refuse
 
 F32 = np.float32
-SOURCES = ("recurrent_f32.c",)
+SOURCES = ("recurrent_f32.c", "libm.c")
 DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 
 
@@ -47,15 +47,17 @@ class RecurrentShape:
 
 # runtime_c/recurrent_f32.h's Q8_RNN_* values, by ONNX name (lower case, as ORT compares).
 ACTIVATION_KINDS = {"sigmoid": 0, "tanh": 1, "relu": 2, "affine": 3, "leakyrelu": 4,
-                    "thresholdedrelu": 5, "hardsigmoid": 6, "softsign": 7}
+                    "thresholdedrelu": 5, "hardsigmoid": 6, "softsign": 7, "scaledtanh": 8,
+                    "elu": 9, "softplus": 10}
 # ORT's NameToArgUsageMap and NameToArgDefaultsMap: which take alpha and beta, and their
 # defaults (0 otherwise).
 ACTIVATION_ARGS = {"affine": (True, True), "leakyrelu": (True, False),
                    "thresholdedrelu": (True, False), "scaledtanh": (True, True),
                    "hardsigmoid": (True, True), "elu": (True, False)}
 ACTIVATION_DEFAULTS = {"leakyrelu": (0.01, 0.0), "hardsigmoid": (0.2, 0.5), "elu": (1.0, 0.0)}
-# ORT computes these with the C library's exp (ScaledTanh through its own sigmoid).
-EXP_ACTIVATIONS = ("scaledtanh", "elu", "softplus")
+# ORT computes these with the C library's expf (and Softplus with its logf), reproduced
+# as glibc computes them (runtime_c/q8_libm.h); ScaledTanh through ORT's own sigmoid.
+EXP_ACTIVATIONS = frozenset({"scaledtanh", "elu", "softplus"})
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
@@ -67,10 +69,6 @@ def parse_activations(node: Node, names: Sequence[str]
     betas = [float(b) for b in node.attrs.get("activation_beta", [])]
     parsed = []
     for name in names:
-        if name in EXP_ACTIVATIONS:
-            raise UnsupportedError(f"{node.describe()}: activation {name}: ONNX Runtime "
-                                   "computes it with the C library's exp, which is not "
-                                   "reproduced")
         if name not in ACTIVATION_KINDS:
             raise ModelError(f"{node.describe()}: activation '{name}' is not one of ONNX's")
         needs_alpha, needs_beta = ACTIVATION_ARGS.get(name, (False, False))

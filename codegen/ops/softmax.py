@@ -124,7 +124,7 @@ def lower_float_softmax(node: Node, graph: Graph, spec: object,
                                                ("inner", layout[2])))
     function = "q8_logsoftmax_f32" if node.op_type == "LogSoftmax" else "q8_softmax_f32"
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
-                       ("softmax_f32.c",))]
+                       ("softmax_f32.c", "libm.c"))]
 
 
 register(OpDef("Softmax", "", infer_float_unary, lower_float_softmax, versions=(1, 11, 13),

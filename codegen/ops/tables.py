@@ -132,7 +132,7 @@ def lower_float_activation(node: Node, graph: Graph, spec: object,
                 "LeakyRelu": "q8_leakyrelu_f32", "HardSigmoid": "q8_hardsigmoid_f32",
                 "HardSwish": "q8_hardswish_f32"}[node.op_type]
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
-                       ("activation_f32.c",))]
+                       ("activation_f32.c", "libm.c"))]
 
 
 def _sigmoid_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:

@@ -1,9 +1,11 @@
 /*
  * libm_check.c - runtime_c/q8_libm.h against the host's C library (glibc 2.28+):
  * the integer double FMA against fma() on random, cancelling and subnormal operands;
- * q8_glibc_logf against logf and q8_glibc_powf against powf on a sweep of float bit
+ * q8_glibc_logf, q8_glibc_powf and q8_glibc_expf against logf, powf and expf on a sweep
+ * of float bit
  * patterns. Prints "name count-of-differences" per check.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +46,7 @@ static int same_f32(float a, float b)
 int main(void)
 {
     const float exponents[] = {0.5f, -2.2f, 1.7f, -0.5f, 7.3f, 0.1f};
-    long i, fma_bad = 0, logf_bad = 0, powf_bad = 0;
+    long i, fma_bad = 0, logf_bad = 0, powf_bad = 0, expf_bad = 0;
     uint32_t bits;
     size_t e;
     for (i = 0; i < 3000000L; i++) {
@@ -63,10 +65,11 @@ int main(void)
         float x;
         memcpy(&x, &bits, sizeof x);
         logf_bad += !same_f32(q8_glibc_logf(x), logf(x));
+        expf_bad += !same_f32(q8_glibc_expf(x), expf(x));
         for (e = 0; e < sizeof exponents / sizeof exponents[0]; e++) {
             powf_bad += !same_f32(q8_glibc_powf(x, exponents[e]), powf(x, exponents[e]));
         }
     }
-    printf("fma %ld\nlogf %ld\npowf %ld\n", fma_bad, logf_bad, powf_bad);
+    printf("fma %ld\nlogf %ld\npowf %ld\nexpf %ld\n", fma_bad, logf_bad, powf_bad, expf_bad);
     return 0;
 }
