@@ -4,9 +4,10 @@
     codegen.generate("model.onnx", "out/")               # write the C project
     outputs = codegen.run("model.onnx", {"x": x})        # compile and run it on the host
     report = codegen.verify("model.onnx", samples=10)    # compare with ONNX Runtime
+    codegen.write_runtime("rt/")                         # one runtime for several models
 """
 
-from .api import GenerateResult, convert, generate, run, verify
+from .api import GenerateResult, convert, generate, run, verify, write_runtime
 from .errors import (
     ModelError,
     Onnx2McuError,
@@ -16,10 +17,12 @@ from .errors import (
     ToolchainError,
     UnsupportedError,
 )
+from .interface import Interface
 from .version import __version__
 
 __all__ = [
     "GenerateResult",
+    "Interface",
     "ModelError",
     "Onnx2McuError",
     "OptionError",
@@ -32,4 +35,5 @@ __all__ = [
     "generate",
     "run",
     "verify",
+    "write_runtime",
 ]

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from .boards import Board
 from .build import build_host, run_binary
+from .emitter import emit_shared_runtime
 from .errors import BudgetError, InputDataError, OptionError, OutputError
 from .firmware import (
     Budget,
@@ -22,6 +23,7 @@ from .firmware import (
     measure_budget,
 )
 from .importer import ModelSource
+from .interface import DEFAULT_INTERFACE, Interface, shared_runtime_path
 from .limits import DEFAULT_LIMITS, Limits
 from .pipeline import Generated, Options, generate_sources, resolve_target
 from .project import check_output_dir, write_project
@@ -91,28 +93,40 @@ def _options(board: str, name: str | None, requant: str | None,
              input_shapes: Mapping[str, tuple[int, ...]] | None,
              integer_only: bool = False, qdq_rules: str = "auto",
              weights: str = "auto", native: bool = False,
-             limits: Limits = DEFAULT_LIMITS) -> Options:
+             limits: Limits = DEFAULT_LIMITS, interface: Interface = DEFAULT_INTERFACE) -> Options:
     return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
                    integer_only=integer_only, qdq_rules=qdq_rules, weights=weights,
-                   native=native, limits=limits)
+                   native=native, limits=limits, interface=interface)
 
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
              requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
              force: bool = False, integer_only: bool = False, qdq_rules: str = "auto",
              weights: str = "auto", native: bool = False,
-             budget_check: bool = True, limits: Limits = DEFAULT_LIMITS) -> GenerateResult:
+             budget_check: bool = True, limits: Limits = DEFAULT_LIMITS,
+             interface: Interface = DEFAULT_INTERFACE) -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written). For a
     Cortex-M board, measure its flash and RAM and refuse a model that does not fit."""
     out = Path(out)
     check_output_dir(out, force)  # fail before doing any work
+    if interface.runtime is not None:
+        interface = replace(interface,
+                            runtime=shared_runtime_path(Path(interface.runtime), out))
     gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits))
+                                           qdq_rules, weights, native, limits, interface))
     budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
                           tuple(gen.graph.notes))
+
+
+def write_runtime(out: str | Path, force: bool = False) -> tuple[str, ...]:
+    """Write the shared runtime (every kernel, its version, Make and CMake files for its
+    library) into `out`, atomically. Returns the files written."""
+    files = emit_shared_runtime()
+    write_project(Path(out), files, force=force)
+    return tuple(sorted(files))
 
 
 def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, Any]:
@@ -191,10 +205,11 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                        input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                        per_layer: bool = False, integer_only: bool = False,
                        qdq_rules: str = "auto", weights: str = "auto",
-                       native: bool = False, limits: Limits = DEFAULT_LIMITS) -> CountReport:
+                       native: bool = False, limits: Limits = DEFAULT_LIMITS,
+                       interface: Interface = DEFAULT_INTERFACE) -> CountReport:
     """Instructions the model executes per inference on a Cortex-M board, in QEMU."""
     target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
-                                     qdq_rules, weights, native, limits))
+                                     qdq_rules, weights, native, limits, interface))
     check_counting_board(target.board)
     gen = generate_sources(model, target)
     names = [t.name for t in gen.program.inputs]
@@ -224,13 +239,14 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
            integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
            native: bool = False, count: bool = False, inputs: Mapping[str, Any] | None = None,
-           seed: int = 0, limits: Limits = DEFAULT_LIMITS) -> Report:
+           seed: int = 0, limits: Limits = DEFAULT_LIMITS,
+           interface: Interface = DEFAULT_INTERFACE) -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer."""
     target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
-                                     qdq_rules, weights, native, limits))
+                                     qdq_rules, weights, native, limits, interface))
     if count:
         check_counting_board(target.board)
     gen = generate_sources(model, target)
@@ -256,10 +272,11 @@ def run_model(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "ho
               input_shapes: Mapping[str, tuple[int, ...]] | None = None,
               cflags: Sequence[str] = (), integer_only: bool = False,
               qdq_rules: str = "auto", weights: str = "auto",
-              native: bool = False, limits: Limits = DEFAULT_LIMITS) -> RunResult:
+              native: bool = False, limits: Limits = DEFAULT_LIMITS,
+              interface: Interface = DEFAULT_INTERFACE) -> RunResult:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits))
+                                           qdq_rules, weights, native, limits, interface))
     names = [t.name for t in gen.program.inputs]
     outputs = run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
     return RunResult(outputs, tuple(gen.graph.notes))
@@ -277,11 +294,12 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            progress: Callable[[str], None] | None = None,
            integer_only: bool = False, qdq_rules: str = "auto",
            weights: str = "auto", native: bool = False,
-           limits: Limits = DEFAULT_LIMITS) -> VerifyReport:
+           limits: Limits = DEFAULT_LIMITS,
+           interface: Interface = DEFAULT_INTERFACE) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too."""
     options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
-                               weights, native, limits),
+                               weights, native, limits, interface),
                       expose_intermediates=per_layer)
     gen = generate_sources(model, options)
     report = progress or (lambda message: None)

@@ -1,5 +1,5 @@
 """Command-line interface: onnx2mcu generate | run | verify | inspect | report | convert |
-boards.
+runtime | boards.
 
 Every error a user can cause prints one line and exits with status 2.
 
@@ -34,6 +34,7 @@ from . import api
 from .boards import list_boards
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
+from .interface import ARENA_KINDS, Interface
 from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
 from .pipeline import Options, resolve_target
@@ -103,6 +104,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="weight storage of the fast kernels: int16 runs faster and takes "
                         "twice the bytes (default auto: int16 when it takes at most half the "
                         "board's flash)")
+    p.add_argument("--arena", choices=list(ARENA_KINDS), default="static",
+                   help="static (default): the arena is a static array of the model's .c; "
+                        "caller: every entry point takes your arena as its first argument")
+    p.add_argument("--arena-section", metavar="SECTION",
+                   help="put the static arena in this linker section (e.g. .sram2)")
     _limit_options(p)
 
 
@@ -120,6 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     g.add_argument("--no-budget-check", action="store_true",
                    help="generate even when the model does not fit the board's RAM or flash")
+    g.add_argument("--runtime", metavar="DIR",
+                   help="use the shared runtime in DIR (written by `onnx2mcu runtime`) "
+                        "instead of a runtime/ of the project's own")
+
+    rt = sub.add_parser("runtime", help="write the runtime once, for several models in one "
+                                        "firmware (generate --runtime DIR)")
+    rt.add_argument("-o", "--output", required=True, help="output folder")
+    rt.add_argument("--force", action="store_true", help="replace a non-empty output folder")
 
     r = sub.add_parser("run", help="generate, compile and run on given inputs")
     _common(r)
@@ -251,7 +265,9 @@ def _options(args: argparse.Namespace, counting: bool = False) -> dict[str, Any]
     options = {"board": args.board, "requant": args.requant,
                "input_shapes": _input_shapes(args.input_shape),
                "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
-               "weights": args.weights, "native": args.native, "limits": _limits(args)}
+               "weights": args.weights, "native": args.native, "limits": _limits(args),
+               "interface": Interface(arena=args.arena, arena_section=args.arena_section,
+                                      runtime=getattr(args, "runtime", None))}
     target = resolve_target(Options(**options))
     if counting:
         api.check_counting_board(target.board)
@@ -289,6 +305,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
               f"run in QEMU: make -C {result.out} run (input.bin -> output.bin)")
     else:
         print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
+    return 0
+
+
+def cmd_runtime(args: argparse.Namespace) -> int:
+    files = api.write_runtime(args.output, force=args.force)
+    print(f"wrote {args.output}/ ({len(files)} files): the shared runtime, for models "
+          f"generated with --runtime {args.output}; build its library with "
+          f"make -C {args.output} lib")
     return 0
 
 
@@ -407,6 +431,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "convert": cmd_convert,
     "boards": cmd_boards, "inspect": cmd_inspect, "generate": cmd_generate, "run": cmd_run,
+    "runtime": cmd_runtime,
     "verify": cmd_verify, "report": cmd_report,
 }
 

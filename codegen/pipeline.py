@@ -13,6 +13,7 @@ from .boards import Board, load_board
 from .emitter import emit_project, estimate_source_bytes
 from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
 from .importer import ModelSource, import_model, load_model
+from .interface import DEFAULT_INTERFACE, Interface, check_interface
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
 from .lowering import lower_graph
@@ -57,6 +58,8 @@ class Options:
     native: bool = False
     # Tensor, arena and generated-source sizes over which a model is refused.
     limits: Limits = DEFAULT_LIMITS
+    # Where the arena lives and which runtime the project links (the C interface).
+    interface: Interface = DEFAULT_INTERFACE
 
 
 @dataclass
@@ -125,6 +128,7 @@ def resolve_target(options: Options) -> Target:
     kernels = _choice("--kernels", options.kernels, KERNEL_SETS)
     weights = _choice("--weights", options.weights, WEIGHT_WIDTHS)
     check_qdq_rules(options.qdq_rules)
+    check_interface(options.interface)
     if options.name is not None:
         model_name("", options.name)
     dsp = board.dsp if options.dsp is None else options.dsp
@@ -197,6 +201,7 @@ def _generate_sources(source: ModelSource, target: Target) -> Generated:
     plan = plan_arena(program)
     check_sizes(program, plan, options.limits)
     note = model.graph.name or ""
-    files = emit_project(program, plan, target.board, source_note=note)
+    files = emit_project(program, plan, target.board, source_note=note,
+                         interface=options.interface)
     return Generated(model, graph, program, plan, target.board, files, recipes.rewrites,
                      recipes.qdq_rules)

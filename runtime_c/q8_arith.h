@@ -13,6 +13,8 @@
 #ifndef Q8_ARITH_H
 #define Q8_ARITH_H
 
+#include "q8_names.h"
+
 #include <float.h>
 #include <stdint.h>
 #include <string.h>

@@ -4,6 +4,8 @@
 #ifndef Q8_EIGEN_H
 #define Q8_EIGEN_H
 
+#include "q8_names.h"
+
 #include <stdint.h>
 
 #define Q8_EIGEN_LANES 4

@@ -16,6 +16,8 @@
 #ifndef Q8_LIBM_H
 #define Q8_LIBM_H
 
+#include "q8_names.h"
+
 /* logf(x), powf(x, y) and expf(x) with glibc 2.28+'s algorithms and roundings (powf and
  * expf as its FMA build computes them); runtime_c/libm.c. */
 float q8_glibc_logf(float x);

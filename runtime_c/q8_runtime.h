@@ -12,6 +12,8 @@
 #ifndef Q8_RUNTIME_H
 #define Q8_RUNTIME_H
 
+#include "q8_names.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -44,7 +44,7 @@ INSPECT_TOTAL = re.compile(r"^total: \d+ nodes, (?P<macs>\d+) MACs, (?P<weights>
 CONST_ARRAY = re.compile(r"^static const (\w+) \w+\[(\d+)\] = \{", re.M)
 CONST_UNION = re.compile(r"^static const union \{\n\s+uint64_t align;\n\s+(\w+) v\[(\d+)\];",
                          re.M)
-ARENA = re.compile(r"^\s+uint8_t bytes\[(\d+)\];\n\} arena;", re.M)
+ARENA = re.compile(r"^\s+uint8_t bytes\[(\d+)\];\n\} arena_storage;", re.M)
 CALL = re.compile(r"^\s+(q8_\w+)\(", re.M)
 
 
