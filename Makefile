@@ -35,7 +35,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/run_harness.py $(EXAMPLE) $(DEMO_OUT)
 	$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 20
 	$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 20 --requant int
-	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then \
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null; then \
 		$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 5 --board cortex-m4f; \
 	else \
 		echo "(no arm-none-eabi-gcc/qemu-system-arm: skipping the Cortex-M4F run; make cortex-m-tools)"; \
@@ -50,9 +50,9 @@ pytest: $(VENV)/.installed-test cortex-m-tools
 
 # The Cortex-M cross compiler and QEMU, installed with apt when missing (CI runs as
 # root on Debian). Without apt or root the Cortex-M tests are skipped, loudly.
-CORTEX_M_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+CORTEX_M_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake
 cortex-m-tools:
-	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then \
+	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && command -v cmake >/dev/null; then \
 		exit 0; \
 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		echo "installing $(CORTEX_M_PACKAGES) with apt-get"; \

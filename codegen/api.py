@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from .boards import Board
 from .build import build_host, run_binary
-from .emitter import emit_shared_runtime
+from .emitter import emit_shared_runtime, own_runtime_files
 from .errors import BudgetError, InputDataError, OptionError, OutputError
 from .firmware import (
     Budget,
@@ -82,7 +82,9 @@ def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
                               "generate it anyway")
         return None, ("budget not measured (no arm-none-eabi-gcc): at least "
                       f"{ram} bytes of RAM, {flash} bytes of flash")
-    build = build_firmware(gen.files, gen.name, board, harness=False)
+    # A project on a shared runtime is measured with the kernels it calls, as it links.
+    files = {**own_runtime_files(gen.name, gen.program.sources), **gen.files}
+    build = build_firmware(files, gen.name, board, harness=False)
     budget = measure_budget(build, gen.name, gen.plan.size, io_bytes(gen))
     if check:
         check_budget(budget, board, gen.name)
@@ -198,6 +200,7 @@ class CountReport:
     layers: tuple[tuple[str, str, int], ...]  # (node, kernel, MACs) per kernel call
     board: str
     notes: tuple[str, ...] = ()
+    clock_hz: int | None = None  # the board's core clock
 
 
 def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, *,
@@ -232,7 +235,7 @@ def count_generated(gen: Generated, data: Samples, per_layer: bool) -> CountRepo
                            data, len(calls) if per_layer else None)
     return CountReport(counts, sum(c.macs for c in calls),
                        tuple((c.node, c.function, c.macs) for c in calls), gen.board.name,
-                       tuple(gen.graph.notes))
+                       tuple(gen.graph.notes), gen.board.clock_hz)
 
 
 def report(model: ModelSource, *, board: str = "host", requant: str | None = None,

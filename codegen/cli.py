@@ -365,6 +365,9 @@ def print_counts(report: api.CountReport) -> None:
     per_mac = f", {first / report.macs:.2f} per MAC" if report.macs else ""
     print(f"board {report.board}: {first} instructions per inference{per_mac} "
           f"({report.macs} MACs)")
+    if report.clock_hz is not None:
+        print(f"time: {first * 1000.0 / report.clock_hz:.3f} ms per inference at "
+              f"{report.clock_hz / 1e6:g} MHz at one instruction per cycle (a lower bound)")
     if len(set(counts.per_sample)) > 1:
         print(f"per sample: {' '.join(str(c) for c in counts.per_sample)}")
     if counts.per_layer is None:

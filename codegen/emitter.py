@@ -337,6 +337,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         if call.params is not None:
             definitions.append(format_struct(f"L{i}_params", call.params, f"L{i}"))
         calls.append({"comment": c_comment(call.node, 100), "function": call.function,
+                      "literal": c_string(literal_text(call.node)[0]),
                       "statement": _call_statement(i, call, buffers)})
 
     used = {name for call in program.calls for name in (*call.inputs, *call.outputs)}
@@ -356,6 +357,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         "calls": calls,
         "unused_params": unused,
         "arena_bytes": plan.size,
+        "num_layers": len(program.calls),
         "arena_lower_bound": plan.lower_bound,
         "weight_bytes": weight_bytes,
         "requant": program.requant,
@@ -375,6 +377,8 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         "caller_arena": caller_arena(prefix),
         "kernel_headers": kernel_headers(sources),
         "strict_cflags": " ".join(STRICT_CFLAGS),
+        # CMake sets the language standard through target properties.
+        "strict_cflags_cmake": " ".join(f for f in STRICT_CFLAGS if not f.startswith("-std")),
         "board_cflags": " ".join(board.cflags),
         "board": board.name,
         "max_io_bytes": max([t["bytes"] for t in inputs + outputs], default=1),

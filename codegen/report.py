@@ -55,6 +55,8 @@ class Layer:
     scratch_offset: int | None
     scratch_bytes: int  # aligned, as planned; 0 without scratch
     instructions: int | None  # with --count-instructions
+    # instructions / the board's clock, at one instruction per cycle (a lower bound)
+    time_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class Totals:
     instructions: int | None
     instructions_overhead: int | None  # entry and exit of NAME_run
     note: str  # how the budget was obtained, or why there is none
+    clock_hz: int | None = None  # the board's core clock
+    time_ms: float | None = None  # instructions at clock_hz, one per cycle
 
 
 @dataclass(frozen=True)
@@ -146,8 +150,17 @@ def build_layers(gen: Generated, instructions: Sequence[int] | None) -> tuple[La
             macs=call.macs, weight_bytes=weights[step],
             scratch_offset=scratch.offset if scratch else None,
             scratch_bytes=scratch.size if scratch else 0,
-            instructions=instructions[step] if instructions is not None else None))
+            instructions=instructions[step] if instructions is not None else None,
+            time_ms=milliseconds(instructions[step] if instructions is not None else None,
+                                 gen.board.clock_hz)))
     return tuple(layers)
+
+
+def milliseconds(count: int | None, clock_hz: int | None) -> float | None:
+    """`count` instructions or cycles at `clock_hz`, in ms, at one per clock."""
+    if count is None or clock_hz is None:
+        return None
+    return count * 1000.0 / clock_hz
 
 
 def build_buffers(gen: Generated) -> tuple[Buffer, ...]:
@@ -198,7 +211,8 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         ram_budget=memory.ram_length if memory else None,
         instructions=counts.per_sample[0] if counts else None,
         instructions_overhead=counts.overhead if counts and counts.per_layer else None,
-        note=note)
+        note=note, clock_hz=gen.board.clock_hz,
+        time_ms=milliseconds(counts.per_sample[0] if counts else None, gen.board.clock_hz))
 
 
 def build_report(gen: Generated, *, source: str = "", budget: Budget | None = None,
@@ -290,6 +304,10 @@ def format_totals(report: Report) -> list[str]:
         per_mac = f", {t.instructions / t.macs:.2f} per MAC" if t.macs else ""
         lines.append(f"instructions: {t.instructions} per inference{per_mac} (entry and "
                      f"exit {t.instructions_overhead})")
+        if t.time_ms is not None and t.clock_hz is not None:
+            lines.append(f"time: {t.time_ms:.3f} ms per inference at {t.clock_hz / 1e6:g} MHz "
+                         "at one instruction per cycle (a lower bound: loads, multiplies and "
+                         "branches take more on a Cortex-M)")
     lines.append(f"budget: {printable(t.note)}")
     return lines
 

@@ -4,9 +4,11 @@ a named linker section, and the runtime version check."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,12 @@ from conftest import SANITIZE, ort_reference, skip_where_ort_differs
 from zoo import INPUT_NAME, MODEL_NAMES, quantized_model, sample_inputs
 
 import codegen
+from codegen.boards import load_board
 from codegen.build import decode_samples, encode_samples
 from codegen.cli import main
 from codegen.interface import Interface
 from codegen.pipeline import Options, generate_sources
+from codegen.qemu import run_firmware
 from codegen.resources import runtime_dir
 from codegen.verify import compare_outputs
 
@@ -221,3 +225,164 @@ def test_caller_arena_and_arena_section_in_qemu(board: str) -> None:
     for interface in (Interface(arena="caller"), Interface(arena_section=".model_arena")):
         report = codegen.verify(model, samples=1, board=board, interface=interface)
         assert report.ok, (interface, report.outputs)
+
+
+def parent_firmware_cmake(models: list[str], linker_script: str) -> str:
+    """A firmware project of the user's: its own main, the generated models pulled in with
+    add_subdirectory, its own CPU flags from the command line."""
+    lines = ["cmake_minimum_required(VERSION 3.13)", "project(firmware C)"]
+    lines += [f"add_subdirectory(../{m} {m})" for m in models]
+    lines += [f"add_executable(firmware.elf main.c ../{models[0]}/startup.c)",
+              "target_link_libraries(firmware.elf PRIVATE "
+              + " ".join(f"onnx2mcu::{m}" for m in models) + ")",
+              "target_link_options(firmware.elf PRIVATE -nostartfiles -Wl,--gc-sections "
+              "--specs=nano.specs --specs=rdimon.specs "
+              f"-T ${{CMAKE_CURRENT_SOURCE_DIR}}/../{models[0]}/{linker_script})", ""]
+    return "\n".join(lines)
+
+
+@pytest.mark.skipif(not (CROSS_TOOLS and shutil.which("cmake")),
+                    reason="needs arm-none-eabi-gcc, qemu-system-arm and cmake")
+@pytest.mark.parametrize("shared", [False, True], ids=["own-runtimes", "shared-runtime"])
+def test_a_parent_cmake_firmware_links_two_models(shared: bool, tmp_path: Path) -> None:
+    board = "cortex-m4f"
+    names = [name for *_, name in PAIR]
+    runtime = tmp_path / "rt"
+    if shared:
+        codegen.write_runtime(runtime)
+    for model_name, variant, name in PAIR:
+        codegen.generate(quantized_model(model_name, variant), tmp_path / name, name=name,
+                         board=board,
+                         interface=Interface(runtime=str(runtime) if shared else None))
+    firmware = tmp_path / "fw"
+    firmware.mkdir()
+    main_c = two_model_main(names).replace("argv[1]", '"input.bin"').replace(
+        "argv[2]", '"output.bin"').replace("int main(int argc, char **argv)", "int main(void)")
+    (firmware / "main.c").write_text(main_c.replace("    (void)argc;\n", ""))
+    (firmware / "CMakeLists.txt").write_text(
+        parent_firmware_cmake(names, f"{names[0]}_qemu.ld"))
+    cpu = "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(firmware), "-B", str(build),
+                    f"-DCMAKE_TOOLCHAIN_FILE={tmp_path / names[0] / 'arm-none-eabi.cmake'}",
+                    f"-DCMAKE_C_FLAGS={cpu}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+                   check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    commands = json.loads((build / "compile_commands.json").read_text())
+    for entry in commands:
+        command = entry["command"]
+        if entry["file"].endswith(("net_a.c", "net_b.c", "gemm.c")):
+            assert " -O2" in command, command  # the board's level, with no build type set
+        if "/fw/" not in entry["file"]:
+            assert "-Werror" not in command and "-pedantic" not in command, command
+        assert command.count("-mcpu=") == 1, command  # the parent's flags, not the model's
+    built = [p.name for p in build.rglob("*.elf")]
+    assert built == ["firmware.elf"], built  # no harness of the models' own
+    samples, programs = [], []
+    for (model_name, variant, _), index in zip(PAIR, range(2), strict=True):
+        model = quantized_model(model_name, variant)
+        program = generate_sources(model, Options(board=board)).program
+        samples.append({INPUT_NAME: sample_inputs(model_name)[0]})
+        programs.append((model, program, index))
+    inputs = [replace(t, name=f"{i}/{t.name}") for _, p, i in programs for t in p.inputs]
+    outputs = [replace(t, name=f"{i}/{t.name}") for _, p, i in programs for t in p.outputs]
+    feed = {f"{i}/{INPUT_NAME}": samples[i][INPUT_NAME] for i in range(2)}
+    ours = run_firmware(build / "firmware.elf", load_board(board), inputs, outputs, [feed])[0]
+    for model, program, i in programs:
+        mine = [{t.name: ours[0][f"{i}/{t.name}"] for t in program.outputs}]
+        reference = ort_reference(model, [samples[i]], board=board)
+        reports = compare_outputs(program.outputs, mine, reference)
+        assert all(r.mismatches == 0 for r in reports), reports
+
+
+def test_the_layer_hook_names_every_step_in_order(tmp_path: Path) -> None:
+    model = quantized_model("dscnn", "u8-pt")
+    out = tmp_path / "p"
+    codegen.generate(model, out, name="net")
+    manifest = json.loads((out / "net.json").read_text())
+    (tmp_path / "main.c").write_text("\n".join([
+        "#include <stdio.h>", '#include "net.h"',
+        "static float x[NET_INPUT0_SIZE];", "static float y[NET_OUTPUT0_SIZE];",
+        'void net_layer_hook(int32_t index, const char *node) { printf("%d %s\\n", '
+        '(int)index, node); }',
+        "int main(void) { net_run(x, y); return NET_NUM_LAYERS; }", ""]))
+    sources = [str(s) for s in model_sources(out)]
+    exe = tmp_path / "hooked"
+    subprocess.run(["cc", *STRICT, *SANITIZE, "-DNET_LAYER_HOOKS", f"-I{out}",
+                    "-o", str(exe), str(tmp_path / "main.c"), *sources, "-lm"], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    kernels = manifest["kernels"]
+    assert run.returncode == len(kernels)
+    expected = [f"{i} {k['node']}" for i, k in enumerate(kernels)] + [f"{len(kernels)} "]
+    assert run.stdout.splitlines() == expected
+
+
+BOARD_FILE = '''description = "my board"
+kind = "cortex-m"
+cpu = "cortex-m4"
+cflags = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2"]
+fpu = true
+dsp = true
+requant = "float"
+ram_bytes = 262144
+flash_bytes = 1048576
+clock_hz = 64000000
+
+[memory]
+flash_origin = 0x00000000
+flash_length = 1048576
+ram_origin = 0x20000000
+ram_length = 262144
+
+[qemu]
+machine = "mps2-an386"
+flash_origin = 0x00000000
+flash_length = 4194304
+ram_origin = 0x20000000
+ram_length = 4194304
+'''
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_a_board_file_of_your_own(tmp_path: Path) -> None:
+    board = tmp_path / "my-board.toml"
+    board.write_text(BOARD_FILE)
+    model = quantized_model("ad_autoencoder", "i8-pc")
+    report = codegen.verify(model, samples=1, board=str(board))
+    assert report.ok and report.board == "my-board"
+    from codegen.api import report as make_report
+    counted = make_report(model, board=str(board), count=True)
+    totals = counted.totals
+    assert totals.clock_hz == 64_000_000 and totals.instructions is not None
+    assert totals.time_ms == pytest.approx(totals.instructions / 64_000.0)
+    assert all(layer.time_ms is not None for layer in counted.layers)
+
+
+@pytest.mark.parametrize("change,message", [
+    (("clock_hz = 64000000", "clock_hz = -1"), "field 'clock_hz' must be a positive integer"),
+    (("cpu = \"cortex-m4\"", "cpu = \"cortex-a53\""), "field 'cpu' must name a Cortex-M core"),
+    (("fpu = true", "fpu = \"yes\""), "field 'fpu' must be true or false"),
+    (("ram_length = 262144", "ram_lenght = 262144"), "unknown field 'memory.ram_lenght'"),
+    (("machine = \"mps2-an386\"", "machine = 3"), "field 'qemu.machine' must name"),
+    (("description", "colour = 1\ndescription"), "unknown field 'colour'"),
+    (("cpu = \"cortex-m4\"", "cpu = \"cortex-m3\""), "field 'dsp': cortex-m3 has no DSP"),
+    (("[memory]", "[memory"), "is not valid TOML"),
+])
+def test_a_bad_board_file_names_each_bad_field(change: tuple[str, str], message: str,
+                                               tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    board = tmp_path / "bad.toml"
+    board.write_text(BOARD_FILE.replace(*change, 1))
+    model = tmp_path / "m.onnx"
+    model.write_bytes(quantized_model("lenet5", "u8-pt").SerializeToString())
+    assert main(["generate", str(model), "-o", str(tmp_path / "out"), "--board",
+                 str(board)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_shipped_board_passes_its_own_checks() -> None:
+    from codegen.boards import list_boards
+    boards = list_boards()
+    assert all(b.clock_hz for b in boards if b.is_cortex_m)
