@@ -18,7 +18,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from .boards import Board
-from .build import RUN_TIMEOUT_S, cache_key, cached_build, cached_object, compile_in
+from .build import (
+    RUN_TIMEOUT_S,
+    cache_key,
+    cached_build,
+    cached_object,
+    compile_in,
+    with_plain_link_names,
+)
 from .emitter import STRICT_CFLAGS
 from .errors import BudgetError, ToolchainError
 
@@ -75,6 +82,7 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
                    harness: bool = True, size: bool = True) -> FirmwareBuild:
     """Cross-compile the generated project (cached): the QEMU harness and/or the size
     build. A counting build (layer marks) has no size build."""
+    files = with_plain_link_names(files)
     size = size and not layer_marks
     gcc = cross_tool("gcc")
     arch, opt = split_flags(board)

@@ -152,10 +152,11 @@ def test_hostile_names_generate_the_same_program(case: str) -> None:
     gen_hostile = generate_sources(hostile, options)
     for path, source in generated_c(gen_hostile.files):
         code = strip_comments_and_strings(source)
-        for bad in DANGEROUS:
-            assert bad not in code, (path, bad)
+        plain_code = strip_comments_and_strings(gen_plain.files[path].decode())
+        for bad in DANGEROUS:  # beyond the template's own (its runtime version #error)
+            assert code.count(bad) == plain_code.count(bad), (path, bad)
         # Names change comments and string literals only, never the code.
-        assert code == strip_comments_and_strings(gen_plain.files[path].decode()), path
+        assert code == plain_code, path
     # Makefile, CMakeLists.txt and the runtime hold no model string at all; the manifest
     # holds them JSON-escaped, and they read back exactly.
     assert set(gen_plain.files) == set(gen_hostile.files)
