@@ -24,6 +24,7 @@ from .firmware import (
 )
 from .importer import ModelSource
 from .interface import DEFAULT_INTERFACE, Interface, shared_runtime_path
+from .io_boundary import Entry, graph_feeds, harness_entries
 from .limits import DEFAULT_LIMITS, Limits
 from .pipeline import Generated, Options, generate_sources, resolve_target
 from .project import check_output_dir, write_project
@@ -32,6 +33,7 @@ from .qemu import count_instructions as qemu_count
 from .report import Report, build_report
 from .verify import (
     Distance,
+    OutputReport,
     Reference,
     VerifyReport,
     compare_outputs,
@@ -62,7 +64,7 @@ class GenerateResult:
 
 
 def io_bytes(gen: Generated) -> int:
-    return sum(t.nbytes for t in (*gen.program.inputs, *gen.program.outputs))
+    return gen.program.caller_io_bytes
 
 
 def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
@@ -180,17 +182,19 @@ def convert(model: ModelSource, out: str | Path, *,
     return ConvertResult(out, recipes.qdq_rules, float_islands(recipes.graph))
 
 
-def run_generated(gen: Generated, samples: Samples,
-                  cflags: Sequence[str] = ()) -> list[dict[str, NDArray[Any]]]:
-    """Build and run the generated project: on the host, or in QEMU for a Cortex-M board
-    (where host-only flags such as the sanitizers do not apply)."""
+def run_generated(gen: Generated, samples: Samples, cflags: Sequence[str] = (),
+                  entry: Entry | None = None) -> list[dict[str, NDArray[Any]]]:
+    """Build and run the generated project's harness (of `entry`, default its first entry
+    point): on the host, or in QEMU for a Cortex-M board (where host-only flags such as
+    the sanitizers do not apply)."""
+    entry = entry or harness_entries(gen.program)[0]
     if gen.board.is_cortex_m:
-        build = build_firmware(gen.files, gen.name, gen.board, size=False)
-        results, _ = run_firmware(build.elf, gen.board, gen.program.inputs,
-                                  gen.program.outputs, samples)
+        build = build_firmware(gen.files, gen.name, gen.board, size=False,
+                               cflags=entry.cflags)
+        results, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
         return results
     host = build_host(gen.files, gen.name, [*gen.board.cflags, *cflags])
-    return run_binary(host.binary, gen.program.inputs, gen.program.outputs, samples)
+    return run_binary(host.binary, entry.inputs, entry.outputs, samples)
 
 
 @dataclass(frozen=True)
@@ -304,25 +308,17 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
     options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
                                weights, native, limits, interface),
                       expose_intermediates=per_layer)
+    if per_layer and interface.io != "float":
+        raise OptionError("verify --per-layer compares the graph's float entry point: "
+                          "use it with --io float")
     gen = generate_sources(model, options)
     report = progress or (lambda message: None)
-    if inputs is None:
-        if samples < 1:
-            raise InputDataError("--samples must be at least 1")
-        data = random_inputs(gen.program.inputs, samples, seed)
-        used_seed: int | None = seed
-    else:
-        names = [t.name for t in gen.program.inputs]
+    if inputs is not None:
         given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-        data = [match_inputs(sample, names) for sample in given]
-        used_seed = None
-    if not data:
-        raise InputDataError("no input samples given: there would be nothing to compare")
-    report(f"building and running the generated C on {len(data)} sample(s)")
-    ours = run_generated(gen, data, cflags)
-    # ORT wants exactly the model's dtypes; the harness already coerced ours.
-    feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype)) for t in
-              gen.program.inputs} for s in data]
+        if not given:
+            raise InputDataError("no input samples given: there would be nothing to compare")
+    elif samples < 1:
+        raise InputDataError("--samples must be at least 1")
     if integer_only:
         # ORT on the original model computes what --integer-only fuses in float; the
         # oracle is the model as `convert --integer-only` writes it.
@@ -333,27 +329,54 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
         ref_model = reference.model
         if per_layer:
             ref_model = with_outputs(ref_model, gen.graph.outputs)
-    refs = run_ort(ref_model, feeds, ort_level,
-                   lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"),
-                   reference.config)
-    # Per layer, only what ORT computes too, in the same type (ORT's x86 rules and
-    # onnx2mcu's rewrites may hold a tensor as uint8 where the other has int8).
-    compared = compare_outputs([t for t in gen.program.outputs if t.onnx_name in refs[0]
-                                and refs[0][t.onnx_name].dtype == np.dtype(t.dtype)],
-                               ours, refs)
-    model_outputs = [o.name for o in gen.model.graph.output]
-    outputs = [o for o in compared if o.name in set(model_outputs)]
-    missing = set(model_outputs) - {o.name for o in outputs}
-    if missing or not outputs:
-        # Never a silent pass: every output of the model is compared.
-        raise RuntimeError(f"verify compared no result for model output(s) "
-                           f"{', '.join(sorted(missing)) or '(none)'}")
+    outputs: list[OutputReport] = []
+    compared: list[OutputReport] = []
+    feeds: Samples = []
+    ours: Samples = []
+    for entry in harness_entries(gen.program):
+        if inputs is None:
+            data = random_inputs(entry.inputs, samples, seed)
+        else:
+            names = [t.name for t in entry.inputs]
+            data = [match_inputs(sample, names) for sample in given]
+        what = " (quantized entry point)" if entry.quantized else ""
+        report(f"building and running the generated C{what} on {len(data)} sample(s)")
+        entry_ours = run_generated(gen, data, [*cflags, *entry.cflags], entry)
+        entry_feeds = graph_feeds(gen.program, entry, data)
+        # The quantized tensors are ORT's intermediates: asked for by name.
+        quantized = [t.onnx_name for t in (*entry.inputs, *entry.outputs)] \
+            if entry.quantized else []
+        refs = run_ort(with_outputs(ref_model, quantized) if quantized else ref_model,
+                       entry_feeds, ort_level,
+                       lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"),
+                       reference.config)
+        if entry.quantized:
+            check_quantized_inputs(entry, data, refs)
+        # Per layer, only what ORT computes too, in the same type (ORT's x86 rules and
+        # onnx2mcu's rewrites may hold a tensor as uint8 where the other has int8).
+        entry_compared = compare_outputs(
+            [t for t in entry.outputs if t.onnx_name in refs[0]
+             and refs[0][t.onnx_name].dtype == np.dtype(t.dtype)], entry_ours, refs)
+        expected = [t.onnx_name for t in entry.outputs] if entry.quantized else \
+            [o.name for o in gen.model.graph.output]
+        entry_outputs = [o for o in entry_compared if o.name in set(expected)]
+        missing = set(expected) - {o.name for o in entry_outputs}
+        if missing or not entry_outputs:
+            # Never a silent pass: every output of the model is compared.
+            raise RuntimeError(f"verify compared no result for model output(s) "
+                               f"{', '.join(sorted(missing)) or '(none)'}")
+        outputs += entry_outputs
+        compared += entry_compared
+        if not feeds:
+            feeds, ours = entry_feeds, entry_ours
+    used_seed = seed if inputs is None else None
+    data_count = len(feeds)
     original = None
     if integer_only:
         report("running ONNX Runtime on the original model")
         original = distance_to_original(gen, feeds, ours, ort_level)
     return VerifyReport(outputs=outputs,
-                        samples=len(data), seed=used_seed, ort_version=ort_version(),
+                        samples=data_count, seed=used_seed, ort_version=ort_version(),
                         ort_level=ort_level, reference=reference.description,
                         requant=gen.program.requant, board=gen.board.name,
                         notes=[*gen.graph.notes, *reference.notes], details=reference.details,
@@ -363,6 +386,17 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
 
 
 CONVERTED = "the model as converted by onnx2mcu (--integer-only, QOperator)"
+
+
+def check_quantized_inputs(entry: Entry, data: Samples, refs: Samples) -> None:
+    """ORT quantizes the dequantized inputs back to the very samples (never fails unless
+    the arithmetic of io_boundary.dequantized is wrong): the comparison is then of one
+    inference on both sides."""
+    for sample, ref in zip(data, refs, strict=True):
+        for t in entry.inputs:
+            if t.onnx_name in ref and not np.array_equal(ref[t.onnx_name], sample[t.name]):
+                raise RuntimeError(f"ONNX Runtime quantized input '{t.onnx_name}' to other "
+                                   "values than the sample's")
 
 
 def converted_reference(gen: Generated, limits: Limits = DEFAULT_LIMITS) -> Reference:

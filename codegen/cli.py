@@ -34,7 +34,7 @@ from . import api
 from .boards import list_boards
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
-from .interface import ARENA_KINDS, Interface
+from .interface import ARENA_KINDS, IO_KINDS, Interface
 from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
 from .pipeline import Options, resolve_target
@@ -104,6 +104,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="weight storage of the fast kernels: int16 runs faster and takes "
                         "twice the bytes (default auto: int16 when it takes at most half the "
                         "board's flash)")
+    p.add_argument("--io", choices=list(IO_KINDS), default="float",
+                   help="float (default): the entry point takes and gives the graph's float "
+                        "tensors; quantized: the quantized tensors, in the arena, without the "
+                        "boundary QuantizeLinear/DequantizeLinear; both: both entry points")
     p.add_argument("--arena", choices=list(ARENA_KINDS), default="static",
                    help="static (default): the arena is a static array of the model's .c; "
                         "caller: every entry point takes your arena as its first argument")
@@ -266,7 +270,8 @@ def _options(args: argparse.Namespace, counting: bool = False) -> dict[str, Any]
                "input_shapes": _input_shapes(args.input_shape),
                "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
                "weights": args.weights, "native": args.native, "limits": _limits(args),
-               "interface": Interface(arena=args.arena, arena_section=args.arena_section,
+               "interface": Interface(io=args.io, arena=args.arena,
+                                      arena_section=args.arena_section,
                                       runtime=getattr(args, "runtime", None))}
     target = resolve_target(Options(**options))
     if counting:

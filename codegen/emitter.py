@@ -209,9 +209,16 @@ def _buffers(program: Program, plan: ArenaPlan) -> Buffers:
     """Arena tensors are offsets from `arena_bytes`, the entry point's pointer to the
     static arena or to the caller's."""
     expr: dict[str, str] = {}
-    for i, t in enumerate(program.inputs):
+    # The caller's buffers: the graph's I/O with --io float; with --io both, the float
+    # entry point's (the quantized I/O lives in the arena).
+    boundary = program.boundary
+    caller_inputs = program.inputs if program.io == "float" else \
+        list(boundary.float_inputs) if boundary is not None else []
+    caller_outputs = program.outputs if program.io == "float" else \
+        list(boundary.float_outputs) if boundary is not None else []
+    for i, t in enumerate(caller_inputs):
         expr[t.name] = f"input{i}"
-    for i, t in enumerate(program.outputs):
+    for i, t in enumerate(caller_outputs):
         expr[t.name] = f"output{i}"
     for i, name in enumerate(sorted(program.constants)):
         expr[name] = f"const{i}"
@@ -228,8 +235,10 @@ def _buffers(program: Program, plan: ArenaPlan) -> Buffers:
     return Buffers(expr)
 
 
-def _call_statement(index: int, call: KernelCall, buffers: Buffers) -> str:
-    args = [f"&L{index}_params"] if call.params is not None else []
+def _call_statement(index: int, call: KernelCall, buffers: Buffers,
+                    symbol: str = "") -> str:
+    """`call` as a C statement; its parameters are `symbol`_params (default L<index>)."""
+    args = [f"&{symbol or f'L{index}'}_params"] if call.params is not None else []
     args += [buffers.of(t) for t in call.inputs]
     args += [buffers.of(t) for t in call.outputs]
     if call.scratch_bytes:
@@ -268,6 +277,30 @@ def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any
         "decode": {"float32": "f32", "uint8": "u8", "int8": "s8", "int32": "s32",
                    "int64": "s64"}[t.dtype],
     }
+
+
+def harness_context(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
+                    interface: Interface) -> dict[str, Any]:
+    """What the harness template needs of an entry point's tensors."""
+    return {"inputs": inputs, "outputs": outputs,
+            "run_args": entry_arguments(inputs, outputs, interface),
+            "max_io_bytes": max([t["bytes"] for t in inputs + outputs], default=1),
+            "decoders": sorted({t["decode"] for t in inputs}),
+            "encoders": sorted({t["decode"] for t in outputs})}
+
+
+def render_harness(env: jinja2.Environment, context: dict[str, Any], firmware: bool) -> str:
+    """The test harness. With --io both it holds two: the float entry point's, and, built
+    with -DQ8_HARNESS_QUANTIZED, the quantized one's (verify runs both)."""
+    template = env.get_template("main.c.j2")
+    text = template.render(context, firmware=firmware)
+    if context["io"] != "both":
+        return text
+    quantized = {**context, **harness_context(context["q_inputs"], context["q_outputs"],
+                                              context["interface"]),
+                 "run_function": f"{context['name']}_run_quantized"}
+    return ("#ifdef Q8_HARNESS_QUANTIZED\n" + template.render(quantized, firmware=firmware)
+            + "#else /* the float entry point */\n" + text + "#endif\n")
 
 
 def template_environment() -> jinja2.Environment:
@@ -314,6 +347,67 @@ def caller_arena(prefix: str) -> str:
             f"{prefix}_ARENA_BYTES : 1];\n}} arena;")
 
 
+def entry_points(program: Program, plan: ArenaPlan, prefix: str) -> dict[str, Any]:
+    """The tensors of the entry points, as the templates describe them. inputs/outputs:
+    NAME_run's (the graph's own with --io float and both, the quantized ones with
+    --io quantized); q_inputs/q_outputs: the quantized entry point's, in the arena, with
+    their offsets (empty with --io float)."""
+    if program.io == "float":
+        return {"inputs": [_tensor_info(t, i, "input", prefix)
+                           for i, t in enumerate(program.inputs)],
+                "outputs": [_tensor_info(t, i, "output", prefix)
+                            for i, t in enumerate(program.outputs)],
+                "q_inputs": [], "q_outputs": []}
+    kind = "q" if program.io == "both" else ""
+
+    def in_arena(t: Tensor, index: int, what: str) -> dict[str, Any]:
+        info = _tensor_info(t, index, kind + what, prefix)
+        info["offset"] = plan.offset(program.root(t.name))
+        return info
+
+    q_inputs = [in_arena(t, i, "input") for i, t in enumerate(program.inputs)]
+    q_outputs = [in_arena(t, i, "output") for i, t in enumerate(program.outputs)]
+    if program.io == "quantized" or program.boundary is None:
+        return {"inputs": q_inputs, "outputs": q_outputs, "q_inputs": q_inputs,
+                "q_outputs": q_outputs}
+    return {"inputs": [_tensor_info(t, i, "input", prefix)
+                       for i, t in enumerate(program.boundary.float_inputs)],
+            "outputs": [_tensor_info(t, i, "output", prefix)
+                        for i, t in enumerate(program.boundary.float_outputs)],
+            "q_inputs": q_inputs, "q_outputs": q_outputs}
+
+
+def boundary_statements(program: Program, buffers: Buffers, io: dict[str, Any],
+                        definitions: list[str]) -> tuple[list[str], list[str]]:
+    """The float entry point's conversions (--io both): each float input quantized into
+    the arena (or copied, when the graph's input is already the quantized tensor), each
+    float output dequantized from it. Their parameters are appended to `definitions`."""
+    boundary = program.boundary
+    if program.io != "both" or boundary is None:
+        return [], []
+    converted = {call.inputs[0]: call for call in boundary.prologue}
+    converted |= {call.outputs[0]: call for call in boundary.epilogue}
+    statements: tuple[list[str], list[str]] = ([], [])
+    groups = ((boundary.float_inputs, io["q_inputs"], 0), (boundary.float_outputs,
+                                                          io["q_outputs"], 1))
+    for tensors, infos, side in groups:
+        for i, (t, info) in enumerate(zip(tensors, infos, strict=True)):
+            call = converted.get(t.name)
+            if call is None:  # the same tensor on both sides: a copy
+                caller = f"{'output' if side else 'input'}{i}"
+                arena = f"(void *)(arena_bytes + {info['offset']})"
+                pair = (caller, arena) if side else (arena, caller)
+                statements[side].append(f"memcpy({pair[0]}, {pair[1]}, {info['macro']}_BYTES);")
+                continue
+            symbol = f"B{side}_{i}"
+            for array in call.arrays:
+                definitions.append(format_array(f"{symbol}_{array.name}", array))
+            if call.params is not None:
+                definitions.append(format_struct(f"{symbol}_params", call.params, symbol))
+            statements[side].append(_call_statement(0, call, buffers, symbol))
+    return statements
+
+
 def emit_project(program: Program, plan: ArenaPlan, board: Board,
                  source_note: str = "",
                  interface: Interface = DEFAULT_INTERFACE) -> dict[str, bytes]:
@@ -342,17 +436,22 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
 
     used = {name for call in program.calls for name in (*call.inputs, *call.outputs)}
     unused = [buffers.of(t.name) for t in (*program.inputs, *program.outputs)
-              if t.name not in used]
-    inputs = [_tensor_info(t, i, "input", prefix) for i, t in enumerate(program.inputs)]
-    outputs = [_tensor_info(t, i, "output", prefix) for i, t in enumerate(program.outputs)]
+              if t.name not in used] if program.io == "float" else []
+    io = entry_points(program, plan, prefix)
+    prologue, epilogue = boundary_statements(program, buffers, io, definitions)
+    inputs, outputs = io["inputs"], io["outputs"]
     sources = program.sources
     context = {
         "name": name,
         "prefix": prefix,
         "version": __version__,
         "source_note": c_comment(source_note, 100),
-        "inputs": inputs,
-        "outputs": outputs,
+        **io,
+        "io": program.io,
+        "prologue": prologue,
+        "epilogue": epilogue,
+        "quantized_run": "run_quantized" if program.io == "both" else "run",
+        "quantized_run_params": entry_parameters(io["q_inputs"], io["q_outputs"], interface),
         "definitions": definitions,
         "calls": calls,
         "unused_params": unused,
@@ -373,7 +472,9 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         "arena_section": interface.arena_section,
         "arena_align": ALIGNMENT,
         "run_params": entry_parameters(inputs, outputs, interface),
-        "run_args": entry_arguments(inputs, outputs, interface),
+        **harness_context(inputs, outputs, interface),
+        "run_function": f"{name}_run",
+        "interface": interface,
         "caller_arena": caller_arena(prefix),
         "kernel_headers": kernel_headers(sources),
         "strict_cflags": " ".join(STRICT_CFLAGS),
@@ -381,9 +482,6 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         "strict_cflags_cmake": " ".join(f for f in STRICT_CFLAGS if not f.startswith("-std")),
         "board_cflags": " ".join(board.cflags),
         "board": board.name,
-        "max_io_bytes": max([t["bytes"] for t in inputs + outputs], default=1),
-        "decoders": sorted({t["decode"] for t in inputs}),
-        "encoders": sorted({t["decode"] for t in outputs}),
     }
     files: dict[str, str] = {
         f"{name}.h": env.get_template("model.h.j2").render(context),
@@ -394,7 +492,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         files.update(_firmware_files(env, context, board))
     else:
         files.update({
-            f"{name}_main.c": env.get_template("main.c.j2").render(context, firmware=False),
+            f"{name}_main.c": render_harness(env, context, firmware=False),
             "Makefile": env.get_template("Makefile.j2").render(context),
             "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(context),
         })
@@ -434,7 +532,7 @@ def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
             stack_reserve=min(HARNESS_STACK_BYTES, memory.ram_length // 8))
 
     return {
-        f"{name}_main.c": env.get_template("main.c.j2").render(firmware, firmware=True),
+        f"{name}_main.c": render_harness(env, firmware, firmware=True),
         f"{name}_size.c": env.get_template("size_main.c.j2").render(firmware),
         "startup.c": env.get_template("startup.c.j2").render(firmware),
         f"{name}.ld": linker_script(board.memory, f"{name}.ld", f"board '{board.name}'"),
@@ -466,6 +564,7 @@ def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int
         "name": program.name,
         "board": board.name,
         "requant": program.requant,
+        "io": program.io,
         "inputs": [tensor(t) for t in program.inputs],
         "outputs": [tensor(t) for t in program.outputs],
         "arena_bytes": plan.size,

@@ -20,8 +20,15 @@ _SECTION = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.$]{0,63}$")
 _RUNTIME_PATH = re.compile(r"^[A-Za-z0-9_./+-]{1,400}$")
 
 
+IO_KINDS = ("float", "quantized", "both")
+
+
 @dataclass(frozen=True)
 class Interface:
+    # "float": the entry point takes and gives the graph's own (float) tensors;
+    # "quantized": the quantized tensors, in the arena, with no boundary conversion;
+    # "both": both entry points.
+    io: str = "float"
     # "static": the arena is a static array of the model's .c file; "caller": every entry
     # point takes the arena as its first argument.
     arena: str = "static"
@@ -37,6 +44,8 @@ DEFAULT_INTERFACE = Interface()
 
 def check_interface(interface: Interface) -> Interface:
     """Raise OptionError, naming the option, for a value the generated C cannot use."""
+    if interface.io not in IO_KINDS:
+        raise OptionError(f"--io '{interface.io}': choose one of {', '.join(IO_KINDS)}")
     if interface.arena not in ARENA_KINDS:
         raise OptionError(f"--arena '{interface.arena}': choose one of "
                           f"{', '.join(ARENA_KINDS)}")

@@ -14,6 +14,7 @@ from .emitter import emit_project, estimate_source_bytes
 from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
 from .importer import ModelSource, import_model, load_model
 from .interface import DEFAULT_INTERFACE, Interface, check_interface
+from .io_boundary import quantized_io
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_limit
 from .lowering import lower_graph
@@ -197,7 +198,8 @@ def _generate_sources(source: ModelSource, target: Target) -> Generated:
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
     graph = schedule_for_memory(graph)
-    program = lower_graph(graph, name, lowering_options(target, graph))
+    program = quantized_io(lower_graph(graph, name, lowering_options(target, graph)),
+                           options.interface.io)
     plan = plan_arena(program)
     check_sizes(program, plan, options.limits)
     note = model.graph.name or ""

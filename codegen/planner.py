@@ -54,9 +54,13 @@ def scratch_name(step: int) -> str:
 def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
     """[first write, last read] call indices of every tensor that lives in the arena,
     and of every call's scratch buffer (live during that call only)."""
-    external = {t.name for t in program.inputs} | {t.name for t in program.outputs}
-    external |= set(program.constants)
+    external = set(program.constants)
     lifetimes: dict[str, tuple[int, int]] = {}
+    if program.io == "float":  # the caller's buffers
+        external |= {t.name for t in program.inputs} | {t.name for t in program.outputs}
+    else:  # in the arena: an input from before the first call (the caller writes it)
+        for t in program.inputs:
+            lifetimes[program.root(t.name)] = (0, 0)
     for step, call in enumerate(program.calls):
         if call.scratch_bytes:
             lifetimes[scratch_name(step)] = (step, step)
@@ -67,6 +71,11 @@ def tensor_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
             root = program.root(name)  # reading an alias keeps its storage alive
             if root in lifetimes:
                 lifetimes[root] = (lifetimes[root][0], step)
+    if program.io != "float":  # an output until after the last call (the caller reads it)
+        end = max(len(program.calls) - 1, 0)
+        for t in program.outputs:
+            root = program.root(t.name)
+            lifetimes[root] = (lifetimes.get(root, (0, 0))[0], end)
     return lifetimes
 
 

@@ -109,6 +109,18 @@ class ComputedConstant:
 Lowered = KernelCall | Alias | ComputedConstant
 
 
+@dataclass(frozen=True)
+class Boundary:
+    """The float graph I/O around a program with quantized I/O (--io quantized|both), and
+    the conversions between: the float entry point of --io both runs them around the
+    quantized one, and verify feeds ORT the float inputs."""
+
+    float_inputs: tuple[Tensor, ...]  # the graph's inputs, in graph order
+    float_outputs: tuple[Tensor, ...]
+    prologue: tuple[KernelCall, ...]  # float input (the caller's) -> quantized input
+    epilogue: tuple[KernelCall, ...]  # quantized output -> float output (the caller's)
+
+
 @dataclass
 class Program:
     name: str
@@ -119,6 +131,30 @@ class Program:
     constants: dict[str, NDArray[Any]] = field(default_factory=dict)
     requant: str = "float"
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> source
+    # "float": the graph's own I/O, in the caller's buffers; "quantized" or "both": the
+    # quantized I/O, in the arena (io_boundary.quantized_io), with `boundary` around it.
+    io: str = "float"
+    boundary: Boundary | None = None
+
+    @property
+    def emitted_calls(self) -> list[KernelCall]:
+        """Every call the C holds: the program's, and the float entry point's conversions
+        with --io both."""
+        if self.io != "both" or self.boundary is None:
+            return self.calls
+        return [*self.boundary.prologue, *self.calls, *self.boundary.epilogue]
+
+    @property
+    def caller_io_bytes(self) -> int:
+        """Bytes of the input and output buffers the caller provides: the graph's I/O
+        with --io float (and the float entry point's with both); none with quantized,
+        whose I/O lives in the arena."""
+        if self.io == "float":
+            return sum(t.nbytes for t in (*self.inputs, *self.outputs))
+        if self.io == "both" and self.boundary is not None:
+            return sum(t.nbytes for t in (*self.boundary.float_inputs,
+                                          *self.boundary.float_outputs))
+        return 0
 
     def root(self, tensor: str) -> str:
         """The tensor whose storage `tensor` uses (itself unless it is an alias)."""
@@ -150,4 +186,4 @@ class Program:
 
     @property
     def sources(self) -> list[str]:
-        return sorted({src for call in self.calls for src in call.sources})
+        return sorted({src for call in self.emitted_calls for src in call.sources})

@@ -188,7 +188,7 @@ def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:
 def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
                  budget_note: str, counts: InstructionCounts | None) -> Totals:
     weights = sum(layer.weight_bytes for layer in layers)
-    io = sum(t.nbytes for t in (*gen.program.inputs, *gen.program.outputs))
+    io = gen.program.caller_io_bytes
     memory = gen.board.memory
     flash = code = ram = stack = static = None
     if budget is not None:

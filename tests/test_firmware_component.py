@@ -386,3 +386,78 @@ def test_every_shipped_board_passes_its_own_checks() -> None:
     from codegen.boards import list_boards
     boards = list_boards()
     assert all(b.clock_hz for b in boards if b.is_cortex_m)
+
+
+IO_CASES = [(name, ("quantized", "both")[i % 2], ("static", "caller")[i // 2 % 2])
+            for i, name in enumerate(MODEL_NAMES)]
+
+
+@pytest.mark.parametrize("model_name,io,arena", IO_CASES)
+def test_quantized_io_is_bit_exact(model_name: str, io: str, arena: str) -> None:
+    """The quantized entry point (and, with both, the float one around it) against ORT's
+    quantized tensors, with the I/O in the arena."""
+    model = quantized_model(model_name, "i8-pc")
+    skip_where_ort_differs(model)
+    report = codegen.verify(model, samples=2, seed=7, cflags=SANITIZE,
+                            interface=Interface(io=io, arena=arena))
+    assert report.ok, report.outputs
+    names = {o.name for o in report.outputs}
+    assert "output_quantized" in names and ("output" in names) == (io == "both")
+
+
+def test_quantized_io_header_and_arena(tmp_path: Path) -> None:
+    model = quantized_model("lenet5", "u8-pt")
+    float_gen = generate_sources(model, Options(name="net"))
+    gen = generate_sources(model, Options(name="net", interface=Interface(io="quantized")))
+    assert [c.function for c in gen.program.calls] == [
+        c.function for c in float_gen.program.calls][1:-1]  # no boundary Q/DQ
+    header = gen.files["net.h"].decode()
+    for declaration in ("void net_invoke(void);", "void *net_input(int32_t index);",
+                        "void *net_output(int32_t index);",
+                        "void net_run(const uint8_t *input0, uint8_t *output0);",
+                        "#define NET_INPUT0_OFFSET ", "#define NET_INPUT0_ZERO_POINT "):
+        assert declaration in header, declaration
+    # The input lives in the arena from the start: the lower bound counts it.
+    assert gen.plan.lower_bound >= gen.program.inputs[0].nbytes
+    both = generate_sources(model, Options(name="net", interface=Interface(io="both")))
+    header = both.files["net.h"].decode()
+    assert "void net_run(const float *input0, float *output0);" in header
+    assert "void net_run_quantized(const uint8_t *qinput0, uint8_t *qoutput0);" in header
+
+
+def test_integer_graph_io_is_the_natural_quantized_io() -> None:
+    """A tf2onnx conversion with int8 I/O: nothing to take out, the I/O moves to the arena."""
+    model = Path(__file__).parent / "corpus" / "tf_ds_cnn_tflite_int8io_tf2onnx_qdq.onnx"
+    report = codegen.verify(model, samples=2, interface=Interface(io="both"))
+    assert report.ok, report.outputs
+
+
+def test_a_float_output_has_no_quantized_form(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    model = Path(__file__).parent / "corpus" / "digits_logsoftmax_torchscript_ort_qdq_u8s8.onnx"
+    assert main(["generate", str(model), "-o", str(tmp_path / "out"), "--io", "quantized"]) == 2
+    err = capsys.readouterr().err
+    assert "output 'output' is computed in float" in err and "LogSoftmax" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("board,io", [("cortex-m4f", "quantized"), ("cortex-m0plus", "both")])
+def test_quantized_io_in_qemu(board: str, io: str) -> None:
+    model = quantized_model("dscnn", "u8-pc")
+    skip_where_ort_differs(model, board=board)
+    report = codegen.verify(model, samples=1, board=board,
+                            interface=Interface(io=io, arena="caller"))
+    assert report.ok, report.outputs
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_quantized_io_ram_on_mobilenet() -> None:
+    """MobileNetV1-0.25 on cortex-m4f: what the user provides with quantized I/O is the
+    arena plus stack and statics (TFLite Micro's arena alone: 103,680 bytes for VWW)."""
+    from codegen.api import report as make_report
+    totals = make_report(quantized_model("mobilenet_v1_025", "i8-pc"), board="cortex-m4f",
+                         interface=Interface(io="quantized")).totals
+    assert totals.io_bytes == 0
+    assert totals.ram_bytes is not None and totals.ram_bytes < 60_000
+    assert totals.ram_bytes <= 1.05 * totals.arena_lower_bound
