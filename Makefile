@@ -13,7 +13,8 @@ JOBS ?= auto
 FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
-.PHONY: demo test lint pytest fuzz example clean cortex-m-tools test-cpu-profiles test-corpus-makefiles
+.PHONY: demo test lint pytest fuzz example clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
+	test-interfaces
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -85,6 +86,12 @@ test-cpu-profiles: $(VENV)/.installed-test
 		ONNX2MCU_CPU_PROFILE=$$profile $(BIN)/python -m pytest -n $(JOBS) -q -ra \
 			$(CPU_PROFILE_PYTEST_ARGS) $(CPU_PROFILE_TESTS) || exit 1; \
 	done
+
+# Every C interface (--io quantized|both, --arena caller, --arena-section) on every zoo
+# architecture, on the host and in QEMU on cortex-m4f and cortex-m0plus.
+test-interfaces: $(VENV)/.installed-test cortex-m-tools
+	ONNX2MCU_INTERFACE_MATRIX=1 $(BIN)/python -m pytest -n $(JOBS) -q -ra \
+		tests/test_interface_matrix.py
 
 # Every corpus model through its generated Makefile and OUT/build/net_main in both
 # requantization modes (make test takes one mode per model beyond one per family).
