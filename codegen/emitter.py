@@ -24,6 +24,7 @@ from .interface import (
     shared_runtime_files,
 )
 from .ir import DTYPES, Tensor, c_type
+from .packaging import platformio_model_manifest, platformio_runtime_manifest
 from .planner import ALIGNMENT, ArenaPlan, scratch_name
 from .program import (
     CArray,
@@ -319,9 +320,11 @@ def emit_shared_runtime() -> dict[str, bytes]:
     env = template_environment()
     context = {"version": __version__, "runtime_id": f"0x{runtime_id():08x}",
                "strict_cflags": " ".join(STRICT_CFLAGS)}
-    return shared_runtime_files(__version__,
-                                env.get_template("runtime_Makefile.j2").render(context),
-                                env.get_template("runtime_CMakeLists.txt.j2").render(context))
+    files = shared_runtime_files(__version__,
+                                 env.get_template("runtime_Makefile.j2").render(context),
+                                 env.get_template("runtime_CMakeLists.txt.j2").render(context))
+    files["library.json"] = platformio_runtime_manifest().encode("utf-8")
+    return files
 
 
 def entry_parameters(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
@@ -496,6 +499,10 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
             "Makefile": env.get_template("Makefile.j2").render(context),
             "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(context),
         })
+    # The library takes the board's optimization; the CPU flags are the firmware's.
+    files["library.json"] = platformio_model_manifest(
+        name, board.name, [f for f in board.cflags if not f.startswith("-m")],
+        own_runtime=interface.runtime is None)
     out = {path: text.encode("utf-8") for path, text in files.items()}
     if interface.runtime is None:
         out.update(own_runtime_files(name, sources))

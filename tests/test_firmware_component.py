@@ -5,9 +5,14 @@ a named linker section, and the runtime version check."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import socket
 import subprocess
+import sys
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -58,19 +63,23 @@ def two_model_main(names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run_pair(tmp_path: Path, projects: list[Path], libraries: list[Path],
-             include: list[Path]) -> None:
-    """Compile the projects' model sources into one program (linked with `libraries`)
-    with every include folder on one command line, run it, and compare each model with
-    ORT."""
+def run_pair(tmp_path: Path, linked: list[Path], include: list[Path]) -> None:
+    """Compile a main running both models of PAIR with `linked` (sources, objects,
+    libraries) into one program, with every include folder on one command line, run it,
+    and compare each model with ORT."""
     names = [name for *_, name in PAIR]
     (tmp_path / "main.c").write_text(two_model_main(names))
-    sources = [s for p in projects for s in model_sources(p)]
     flags = [f"-I{d}" for d in include]
     exe = tmp_path / "two_models"
     subprocess.run(["cc", *STRICT, *SANITIZE, *flags, "-o", str(exe), str(tmp_path / "main.c"),
-                    *map(str, sources), *map(str, libraries), "-lm"],
+                    *map(str, linked), "-lm"],
                    check=True, capture_output=True, text=True)
+    run_pair_program(tmp_path, exe)
+
+
+def run_pair_program(tmp_path: Path, exe: Path) -> None:
+    """Run a program built from two_model_main on PAIR's samples and compare each model's
+    outputs with ORT."""
     data = b""
     samples: list[list[dict[str, Any]]] = []
     programs = []
@@ -107,7 +116,7 @@ def test_two_models_with_their_own_runtimes_link_into_one_image(tmp_path: Path) 
         projects.append(out)
     # Every include folder on one command line: each model still finds its own runtime.
     include = [d for p in projects for d in (p, p / "runtime")]
-    run_pair(tmp_path, projects, [], include)
+    run_pair(tmp_path, [s for p in projects for s in model_sources(p)], include)
     for project in projects:
         names = (project / "runtime" / "q8_names.h").read_text()
         assert re.search(rf"#define q8_maxpool_u8 +{project.name}_q8_maxpool_u8\n", names)
@@ -128,7 +137,8 @@ def test_two_models_share_one_runtime(tmp_path: Path) -> None:
     subprocess.run(["make", "-s", "-j2", "-C", str(runtime), "lib"], check=True,
                    capture_output=True)
     library = runtime / "build" / "libonnx2mcu_runtime.a"
-    run_pair(tmp_path, projects, [library], [*projects, runtime])
+    run_pair(tmp_path, [*(s for p in projects for s in model_sources(p)), library],
+             [*projects, runtime])
     # Each project's harness builds against it.
     subprocess.run(["make", "-s", "-C", str(projects[0])], check=True, capture_output=True)
 
@@ -461,3 +471,138 @@ def test_quantized_io_ram_on_mobilenet() -> None:
     assert totals.io_bytes == 0
     assert totals.ram_bytes is not None and totals.ram_bytes < 60_000
     assert totals.ram_bytes <= 1.05 * totals.arena_lower_bound
+
+
+# ------------------------------------------------------------------ PlatformIO
+
+PIO = Path(sys.executable).with_name("pio")
+PLATFORMIO_MISSING = "PlatformIO is not installed (pip install '.[test]' brings it)"
+
+
+def pio_environment(tmp_path: Path) -> dict[str, str]:
+    """PlatformIO with a core folder of the test's own, and no telemetry."""
+    return {**os.environ, "PLATFORMIO_CORE_DIR": str(tmp_path / "pio-core"),
+            "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No", "PLATFORMIO_NO_ANSI": "1"}
+
+
+def pio_pack_and_unpack(folder: Path, lib: Path, tmp_path: Path) -> Path:
+    """`pio pkg pack` the folder (which validates its library.json), and unpack the
+    tarball into lib/ as a PlatformIO project holds its libraries."""
+    packed = tmp_path / "packed"
+    packed.mkdir(exist_ok=True)
+    result = subprocess.run([str(PIO), "pkg", "pack", str(folder), "-o", str(packed)],
+                            capture_output=True, text=True, env=pio_environment(tmp_path),
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    tarball = Path(re.findall(r'Wrote a tarball to "(.+)"', result.stdout)[-1])
+    target = lib / folder.name
+    with tarfile.open(tarball) as archive:
+        archive.extractall(target, filter="data")
+    return target
+
+
+def platformio_library_build(library: Path, libraries: list[Path]) -> tuple[list[Path],
+                                                                            list[str],
+                                                                            list[Path]]:
+    """What PlatformIO's library builder compiles of a library: the sources its
+    srcFilter selects, its build flags, and its include folder with its dependencies'
+    (matched by PlatformIO's own name and version rules). PlatformIO's code reads the
+    manifest; only the compiler runs outside it."""
+    from platformio.fs import match_src_files
+    from platformio.package.manifest.parser import ManifestParserFactory
+    from platformio.package.meta import PackageCompatibility
+
+    def manifest_of(folder: Path) -> dict[str, Any]:
+        parsed: dict[str, Any] = ManifestParserFactory.new_from_dir(str(folder)).as_dict()
+        return parsed
+
+    manifest = manifest_of(library)
+    build = manifest["build"]
+    src_dir = library / build.get("srcDir", "src")
+    sources = sorted(src_dir / f for f in match_src_files(str(src_dir), build["srcFilter"],
+                                                          ["c"]))
+    include = [library / build["includeDir"]]
+    for dependency in manifest.get("dependencies", []):
+        wanted = PackageCompatibility.from_dependency(dependency)
+        found = [d for d in libraries
+                 if wanted.is_compatible(PackageCompatibility(
+                     name=manifest_of(d)["name"], version=manifest_of(d)["version"]))]
+        assert len(found) == 1, (library.name, dependency, libraries)
+        include.append(found[0] / manifest_of(found[0])["build"]["includeDir"])
+    return sources, list(build["flags"]), include
+
+
+@pytest.mark.skipif(not PIO.exists(), reason=PLATFORMIO_MISSING)
+def test_platformio_packages_of_two_models_build_one_firmware(tmp_path: Path) -> None:
+    """One model with its own runtime and one on the shared runtime, each packed by
+    PlatformIO, built as its library builder selects them, and run against ORT."""
+    runtime = tmp_path / "onnx2mcu_runtime"
+    assert main(["runtime", "-o", str(runtime)]) == 0
+    folders = [runtime]
+    for (model_name, variant, name), shared in zip(PAIR, (False, True), strict=True):
+        out = tmp_path / name
+        codegen.generate(quantized_model(model_name, variant), out, name=name,
+                         interface=Interface(runtime=str(runtime) if shared else None))
+        folders.append(out)
+    lib = tmp_path / "lib"
+    libraries = [pio_pack_and_unpack(f, lib, tmp_path) for f in folders]
+    own = {p.relative_to(libraries[1]).as_posix() for p in libraries[1].rglob("*")
+           if p.is_file()}
+    assert "net_a.c" in own and "runtime/q8_names.h" in own and "library.json" in own
+    assert not own & {"net_a_main.c", "Makefile", "CMakeLists.txt"}
+    objects = []
+    commands = []
+    for library in libraries:
+        sources, flags, include = platformio_library_build(library, libraries)
+        assert sources, library
+        if library.name != "onnx2mcu_runtime":
+            assert [s.name for s in sources if s.parent == library] == [f"{library.name}.c"]
+        for source in sources:
+            obj = tmp_path / "obj" / library.name / source.relative_to(library)
+            obj = obj.with_suffix(".o")
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            commands.append(["cc", *STRICT, *flags, *(f"-I{d}" for d in include),
+                             "-c", "-o", str(obj), str(source)])
+            objects.append(obj)
+    # The shared runtime is every kernel: compiled without sanitizers, two at a time.
+    with ThreadPoolExecutor(2) as pool:
+        for result in pool.map(lambda c: subprocess.run(c, capture_output=True, text=True),
+                               commands):
+            assert result.returncode == 0, result.stderr
+    run_pair(tmp_path, objects, [libraries[1], libraries[2]])
+
+
+@pytest.mark.skipif(not PIO.exists(), reason=PLATFORMIO_MISSING)
+def test_platformio_native_build_runs_the_models(tmp_path: Path) -> None:
+    """`pio run` on a native PlatformIO project holding two generated models in lib/.
+    Needs PlatformIO's native platform, which comes from its registry: where the
+    registry can't be reached, the test says so and skips."""
+    registry = "api.registry.platformio.org"
+    try:
+        socket.create_connection((registry, 443), timeout=10).close()
+    except OSError as error:
+        pytest.skip(f"PlatformIO's native platform comes from its registry, and {registry} "
+                    f"is out of reach here ({error}); the packages are checked offline by "
+                    "the test above")
+    env = pio_environment(tmp_path)
+    install = subprocess.run([str(PIO), "pkg", "install", "-g", "-p", "native"],
+                             capture_output=True, text=True, env=env, timeout=300)
+    if install.returncode != 0 or "Error" in install.stdout + install.stderr:
+        reason = (install.stdout + install.stderr).strip().splitlines()[-1:]
+        pytest.skip("PlatformIO's native platform cannot be installed here (its registry "
+                    f"is out of reach: {' '.join(reason) or install.returncode}); "
+                    "the packages are checked offline by the test above")
+    project = tmp_path / "firmware"
+    runtime = project / "lib" / "onnx2mcu_runtime"
+    codegen.write_runtime(runtime)
+    for (model_name, variant, name), shared in zip(PAIR, (False, True), strict=True):
+        codegen.generate(quantized_model(model_name, variant), project / "lib" / name,
+                         name=name,
+                         interface=Interface(runtime=str(runtime) if shared else None))
+    (project / "src").mkdir()
+    (project / "src" / "main.c").write_text(two_model_main([name for *_, name in PAIR]))
+    (project / "platformio.ini").write_text("[env:native]\nplatform = native\n")
+    result = subprocess.run([str(PIO), "run", "-d", str(project)], capture_output=True,
+                            text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_pair_program(tmp_path, project / ".pio" / "build" / "native" / "program")
