@@ -214,12 +214,13 @@ def worst_stack(root: str, frames: Mapping[str, int], calls: Mapping[str, set[st
     return memo[root]
 
 
-def measure_budget(build: FirmwareBuild, name: str, arena_bytes: int,
+def measure_budget(build: FirmwareBuild, entry: str, arena_bytes: int,
                    io_bytes: int) -> Budget:
+    """Flash, static RAM and the stack below the entry point the caller runs."""
     text, data, bss = section_sizes(build.size_elf)
     frames, calls = call_graph(build.folder)
     return Budget(flash_bytes=text + data, static_ram_bytes=data + bss,
-                  stack_bytes=worst_stack(f"{name}_run", frames, calls),
+                  stack_bytes=worst_stack(entry, frames, calls),
                   arena_bytes=arena_bytes, io_bytes=io_bytes)
 
 
