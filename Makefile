@@ -88,7 +88,7 @@ test-cpu-profiles: $(VENV)/.installed-test
 	done
 
 # Every C interface (--io quantized|both, --arena caller, --arena-section) on every zoo
-# architecture, on the host and in QEMU on cortex-m4f and cortex-m0plus.
+# model (32), on the host and in QEMU on cortex-m4f and cortex-m0plus.
 test-interfaces: $(VENV)/.installed-test cortex-m-tools
 	ONNX2MCU_INTERFACE_MATRIX=1 $(BIN)/python -m pytest -n $(JOBS) -q -ra \
 		tests/test_interface_matrix.py

@@ -1,10 +1,10 @@
 """Every C interface on every zoo architecture, on the host and in QEMU: --io quantized,
 --io both, --arena caller and --arena-section, each bit-exact against ORT.
 
-`make test-interfaces` (ONNX2MCU_INTERFACE_MATRIX=1) runs it: 8 architectures x 4
-interfaces x (host, cortex-m4f, cortex-m0plus). `make test` leaves it out for time and
-runs tests/test_firmware_component.py: every architecture on the host in one interface
-or another, and QEMU for a few."""
+`make test-interfaces` (ONNX2MCU_INTERFACE_MATRIX=1) runs it: the 32 zoo models (8
+architectures x 4 quantizations) x 4 interfaces x (host, cortex-m4f, cortex-m0plus).
+`make test` leaves it out for time and runs tests/test_firmware_component.py: every
+architecture on the host in one interface or another, and QEMU for a few."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 from conftest import SANITIZE, skip_where_ort_differs
-from zoo import MODEL_NAMES, quantized_model
+from zoo import ZOO_CASES, case_id, quantized_model
 
 import codegen
 from codegen.interface import Interface
@@ -32,12 +32,12 @@ BOARDS = ["host", "cortex-m4f", "cortex-m0plus"]
 
 @pytest.mark.parametrize("board", BOARDS)
 @pytest.mark.parametrize("interface", sorted(INTERFACES))
-@pytest.mark.parametrize("model_name", MODEL_NAMES)
-def test_every_interface_is_bit_exact(model_name: str, interface: str, board: str) -> None:
+@pytest.mark.parametrize("case", ZOO_CASES, ids=case_id)
+def test_every_interface_is_bit_exact(case: tuple[str, str], interface: str,
+                                      board: str) -> None:
     if board != "host" and not CROSS_TOOLS:
         pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
-    variant = ("u8-pc", "i8-pc")[(MODEL_NAMES.index(model_name) + len(interface)) % 2]
-    model = quantized_model(model_name, variant)
+    model = quantized_model(*case)
     options = {} if board == "host" else {"board": board}
     skip_where_ort_differs(model, **options)
     report = codegen.verify(model, samples=1, seed=11, interface=INTERFACES[interface],
