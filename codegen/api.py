@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from .boards import Board
 from .build import build_host, run_binary
+from .cycles import cycle_model_for
 from .emitter import emit_shared_runtime, own_runtime_files
 from .errors import BudgetError, InputDataError, OptionError, OutputError
 from .firmware import (
@@ -215,15 +216,20 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                        per_layer: bool = False, integer_only: bool = False,
                        qdq_rules: str = "auto", weights: str = "auto",
                        native: bool = False, limits: Limits = DEFAULT_LIMITS,
-                       interface: Interface = DEFAULT_INTERFACE) -> CountReport:
-    """Instructions the model executes per inference on a Cortex-M board, in QEMU."""
+                       interface: Interface = DEFAULT_INTERFACE,
+                       cycles: bool = False) -> CountReport:
+    """Instructions the model executes per inference on a Cortex-M board, in QEMU (and,
+    with cycles, the cycle model's estimate)."""
     target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
                                      qdq_rules, weights, native, limits, interface))
     check_counting_board(target.board)
+    if cycles:
+        check_cycle_board(target.board)
     gen = generate_sources(model, target)
     names = [t.name for t in gen.program.inputs]
     given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-    return count_generated(gen, [match_inputs(sample, names) for sample in given], per_layer)
+    return count_generated(gen, [match_inputs(sample, names) for sample in given], per_layer,
+                           cycles)
 
 
 def check_counting_board(board: Board) -> None:
@@ -232,13 +238,25 @@ def check_counting_board(board: Board) -> None:
                           "(see `onnx2mcu boards`)")
 
 
-def count_generated(gen: Generated, data: Samples, per_layer: bool) -> CountReport:
-    """Run the generated firmware in QEMU on `data` and count its instructions."""
+def check_cycle_board(board: Board) -> str:
+    """The cycle table of a board's core, or a clear refusal."""
+    model = cycle_model_for(board.cpu)
+    if model is None:
+        raise OptionError(f"board '{board.name}': no cycle model for {board.cpu} (there are "
+                          "tables for Cortex-M4, M33 and M0+); count instructions instead")
+    return model
+
+
+def count_generated(gen: Generated, data: Samples, per_layer: bool,
+                    cycles: bool = False) -> CountReport:
+    """Run the generated firmware in QEMU on `data` and count its instructions (and
+    estimate its cycles)."""
     check_counting_board(gen.board)
+    model = check_cycle_board(gen.board) if cycles else None
     build = build_firmware(gen.files, gen.name, gen.board, layer_marks=per_layer)
     calls = gen.program.calls
     _, counts = qemu_count(build.elf, gen.board, gen.program.inputs, gen.program.outputs,
-                           data, len(calls) if per_layer else None)
+                           data, len(calls) if per_layer else None, cycle_model=model)
     return CountReport(counts, sum(c.macs for c in calls),
                        tuple((c.node, c.function, c.macs) for c in calls), gen.board.name,
                        tuple(gen.graph.notes), gen.board.clock_hz)
@@ -249,15 +267,18 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
            integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
            native: bool = False, count: bool = False, inputs: Mapping[str, Any] | None = None,
            seed: int = 0, limits: Limits = DEFAULT_LIMITS,
-           interface: Interface = DEFAULT_INTERFACE) -> Report:
+           interface: Interface = DEFAULT_INTERFACE, cycles: bool = False) -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
-    count the instructions of each layer."""
+    count the instructions of each layer (with cycles, estimate their cycles too)."""
     target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
                                      qdq_rules, weights, native, limits, interface))
+    count = count or cycles
     if count:
         check_counting_board(target.board)
+    if cycles:
+        check_cycle_board(target.board)
     gen = generate_sources(model, target)
     budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
     counts = None
@@ -265,7 +286,7 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         names = [t.name for t in gen.program.inputs]
         data = match_inputs(inputs, names) if inputs is not None else \
             random_inputs(gen.program.inputs, 1, seed)[0]
-        counts = count_generated(gen, [data], per_layer=True).counts
+        counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
 

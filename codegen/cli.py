@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from . import api
 from .boards import list_boards
+from .cycles import ASSUMPTIONS
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
 from .interface import ARENA_KINDS, IO_KINDS, Interface
@@ -146,8 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--count-instructions", action="store_true",
                    help="Cortex-M boards: report the instructions one inference executes "
                         "in QEMU (deterministic)")
+    r.add_argument("--count-cycles", action="store_true",
+                   help="Cortex-M4/M33/M0+ boards: also estimate the cycles (a cost model "
+                        "of the core applied to the instructions QEMU executes)")
     r.add_argument("--per-layer", action="store_true",
-                   help="with --count-instructions: also per layer")
+                   help="with --count-instructions or --count-cycles: also per layer")
 
     v = sub.add_parser("verify", help="compare the generated C with ONNX Runtime bit for bit")
     _common(v)
@@ -189,8 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--force", action="store_true", help="replace existing output files")
     rp.add_argument("--count-instructions", action="store_true",
                     help="Cortex-M boards: count each layer's instructions in QEMU")
-    rp.add_argument("--inputs", help="with --count-instructions: .npz with one array per "
-                                     "model input (default: random, seed 0)")
+    rp.add_argument("--count-cycles", action="store_true",
+                    help="Cortex-M4/M33/M0+ boards: also estimate each layer's cycles and the "
+                         "time at the board's clock")
+    rp.add_argument("--inputs", help="with --count-instructions or --count-cycles: .npz with "
+                                     "one array per model input (default: random, seed 0)")
 
     sub.add_parser("boards", help="list the known boards")
     return parser
@@ -322,13 +329,15 @@ def cmd_runtime(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.per_layer and not args.count_instructions:
-        raise InputDataError("--per-layer goes with --count-instructions (for verify, use "
-                             "verify --per-layer)")
-    if args.count_instructions:
+    counting = args.count_instructions or args.count_cycles
+    if args.per_layer and not counting:
+        raise InputDataError("--per-layer goes with --count-instructions or --count-cycles "
+                             "(for verify, use verify --per-layer)")
+    if counting:
         options = _options(args, counting=True)
         report = api.count_instructions(args.model, _load_npz(args.inputs),
-                                        per_layer=args.per_layer, **options)
+                                        per_layer=args.per_layer, cycles=args.count_cycles,
+                                        **options)
         print_counts(report)
         return 0
     if not args.output:
@@ -370,34 +379,56 @@ def print_counts(report: api.CountReport) -> None:
     per_mac = f", {first / report.macs:.2f} per MAC" if report.macs else ""
     print(f"board {report.board}: {first} instructions per inference{per_mac} "
           f"({report.macs} MACs)")
+    cycles = counts.cycles
+    if cycles is not None:
+        estimate = cycles.per_sample[0]
+        per_mac = f", {estimate / report.macs:.2f} per MAC" if report.macs else ""
+        print(f"cycles: {estimate} per inference{per_mac}, estimated with the "
+              f"{counts.cycle_model} table; assumes {ASSUMPTIONS[counts.cycle_model or '']}")
     if report.clock_hz is not None:
-        print(f"time: {first * 1000.0 / report.clock_hz:.3f} ms per inference at "
-              f"{report.clock_hz / 1e6:g} MHz at one instruction per cycle (a lower bound)")
+        if cycles is not None:
+            print(f"time: {cycles.per_sample[0] * 1000.0 / report.clock_hz:.3f} ms per "
+                  f"inference at {report.clock_hz / 1e6:g} MHz in estimated cycles")
+        else:
+            print(f"time: {first * 1000.0 / report.clock_hz:.3f} ms per inference at "
+                  f"{report.clock_hz / 1e6:g} MHz at one instruction per cycle (a lower "
+                  "bound)")
     if len(set(counts.per_sample)) > 1:
         print(f"per sample: {' '.join(str(c) for c in counts.per_sample)}")
     if counts.per_layer is None:
         return
-    print(f"{'layer':<40} {'kernel':<26} {'instructions':>12} {'MACs':>10} {'per MAC':>8}")
-    for (node, kernel, macs), count in zip(report.layers, counts.per_layer, strict=True):
+    layer_cycles = cycles.per_layer if cycles is not None else None
+    extra = f" {'cycles':>12} {'per MAC':>8}" if layer_cycles is not None else ""
+    print(f"{'layer':<40} {'kernel':<26} {'instructions':>12} {'MACs':>10} {'per MAC':>8}"
+          + extra)
+    for i, ((node, kernel, macs), count) in enumerate(zip(report.layers, counts.per_layer,
+                                                          strict=True)):
         ratio = f"{count / macs:.2f}" if macs else "-"
-        print(f"{visible(node)[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}")
-    print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}")
+        line = f"{visible(node)[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}"
+        if layer_cycles is not None:
+            c = layer_cycles[i]
+            line += f" {c:>12} {f'{c / macs:.2f}' if macs else '-':>8}"
+        print(line)
+    tail = f" {'':>10} {'':>8} {cycles.overhead:>12}" if cycles is not None else ""
+    print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}" + tail)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .project import check_output_file, write_output_file
     from .report import FORMATS, render_arena_svg
 
-    if args.inputs and not args.count_instructions:
-        raise InputDataError("--inputs goes with --count-instructions")
-    options = _options(args, counting=args.count_instructions)
+    counting = args.count_instructions or args.count_cycles
+    if args.inputs and not counting:
+        raise InputDataError("--inputs goes with --count-instructions or --count-cycles")
+    options = _options(args, counting=counting)
     targets = [Path(p) for p in (args.output, args.svg) if p]
     if len(targets) == 2 and targets[0].resolve() == targets[1].resolve():
         raise InputDataError("--output and --svg name the same file")
     for target in targets:  # refuse before any work: a report can take a while
         check_output_file(target, args.force)
     inputs = _load_npz(args.inputs) if args.inputs else None
-    report = api.report(args.model, count=args.count_instructions, inputs=inputs, **options)
+    report = api.report(args.model, count=counting, inputs=inputs, cycles=args.count_cycles,
+                        **options)
     text = FORMATS[args.format](report)
     if args.svg:
         write_output_file(Path(args.svg), render_arena_svg(report).encode(), args.force)

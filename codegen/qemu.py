@@ -24,6 +24,7 @@ from .build import (
     encode_samples,
     host_compiler,
 )
+from .cycles import cost_table, disassemble
 from .errors import ToolchainError
 from .firmware import cross_tool
 from .ir import Tensor
@@ -108,60 +109,126 @@ def symbol_addresses(elf: Path, names: Sequence[str]) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class InstructionCounts:
-    per_sample: tuple[int, ...]  # instructions of one inference, per sample
+class Counts:
+    """One measure (instructions or estimated cycles) of the runs."""
+    per_sample: tuple[int, ...]  # one inference, per sample
     per_layer: tuple[int, ...] | None = None  # first sample, one per kernel call
     overhead: int = 0  # entry and exit of the model function (per-layer runs)
 
 
-def parse_events(log: str) -> list[tuple[int, int]]:
+@dataclass(frozen=True)
+class InstructionCounts:
+    per_sample: tuple[int, ...]  # instructions of one inference, per sample
+    per_layer: tuple[int, ...] | None = None  # first sample, one per kernel call
+    overhead: int = 0  # entry and exit of the model function (per-layer runs)
+    cycles: Counts | None = None  # the cycle model's estimate, when asked for
+    cycle_model: str | None = None  # which table: "cortex-m4" or "cortex-m0plus"
+
+
+@dataclass(frozen=True)
+class Event:
+    marker: int  # index into the marks given to the plugin
+    instructions: int  # executed so far
+    cycles: int  # estimated so far (0 without a cost file)
+
+
+def parse_events(log: str) -> list[Event]:
     events = []
     for line in log.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[0] == "EVENT":
-            events.append((int(parts[1]), int(parts[2])))
+        if len(parts) == 4 and parts[0] == "EVENT":
+            events.append(Event(int(parts[1]), int(parts[2]), int(parts[3])))
     return events
+
+
+def unknown_instructions(log: str) -> int:
+    """Executed instructions the cost file did not list (the plugin's exit line)."""
+    for line in log.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[0] == "TOTAL" and parts[3] == "UNKNOWN":
+            return int(parts[4])
+    raise ToolchainError("the counting plugin printed no totals")
 
 
 def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
                        outputs: Sequence[Tensor], samples: Sequence[Mapping[str, Any]],
-                       layers: int | None = None,
+                       layers: int | None = None, cycle_model: str | None = None,
                        ) -> tuple[list[dict[str, NDArray[Any]]], InstructionCounts]:
-    """Run the harness with the counting plugin. The harness first runs the markers alone
-    (start, stop; with layer marks also start, mark, mark, stop), whose cost every
-    interval then subtracts."""
+    """Run the harness with the counting plugin (and the cycle model's costs of the
+    image, when asked). The harness first runs the markers alone (start, stop; with layer
+    marks also start, mark, mark, stop), whose cost every interval then subtracts."""
     addresses = symbol_addresses(elf, MARKERS)
     wanted = MARKERS if layers is not None else MARKERS[:2]
     missing = [m for m in wanted if m not in addresses]
     if missing:
         raise ToolchainError(f"the firmware has no {', '.join(missing)} marker")
     marks = ":".join(f"0x{addresses[m]:x}" for m in wanted)
-    results, log = run_firmware(elf, board, inputs, outputs, samples,
-                                ["-plugin", f"{plugin_library()},marks={marks}"])
+    with tempfile.TemporaryDirectory(prefix="onnx2mcu-costs-") as tmp:
+        arguments = f"{plugin_library()},marks={marks}"
+        if cycle_model is not None:
+            table = Path(tmp) / "costs.txt"
+            table.write_text(cost_table(disassemble(elf), cycle_model))
+            arguments += f",costs={table}"
+        results, log = run_firmware(elf, board, inputs, outputs, samples,
+                                    ["-plugin", arguments])
     events = parse_events(log)
-    start, stop = 0, 1
+    if cycle_model is not None and unknown_instructions(log):
+        raise ToolchainError(f"{unknown_instructions(log)} executed instructions are not in "
+                             "the firmware's disassembly: no cycle estimate")
+    measures = [[e.instructions for e in events]]
+    if cycle_model is not None:
+        measures.append([e.cycles for e in events])
+    kinds = [e.marker for e in events]
     if layers is None:
-        stamps = [count for kind, count in events]
-        kinds = [kind for kind, _ in events]
-        if kinds != [start, stop] * (len(samples) + 1):
-            raise ToolchainError("unexpected marker sequence from the counting plugin")
-        empty = stamps[1] - stamps[0]
-        per_sample = tuple(stamps[2 * i + 1] - stamps[2 * i] - empty
-                           for i in range(1, len(samples) + 1))
-        return results, InstructionCounts(per_sample)
-    return results, _layer_counts(events, layers, len(samples))
+        split = [_sample_counts(kinds, m, len(samples)) for m in measures]
+    else:
+        split = [_layer_counts(kinds, m, layers, len(samples)) for m in measures]
+    instructions = split[0]
+    return results, InstructionCounts(
+        instructions.per_sample, instructions.per_layer, instructions.overhead,
+        cycles=split[1] if cycle_model is not None else None, cycle_model=cycle_model)
 
 
-def _layer_counts(events: list[tuple[int, int]], layers: int,
-                  samples: int) -> InstructionCounts:
-    """Per-layer counts of a build with layer marks: the instructions between a layer's
-    mark and the next (or the stop marker), less the markers' own cost."""
+def measure_marked_region(elf: Path, board: Board, cycle_model: str) -> tuple[int, int]:
+    """Instructions and estimated cycles of an image that runs its markers as a model
+    harness does (start, stop, then start, the code measured, stop) and exits: the
+    cycle model's validation images."""
+    addresses = symbol_addresses(elf, MARKERS[:2])
+    if len(addresses) != 2:
+        raise ToolchainError(f"{elf.name} has no q8_bench_start/q8_bench_stop markers")
+    marks = ":".join(f"0x{addresses[m]:x}" for m in MARKERS[:2])
+    with tempfile.TemporaryDirectory(prefix="onnx2mcu-costs-") as tmp:
+        folder = Path(tmp)
+        (folder / "costs.txt").write_text(cost_table(disassemble(elf), cycle_model))
+        plugin = ["-plugin", f"{plugin_library()},marks={marks},costs={folder / 'costs.txt'}",
+                  "-d", "plugin", "-D", str(folder / "plugin.log")]
+        _run(qemu_command(board, elf, plugin), folder)
+        log = (folder / "plugin.log").read_text()
+    events = parse_events(log)
+    kinds = [e.marker for e in events]
+    instructions = _sample_counts(kinds, [e.instructions for e in events], 1)
+    cycles = _sample_counts(kinds, [e.cycles for e in events], 1)
+    return instructions.per_sample[0], cycles.per_sample[0]
+
+
+def _sample_counts(kinds: list[int], stamps: list[int], samples: int) -> Counts:
+    """Per-sample counts of a build without layer marks, less the markers' own cost."""
+    start, stop = 0, 1
+    if kinds != [start, stop] * (samples + 1):
+        raise ToolchainError("unexpected marker sequence from the counting plugin")
+    empty = stamps[1] - stamps[0]
+    return Counts(tuple(stamps[2 * i + 1] - stamps[2 * i] - empty
+                        for i in range(1, samples + 1)))
+
+
+def _layer_counts(kinds: list[int], stamps: list[int], layers: int, samples: int) -> Counts:
+    """Per-layer counts of a build with layer marks: what runs between a layer's mark and
+    the next (or the stop marker), less the markers' own cost."""
     start, stop, mark = 0, 1, 2
     expected = [start, stop, start, mark, mark, stop] + (
         [start, *[mark] * layers, stop] * samples)
-    if [kind for kind, _ in events] != expected:
+    if kinds != expected:
         raise ToolchainError("unexpected marker sequence from the counting plugin")
-    stamps = [count for _, count in events]
     to_mark, between, from_mark = (stamps[3] - stamps[2], stamps[4] - stamps[3],
                                    stamps[5] - stamps[4])
     runs = [stamps[6 + i * (layers + 2):6 + (i + 1) * (layers + 2)] for i in range(samples)]
@@ -176,4 +243,4 @@ def _layer_counts(events: list[tuple[int, int]], layers: int,
         entry, per_layer = split(run)
         totals.append(entry + sum(per_layer))
     entry, first = split(runs[0])
-    return InstructionCounts(tuple(totals), tuple(first), entry)
+    return Counts(tuple(totals), tuple(first), entry)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .cycles import ASSUMPTIONS
 from .firmware import Budget
 from .ir import Tensor
 from .pipeline import Generated
@@ -55,8 +56,10 @@ class Layer:
     scratch_offset: int | None
     scratch_bytes: int  # aligned, as planned; 0 without scratch
     instructions: int | None  # with --count-instructions
-    # instructions / the board's clock, at one instruction per cycle (a lower bound)
+    # estimated cycles / the board's clock; without --count-cycles, instructions at one
+    # per cycle (a lower bound)
     time_ms: float | None = None
+    cycles: int | None = None  # with --count-cycles: the cycle model's estimate
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,11 @@ class Totals:
     instructions_overhead: int | None  # entry and exit of NAME_run
     note: str  # how the budget was obtained, or why there is none
     clock_hz: int | None = None  # the board's core clock
-    time_ms: float | None = None  # instructions at clock_hz, one per cycle
+    time_ms: float | None = None  # estimated cycles (else instructions) at clock_hz
+    cycles: int | None = None  # with --count-cycles
+    cycles_overhead: int | None = None  # entry and exit of NAME_run, in cycles
+    cycle_model: str | None = None  # the core whose table estimated them
+    cycle_assumptions: str | None = None  # what the estimate takes for granted
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,8 @@ def _node_ops(gen: Generated) -> dict[str, tuple[str, str]]:
     return {n.describe(): (n.name, n.op_type) for n in gen.graph.nodes}
 
 
-def build_layers(gen: Generated, instructions: Sequence[int] | None) -> tuple[Layer, ...]:
+def build_layers(gen: Generated, instructions: Sequence[int] | None,
+                 cycles: Sequence[int] | None = None) -> tuple[Layer, ...]:
     program, plan = gen.program, gen.plan
     nodes = _node_ops(gen)
     constants = set(program.constants) | set(gen.graph.constants)
@@ -151,8 +159,10 @@ def build_layers(gen: Generated, instructions: Sequence[int] | None) -> tuple[La
             scratch_offset=scratch.offset if scratch else None,
             scratch_bytes=scratch.size if scratch else 0,
             instructions=instructions[step] if instructions is not None else None,
-            time_ms=milliseconds(instructions[step] if instructions is not None else None,
-                                 gen.board.clock_hz)))
+            time_ms=milliseconds(cycles[step] if cycles is not None else
+                                 instructions[step] if instructions is not None else None,
+                                 gen.board.clock_hz),
+            cycles=cycles[step] if cycles is not None else None))
     return tuple(layers)
 
 
@@ -188,6 +198,7 @@ def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:
 def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
                  budget_note: str, counts: InstructionCounts | None) -> Totals:
     weights = sum(layer.weight_bytes for layer in layers)
+    cycles = counts.cycles if counts is not None else None
     io = gen.program.caller_io_bytes
     memory = gen.board.memory
     flash = code = ram = stack = static = None
@@ -212,7 +223,13 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         instructions=counts.per_sample[0] if counts else None,
         instructions_overhead=counts.overhead if counts and counts.per_layer else None,
         note=note, clock_hz=gen.board.clock_hz,
-        time_ms=milliseconds(counts.per_sample[0] if counts else None, gen.board.clock_hz))
+        time_ms=milliseconds(cycles.per_sample[0] if cycles else
+                             counts.per_sample[0] if counts else None, gen.board.clock_hz),
+        cycles=cycles.per_sample[0] if cycles else None,
+        cycles_overhead=cycles.overhead if cycles and cycles.per_layer else None,
+        cycle_model=counts.cycle_model if counts else None,
+        cycle_assumptions=ASSUMPTIONS[counts.cycle_model]
+        if counts is not None and counts.cycle_model is not None else None)
 
 
 def build_report(gen: Generated, *, source: str = "", budget: Budget | None = None,
@@ -223,7 +240,8 @@ def build_report(gen: Generated, *, source: str = "", budget: Budget | None = No
     if per_layer is not None and len(per_layer) != len(gen.program.calls):
         raise ValueError(f"{len(per_layer)} per-layer counts for "
                          f"{len(gen.program.calls)} kernel calls")
-    layers = build_layers(gen, per_layer)
+    cycles = counts.cycles if counts is not None else None
+    layers = build_layers(gen, per_layer, cycles.per_layer if cycles is not None else None)
     buffers = build_buffers(gen)
     return Report(model=gen.name, source=source, board=gen.board.name,
                   requant=gen.program.requant, layers=layers, buffers=buffers,
@@ -267,7 +285,7 @@ COLUMNS = ("step", "node", "op", "kernel", "inputs", "outputs", "MACs", "weights
            "out offset", "out bytes", "scratch bytes@offset")
 
 
-def _row(layer: Layer, with_instructions: bool) -> list[str]:
+def _row(layer: Layer, with_instructions: bool, with_cycles: bool = False) -> list[str]:
     arena_out = [t for t in layer.outputs if t.offset is not None]
     cells = [str(layer.step), shorten(layer.node, NODE_WIDTH), shorten(layer.op, 20),
              layer.kernel, " ".join(format_shape(t) for t in layer.inputs) or "-",
@@ -278,6 +296,8 @@ def _row(layer: Layer, with_instructions: bool) -> list[str]:
              f"{layer.scratch_bytes}@{layer.scratch_offset}" if layer.scratch_bytes else "-"]
     if with_instructions:
         cells.append(str(layer.instructions))
+    if with_cycles:
+        cells.append(str(layer.cycles))
     return cells
 
 
@@ -304,18 +324,27 @@ def format_totals(report: Report) -> list[str]:
         per_mac = f", {t.instructions / t.macs:.2f} per MAC" if t.macs else ""
         lines.append(f"instructions: {t.instructions} per inference{per_mac} (entry and "
                      f"exit {t.instructions_overhead})")
+        if t.cycles is not None:
+            per_mac = f", {t.cycles / t.macs:.2f} per MAC" if t.macs else ""
+            lines.append(f"cycles: {t.cycles} per inference{per_mac}, estimated with the "
+                         f"{t.cycle_model} table (entry and exit {t.cycles_overhead}); "
+                         f"assumes {t.cycle_assumptions}")
         if t.time_ms is not None and t.clock_hz is not None:
+            how = ("in estimated cycles" if t.cycles is not None else
+                   "at one instruction per cycle (a lower bound: loads, multiplies and "
+                   "branches take more on a Cortex-M)")
             lines.append(f"time: {t.time_ms:.3f} ms per inference at {t.clock_hz / 1e6:g} MHz "
-                         "at one instruction per cycle (a lower bound: loads, multiplies and "
-                         "branches take more on a Cortex-M)")
+                         f"{how}")
     lines.append(f"budget: {printable(t.note)}")
     return lines
 
 
 def format_report_text(report: Report) -> str:
     with_instructions = any(layer.instructions is not None for layer in report.layers)
-    header = [*COLUMNS, *(["instr"] if with_instructions else [])]
-    rows = [_row(layer, with_instructions) for layer in report.layers]
+    with_cycles = any(layer.cycles is not None for layer in report.layers)
+    header = [*COLUMNS, *(["instr"] if with_instructions else []),
+              *(["cycles"] if with_cycles else [])]
+    rows = [_row(layer, with_instructions, with_cycles) for layer in report.layers]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     numeric = {0, *range(6, len(header))}
 
@@ -483,11 +512,13 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}"""
 def render_report_html(report: Report) -> str:
     """One self-contained page: the table, the totals and the arena picture inline."""
     with_instructions = any(layer.instructions is not None for layer in report.layers)
-    header = [*COLUMNS, *(["instructions"] if with_instructions else [])]
+    with_cycles = any(layer.cycles is not None for layer in report.layers)
+    header = [*COLUMNS, *(["instructions"] if with_instructions else []),
+              *(["cycles"] if with_cycles else [])]
     numeric = {0, *range(6, len(header))}
     rows = []
     for layer in report.layers:
-        cells = _row(layer, with_instructions)
+        cells = _row(layer, with_instructions, with_cycles)
         cells[1] = layer.node  # the full name: a page has room for it
         cells[2] = layer.op
         rows.append("<tr>" + "".join(

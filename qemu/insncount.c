@@ -1,14 +1,24 @@
 /*
- * insncount.c - a QEMU TCG plugin that counts guest instructions between markers.
+ * insncount.c - a QEMU TCG plugin that counts guest instructions, and estimates cycles,
+ * between markers.
  *
  * Built by onnx2mcu with the host C compiler; the plugin API declarations it needs are in
  * qemu_plugin_api.h.
  *
- * Arguments: marks=ADDR[:ADDR...] - the entry addresses of marker functions
- * (q8_bench_start, q8_bench_stop, q8_layer_mark). Every execution of a marker's first
- * instruction appends "EVENT <marker index> <instructions so far>" to the plugin log.
- * Instructions are counted per translation block, inline, so counting is exact and cheap;
- * differences between events are what the caller reads.
+ * Arguments:
+ *   marks=ADDR[:ADDR...]  the entry addresses of marker functions (q8_bench_start,
+ *                         q8_bench_stop, q8_layer_mark). Every execution of a marker's
+ *                         first instruction appends "EVENT <marker index> <instructions so
+ *                         far> <cycles so far>" to the plugin log.
+ *   costs=PATH            the cycle model's cost of every instruction of the image (lines
+ *                         "address alone after_previous taken_penalty unaligned_target",
+ *                         hex address, written by codegen/cycles.py). Without it only
+ *                         instructions are counted, inline, and cycles stay 0.
+ *
+ * With costs, a callback at each translation block's execution adds the block's cost
+ * (its first instruction alone, the others after their predecessor) and, when the block
+ * does not start where the previous one falls through, the previous block's taken-branch
+ * penalty (plus the extra cycle of a 32-bit target at a halfword address).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -23,15 +33,141 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define MAX_MARKS 8
 
 static uint64_t executed;
+static uint64_t cycles;
+static uint64_t unknown; /* executed instructions the cost file does not list */
 static uint64_t marks[MAX_MARKS];
 static uintptr_t mark_ids[MAX_MARKS];
 static int mark_count;
 
+/* ------------------------------------------------------------------ the cost file */
+
+typedef struct {
+    uint64_t address; /* 0: empty slot */
+    uint8_t alone, after_previous, taken_penalty, unaligned_target;
+} insn_cost;
+
+static insn_cost *costs;
+static size_t cost_slots; /* a power of two, at least twice the entries */
+
+static size_t slot_of(uint64_t address)
+{
+    return (size_t)((address >> 1) * 0x9E3779B97F4A7C15ull) & (cost_slots - 1);
+}
+
+static const insn_cost *find_cost(uint64_t address)
+{
+    size_t i;
+    if (costs == NULL) {
+        return NULL;
+    }
+    for (i = slot_of(address); costs[i].address != 0; i = (i + 1) & (cost_slots - 1)) {
+        if (costs[i].address == address) {
+            return &costs[i];
+        }
+    }
+    return NULL;
+}
+
+static int load_costs(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    size_t lines = 0;
+    char line[128];
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof line, f) != NULL) {
+        lines++;
+    }
+    for (cost_slots = 16; cost_slots < 2 * lines + 2; cost_slots *= 2) {
+    }
+    costs = calloc(cost_slots, sizeof *costs);
+    if (costs == NULL) {
+        fclose(f);
+        return -1;
+    }
+    rewind(f);
+    while (fgets(line, sizeof line, f) != NULL) {
+        uint64_t address;
+        unsigned alone, after, penalty, unaligned;
+        size_t i;
+        if (sscanf(line, "%" SCNx64 " %u %u %u %u", &address, &alone, &after, &penalty,
+                   &unaligned) != 5 || address == 0) {
+            continue; /* address 0 is the vector table, never executed */
+        }
+        for (i = slot_of(address); costs[i].address != 0 && costs[i].address != address;
+             i = (i + 1) & (cost_slots - 1)) {
+        }
+        costs[i].address = address;
+        costs[i].alone = (uint8_t)alone;
+        costs[i].after_previous = (uint8_t)after;
+        costs[i].taken_penalty = (uint8_t)penalty;
+        costs[i].unaligned_target = (uint8_t)unaligned;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ blocks */
+
+typedef struct block_cost {
+    uint64_t start, fall_through;
+    uint64_t n, cycles, unknown;
+    uint32_t taken_penalty, unaligned_target;
+} block_cost;
+
+static const block_cost *previous_block;
+
+static void on_block(unsigned int vcpu_index, void *userdata)
+{
+    const block_cost *block = userdata;
+    (void)vcpu_index;
+    if (previous_block != NULL && block->start != previous_block->fall_through) {
+        cycles += previous_block->taken_penalty + block->unaligned_target;
+    }
+    cycles += block->cycles;
+    executed += block->n;
+    unknown += block->unknown;
+    previous_block = block;
+}
+
+/* Blocks retranslated at the same address get new records, kept until exit. */
+static block_cost *cost_block(struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb), i;
+    block_cost *block = calloc(1, sizeof *block);
+    if (block == NULL) {
+        return NULL;
+    }
+    block->n = n;
+    for (i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        uint64_t address = qemu_plugin_insn_vaddr(insn);
+        const insn_cost *cost = find_cost(address);
+        if (i == 0) {
+            block->start = address;
+            block->unaligned_target = cost ? cost->unaligned_target : 0;
+        }
+        if (cost == NULL) {
+            block->cycles += 1;
+            block->unknown += 1;
+        } else {
+            block->cycles += i == 0 ? cost->alone : cost->after_previous;
+        }
+        if (i == n - 1) {
+            block->fall_through = address + qemu_plugin_insn_size(insn);
+            block->taken_penalty = cost ? cost->taken_penalty : 0;
+        }
+    }
+    return block;
+}
+
 static void on_mark(unsigned int vcpu_index, void *userdata)
 {
-    char line[64];
+    char line[96];
     (void)vcpu_index;
-    snprintf(line, sizeof line, "EVENT %u %" PRIu64 "\n", (unsigned)(uintptr_t)userdata, executed);
+    snprintf(line, sizeof line, "EVENT %u %" PRIu64 " %" PRIu64 "\n",
+             (unsigned)(uintptr_t)userdata, executed, cycles);
     qemu_plugin_outs(line);
 }
 
@@ -39,8 +175,13 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb), i;
     int m;
+    block_cost *block = costs != NULL ? cost_block(tb) : NULL;
     (void)id;
-    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &executed, n);
+    if (block != NULL) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, QEMU_PLUGIN_CB_NO_REGS, block);
+    } else {
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &executed, n);
+    }
     for (i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t address = qemu_plugin_insn_vaddr(insn);
@@ -55,10 +196,11 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void on_guest_exit(qemu_plugin_id_t id, void *userdata)
 {
-    char line[64];
+    char line[128];
     (void)id;
     (void)userdata;
-    snprintf(line, sizeof line, "TOTAL %" PRIu64 "\n", executed);
+    snprintf(line, sizeof line, "TOTAL %" PRIu64 " %" PRIu64 " UNKNOWN %" PRIu64 "\n",
+             executed, cycles, unknown);
     qemu_plugin_outs(line);
 }
 
@@ -82,6 +224,9 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
                 mark_count++;
                 rest = *end == ':' ? end + 1 : end;
             }
+        } else if (strncmp(argv[i], "costs=", 6) == 0 && load_costs(argv[i] + 6) != 0) {
+            fprintf(stderr, "insncount: cannot read the cost file %s\n", argv[i] + 6);
+            return -1;
         }
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
