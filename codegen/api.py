@@ -226,7 +226,7 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
     if cycles:
         check_cycle_board(target.board)
     gen = generate_sources(model, target)
-    names = [t.name for t in gen.program.inputs]
+    names = [t.name for t in counted_entry(gen).inputs]
     given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
     return count_generated(gen, [match_inputs(sample, names) for sample in given], per_layer,
                            cycles)
@@ -236,6 +236,12 @@ def check_counting_board(board: Board) -> None:
     if not board.is_cortex_m:
         raise OptionError(f"board '{board.name}': instruction counts need a Cortex-M board "
                           "(see `onnx2mcu boards`)")
+
+
+def counted_entry(gen: Generated) -> Entry:
+    """The entry point the counting harness runs: the default build's (with --io both,
+    the float one)."""
+    return harness_entries(gen.program)[0]
 
 
 def check_cycle_board(board: Board) -> str:
@@ -255,7 +261,8 @@ def count_generated(gen: Generated, data: Samples, per_layer: bool,
     model = check_cycle_board(gen.board) if cycles else None
     build = build_firmware(gen.files, gen.name, gen.board, layer_marks=per_layer)
     calls = gen.program.calls
-    _, counts = qemu_count(build.elf, gen.board, gen.program.inputs, gen.program.outputs,
+    entry = counted_entry(gen)
+    _, counts = qemu_count(build.elf, gen.board, entry.inputs, entry.outputs,
                            data, len(calls) if per_layer else None, cycle_model=model)
     return CountReport(counts, sum(c.macs for c in calls),
                        tuple((c.node, c.function, c.macs) for c in calls), gen.board.name,
@@ -283,9 +290,10 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
     budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
     counts = None
     if count:
-        names = [t.name for t in gen.program.inputs]
+        entry = counted_entry(gen)
+        names = [t.name for t in entry.inputs]
         data = match_inputs(inputs, names) if inputs is not None else \
-            random_inputs(gen.program.inputs, 1, seed)[0]
+            random_inputs(entry.inputs, 1, seed)[0]
         counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)

@@ -159,3 +159,12 @@ def test_random_matrix_products_on_the_core(weights: str) -> None:
                     [matmul_case(rng, 200 + i, "QLinearMatMul") for i in range(12)])
     report = codegen.verify(model, board="cortex-m4f", samples=2, weights=weights)
     assert report.ok, [o.name for o in report.outputs if o.mismatches]
+
+
+@pytest.mark.parametrize(("board", "wide"), [("cortex-m0plus", False), ("cortex-m3", False),
+                                             ("cortex-m4f", True)])
+def test_auto_weights_are_never_wide_without_dsp(board: str, wide: bool) -> None:
+    """--weights auto: int16 weights only where the DSP kernels read them faster; on M0+
+    and M3 the byte kernels are both smaller and faster."""
+    gen = generate_sources(quantized_model("ad_autoencoder", "i8-pc"), Options(board=board))
+    assert any("_w16_" in c.function for c in gen.program.calls) == wide
