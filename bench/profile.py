@@ -73,10 +73,11 @@ def main() -> int:
     parser.add_argument("--board", default="cortex-m4f")
     parser.add_argument("--variant", default="i8-pc")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto")
     parser.add_argument("--disasm", help="annotate this function's disassembly")
     args = parser.parse_args()
     gen = generate_sources(zoo.quantized_model(args.model, args.variant),
-                           Options(board=args.board))
+                           Options(board=args.board, weights=args.weights))
     build = build_firmware(gen.files, gen.name, gen.board, size=False)
     data = random_inputs(gen.program.inputs, 1, seed=0)
     _, log = run_firmware(build.elf, gen.board, gen.program.inputs, gen.program.outputs,

@@ -5,7 +5,9 @@
  * Each row of A is widened once into int16 scratch; four weight rows at a time then
  * take it with 16-bit SIMD multiply-accumulates: a word of four weights, stored by the
  * generator as w0, w2, w1, w3, widens into the pairs (w0, w1) and (w2, w3) that match two
- * word loads of the row, so each q8_smlad does two multiply-accumulates.
+ * word loads of the row, so each q8_smlad does two multiply-accumulates. The generator
+ * stores the rows in blocks of four (the last padded with zero rows, the bias too),
+ * interleaved per group of four taps, so one pointer walks a block.
  *
  * acc = sum_k a_k * w_k + bias', bias' = C - a_zp * sum_k w_k precomputed (modulo 2^32),
  * the same sum as sum (a_k - a_zp) * w_k + C. Requantization as the reference.
@@ -29,50 +31,33 @@ Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_pa
 }
 
 #if Q8_HAS_DSP
-/* acc[r] += weight row r . x, for four rows k_padded apart. */
-static void dot_4x1(const int8_t *w, int32_t k_padded, const int16_t *x, int32_t groups,
-                    int32_t acc[4])
+/* acc[r] += weight row r . x for a block of four rows, interleaved per group of four taps
+ * (one pointer, four word loads, two SXTB16 and two SMLAD per word). */
+static void dot_4x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc[4])
 {
-    const int8_t *w1 = w + k_padded, *w2 = w1 + k_padded, *w3 = w2 + k_padded;
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    int32_t i;
-    for (i = groups; i > 0; i--) {
+    do {
         const uint32_t x01 = q8_load32(x), x23 = q8_load32(x + 2);
-        uint32_t v = q8_load32(w);
-        a0 = q8_smlad(q8_sxtb16(v), x01, a0);
-        a0 = q8_smlad(q8_sxtb16(q8_ror8(v)), x23, a0);
-        v = q8_load32(w1);
-        a1 = q8_smlad(q8_sxtb16(v), x01, a1);
-        a1 = q8_smlad(q8_sxtb16(q8_ror8(v)), x23, a1);
-        v = q8_load32(w2);
+        const uint32_t v0 = wp[0], v1 = wp[1];
+        uint32_t v;
+        a0 = q8_smlad(q8_sxtb16(v0), x01, a0);
+        a0 = q8_smlad(q8_sxtb16_ror8(v0), x23, a0);
+        a1 = q8_smlad(q8_sxtb16(v1), x01, a1);
+        a1 = q8_smlad(q8_sxtb16_ror8(v1), x23, a1);
+        v = wp[2];
         a2 = q8_smlad(q8_sxtb16(v), x01, a2);
-        a2 = q8_smlad(q8_sxtb16(q8_ror8(v)), x23, a2);
-        v = q8_load32(w3);
+        a2 = q8_smlad(q8_sxtb16_ror8(v), x23, a2);
+        v = wp[3];
         a3 = q8_smlad(q8_sxtb16(v), x01, a3);
-        a3 = q8_smlad(q8_sxtb16(q8_ror8(v)), x23, a3);
+        a3 = q8_smlad(q8_sxtb16_ror8(v), x23, a3);
+        wp += 4;
         x += 4;
-        w += 4;
-        w1 += 4;
-        w2 += 4;
-        w3 += 4;
-    }
+    } while (--groups);
     acc[0] = a0;
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
-}
-
-static int32_t dot_1x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc)
-{
-    int32_t i;
-    for (i = groups; i > 0; i--) {
-        const uint32_t v = q8_load32(w);
-        acc = q8_smlad(q8_sxtb16(v), q8_load32(x), acc);
-        acc = q8_smlad(q8_sxtb16(q8_ror8(v)), q8_load32(x + 2), acc);
-        x += 4;
-        w += 4;
-    }
-    return acc;
 }
 #else
 /* Cores without the DSP extension: 32-bit multiply-accumulates, weights in stored order. */
@@ -82,40 +67,22 @@ Q8_INLINE uint32_t dot_group(const int8_t *w, const int16_t *x)
            (uint32_t)(x[3] * w[3]);
 }
 
-static void dot_4x1(const int8_t *w, int32_t k_padded, const int16_t *x, int32_t groups,
-                    int32_t acc[4])
+static void dot_4x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc[4])
 {
-    const int8_t *w1 = w + k_padded, *w2 = w1 + k_padded, *w3 = w2 + k_padded;
     uint32_t a0 = (uint32_t)acc[0], a1 = (uint32_t)acc[1];
     uint32_t a2 = (uint32_t)acc[2], a3 = (uint32_t)acc[3];
-    int32_t i;
-    for (i = groups; i > 0; i--) {
+    do {
         a0 += dot_group(w, x);
-        a1 += dot_group(w1, x);
-        a2 += dot_group(w2, x);
-        a3 += dot_group(w3, x);
+        a1 += dot_group(w + 4, x);
+        a2 += dot_group(w + 8, x);
+        a3 += dot_group(w + 12, x);
         x += 4;
-        w += 4;
-        w1 += 4;
-        w2 += 4;
-        w3 += 4;
-    }
+        w += 16;
+    } while (--groups);
     acc[0] = (int32_t)a0;
     acc[1] = (int32_t)a1;
     acc[2] = (int32_t)a2;
     acc[3] = (int32_t)a3;
-}
-
-static int32_t dot_1x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc)
-{
-    uint32_t sum = (uint32_t)acc;
-    int32_t i;
-    for (i = groups; i > 0; i--) {
-        sum += dot_group(w, x);
-        x += 4;
-        w += 4;
-    }
-    return (int32_t)sum;
 }
 #endif
 
@@ -200,27 +167,21 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
                                int is_signed, int mode)
 {
     const int32_t N = p->n, groups = p->k_padded / 4;
-    int32_t row, n;
+    int32_t row, n, j;
     for (row = 0; row < p->m; row++) {
         const size_t out = (size_t)row * (size_t)N;
         widen_row(a + (size_t)row * (size_t)p->k, scratch, p->k, p->k_padded, is_signed);
-        for (n = 0; n + 4 <= N; n += 4) {
+        for (n = 0; n < N; n += 4) {
+            const int32_t count = N - n < 4 ? N - n : 4;
             int32_t acc[4];
             acc[0] = p->bias[n];
             acc[1] = p->bias[n + 1];
             acc[2] = p->bias[n + 2];
             acc[3] = p->bias[n + 3];
-            dot_4x1(p->weights + (size_t)n * (size_t)p->k_padded, p->k_padded, scratch, groups,
-                    acc);
-            store(&p->requant, n, acc[0], y, out + (size_t)n, mode);
-            store(&p->requant, n + 1, acc[1], y, out + (size_t)n + 1, mode);
-            store(&p->requant, n + 2, acc[2], y, out + (size_t)n + 2, mode);
-            store(&p->requant, n + 3, acc[3], y, out + (size_t)n + 3, mode);
-        }
-        for (; n < N; n++) {
-            const int32_t acc = dot_1x1(p->weights + (size_t)n * (size_t)p->k_padded, scratch,
-                                        groups, p->bias[n]);
-            store(&p->requant, n, acc, y, out + (size_t)n, mode);
+            dot_4x1(p->weights + (size_t)n * (size_t)p->k_padded, scratch, groups, acc);
+            for (j = 0; j < count; j++) {
+                store(&p->requant, n + j, acc[j], y, out + (size_t)(n + j), mode);
+            }
         }
     }
 }

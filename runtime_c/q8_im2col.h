@@ -189,8 +189,8 @@ Q8_UNUSED static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t 
     /* A down-counter and one base pointer per operand keep the loop in registers. */
     for (i = groups; i > 0; i--) {
         const uint32_t wa = q8_load32(w0), wb = q8_load32(w1);
-        const uint32_t wa_01 = q8_sxtb16(wa), wa_23 = q8_sxtb16(q8_ror8(wa));
-        const uint32_t wb_01 = q8_sxtb16(wb), wb_23 = q8_sxtb16(q8_ror8(wb));
+        const uint32_t wa_01 = q8_sxtb16(wa), wa_23 = q8_sxtb16_ror8(wa);
+        const uint32_t wb_01 = q8_sxtb16(wb), wb_23 = q8_sxtb16_ror8(wb);
         const uint32_t x0_01 = q8_load32(c0), x0_23 = q8_load32(c0 + 2);
         const uint32_t x1_01 = q8_load32(c1), x1_23 = q8_load32(c1 + 2);
         a00 = q8_smlad(wa_01, x0_01, a00);
@@ -218,7 +218,7 @@ Q8_UNUSED static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t grou
     for (i = 0; i < groups; i++) {
         const uint32_t wv = q8_load32(w);
         acc = q8_smlad(q8_sxtb16(wv), q8_load32(c), acc);
-        acc = q8_smlad(q8_sxtb16(q8_ror8(wv)), q8_load32(c + 2), acc);
+        acc = q8_smlad(q8_sxtb16_ror8(wv), q8_load32(c + 2), acc);
         w += 4;
         c += 4;
     }

@@ -148,16 +148,17 @@ def test_random_convolutions_on_the_core(board: str, requant: str, weights: str)
                        for o in report.outputs if o.mismatches]
 
 
-@pytest.mark.parametrize("weights", ["int8", "int16"])
-def test_random_matrix_products_on_the_core(weights: str) -> None:
+@pytest.mark.parametrize(("board", "weights"), [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
+                                                ("cortex-m0plus", "int8")])
+def test_random_matrix_products_on_the_core(board: str, weights: str) -> None:
     """QGemm and QLinearMatMul with constant weights (the fully connected DSP kernels,
-    compact and wide weights) on M4F against ORT."""
+    compact and wide weights, and the plain 32-bit path on M0+) against ORT."""
     from test_matrix_ops import combine, matmul_case, qgemm_case
 
     rng = np.random.default_rng(4343)
     model = combine([qgemm_case(rng, i) for i in range(12)] +
                     [matmul_case(rng, 200 + i, "QLinearMatMul") for i in range(12)])
-    report = codegen.verify(model, board="cortex-m4f", samples=2, weights=weights)
+    report = codegen.verify(model, board=board, samples=2, weights=weights)
     assert report.ok, [o.name for o in report.outputs if o.mismatches]
 
 

@@ -162,17 +162,21 @@ def fc_weights(b: NDArray[Any], b_zp: NDArray[Any], trans_b: bool) -> NDArray[An
 def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
             bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray], mode: str,
             rows: int, wide: bool) -> KernelCall:
-    """The fast matrix product: weights [N][K] padded to a multiple of 4 and stored in the
-    kernel's byte order, the input zero point folded into the bias (modulo 2^32)."""
+    """The fast matrix product: weights [N][K] padded to multiples of 4, each group of
+    four taps in the kernel's byte order, four rows interleaved per group; the input zero
+    point folded into the bias (modulo 2^32), padded like the rows."""
     if wide:
         return fc_w16_call(node, a, y, weights, a_zp, bias, requant, arrays, mode, rows)
     n, k = weights.shape
-    k_padded = (k + 3) // 4 * 4
-    padded = np.zeros((n, k_padded), dtype=np.int8)
-    padded[:, :k] = weights
-    padded = padded.reshape(n, -1, 4)[:, :, [0, 2, 1, 3]]
-    folded = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,)) if bias is not None
-              else np.zeros(n, np.int64)) - a_zp * weights.astype(np.int64).sum(axis=1)
+    k_padded, n_padded = (k + 3) // 4 * 4, (n + 3) // 4 * 4
+    padded = np.zeros((n_padded, k_padded), dtype=np.int8)
+    padded[:n, :k] = weights
+    # [block of 4 rows][group of 4 taps][row in block][tap in group, order 0 2 1 3]
+    padded = padded.reshape(n_padded // 4, 4, k_padded // 4, 4)[:, :, :, [0, 2, 1, 3]]
+    padded = np.ascontiguousarray(padded.transpose(0, 2, 1, 3))
+    folded = np.zeros(n_padded, np.int64)
+    folded[:n] = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,))
+                  if bias is not None else 0) - a_zp * weights.astype(np.int64).sum(axis=1)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
     params = CStruct("q8_fc_params", (
         ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
