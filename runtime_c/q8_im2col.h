@@ -180,50 +180,85 @@ Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_valu
 }
 
 #if Q8_HAS_DSP
-/* acc[r][j] += weights row r . column j, for rows w0 (and w1) and columns c0 (and c1). */
-Q8_UNUSED static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
-                    int32_t groups, int32_t acc[4])
+/* acc[r][j] += weight row r . column j for a pair of rows, interleaved per group of four
+ * taps (one pointer), and columns c0 and c1: 16 multiply-accumulates per group in 8
+ * q8_smlad, each widened weight pair used for both columns. */
+#if defined(__GNUC__) && defined(__thumb2__)
+/* The loop scheduled by hand: GCC 12 spills its counter and splits the loads (28
+ * instructions per pass); here 19, about 24 cycles per 16 MACs on Cortex-M4 (the
+ * pointer post-increments ride on the loads, the second pair of column loads pipelined,
+ * lr holding each widened weight pair). The C loop below is the same computation. */
+Q8_UNUSED static void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t *c1,
+                              int32_t groups, int32_t acc[4])
 {
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
-    int32_t i;
-    /* A down-counter and one base pointer per operand keep the loop in registers. */
-    for (i = groups; i > 0; i--) {
-        const uint32_t wa = q8_load32(w0), wb = q8_load32(w1);
-        const uint32_t wa_01 = q8_sxtb16(wa), wa_23 = q8_sxtb16_ror8(wa);
-        const uint32_t wb_01 = q8_sxtb16(wb), wb_23 = q8_sxtb16_ror8(wb);
-        const uint32_t x0_01 = q8_load32(c0), x0_23 = q8_load32(c0 + 2);
-        const uint32_t x1_01 = q8_load32(c1), x1_23 = q8_load32(c1 + 2);
-        a00 = q8_smlad(wa_01, x0_01, a00);
-        a00 = q8_smlad(wa_23, x0_23, a00);
-        a01 = q8_smlad(wa_01, x1_01, a01);
-        a01 = q8_smlad(wa_23, x1_23, a01);
-        a10 = q8_smlad(wb_01, x0_01, a10);
-        a10 = q8_smlad(wb_23, x0_23, a10);
-        a11 = q8_smlad(wb_01, x1_01, a11);
-        a11 = q8_smlad(wb_23, x1_23, a11);
-        w0 += 4;
-        w1 += 4;
-        c0 += 4;
-        c1 += 4;
-    }
+    uint32_t wa, wb, x0, x1;
+    __asm__ volatile(
+        ".p2align 2\n"
+        "1:\n\t"
+        "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+        "ldr %[x0], [%[c0]], #4\n\t"
+        "ldr %[x1], [%[c1]], #4\n\t"
+        "sxtb16 lr, %[wa]\n\t"
+        "smlad %[a00], lr, %[x0], %[a00]\n\t"
+        "smlad %[a01], lr, %[x1], %[a01]\n\t"
+        "sxtb16 lr, %[wb]\n\t"
+        "smlad %[a10], lr, %[x0], %[a10]\n\t"
+        "smlad %[a11], lr, %[x1], %[a11]\n\t"
+        "ldr %[x0], [%[c0]], #4\n\t"
+        "ldr %[x1], [%[c1]], #4\n\t"
+        "sxtb16 lr, %[wa], ror #8\n\t"
+        "smlad %[a00], lr, %[x0], %[a00]\n\t"
+        "smlad %[a01], lr, %[x1], %[a01]\n\t"
+        "sxtb16 lr, %[wb], ror #8\n\t"
+        "smlad %[a10], lr, %[x0], %[a10]\n\t"
+        "smlad %[a11], lr, %[x1], %[a11]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n"
+        : [w] "+r"(w), [c0] "+r"(c0), [c1] "+r"(c1), [n] "+r"(groups), [a00] "+r"(a00),
+          [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [wa] "=&r"(wa), [wb] "=&r"(wb),
+          [x0] "=&r"(x0), [x1] "=&r"(x1)
+        :
+        : "lr", "cc", "memory");
     acc[0] = a00;
     acc[1] = a01;
     acc[2] = a10;
     acc[3] = a11;
 }
-
-Q8_UNUSED static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_t acc)
+#else
+Q8_UNUSED static void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t *c1,
+                              int32_t groups, int32_t acc[4])
 {
-    int32_t i;
-    for (i = 0; i < groups; i++) {
-        const uint32_t wv = q8_load32(w);
-        acc = q8_smlad(q8_sxtb16(wv), q8_load32(c), acc);
-        acc = q8_smlad(q8_sxtb16_ror8(wv), q8_load32(c + 2), acc);
-        w += 4;
-        c += 4;
-    }
-    return acc;
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    do {
+        const uint32_t wa = wp[0], wb = wp[1];
+        const uint32_t x0_01 = q8_load32(c0), x1_01 = q8_load32(c1);
+        uint32_t t = q8_sxtb16(wa);
+        a00 = q8_smlad(t, x0_01, a00);
+        a01 = q8_smlad(t, x1_01, a01);
+        t = q8_sxtb16(wb);
+        a10 = q8_smlad(t, x0_01, a10);
+        a11 = q8_smlad(t, x1_01, a11);
+        {
+            const uint32_t x0_23 = q8_load32(c0 + 2), x1_23 = q8_load32(c1 + 2);
+            t = q8_sxtb16_ror8(wa);
+            a00 = q8_smlad(t, x0_23, a00);
+            a01 = q8_smlad(t, x1_23, a01);
+            t = q8_sxtb16_ror8(wb);
+            a10 = q8_smlad(t, x0_23, a10);
+            a11 = q8_smlad(t, x1_23, a11);
+        }
+        wp += 2;
+        c0 += 4;
+        c1 += 4;
+    } while (--groups);
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
 }
+#endif
 #else
 /*
  * Cores without the DSP extension: one 32-bit multiply-accumulate per tap, four taps per
@@ -235,38 +270,24 @@ Q8_INLINE uint32_t dot_group(const int8_t *w, const int16_t *c)
            (uint32_t)(c[3] * w[3]);
 }
 
-Q8_UNUSED static void dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
-                    int32_t groups, int32_t acc[4])
+Q8_UNUSED static void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t *c1,
+                              int32_t groups, int32_t acc[4])
 {
     uint32_t a00 = (uint32_t)acc[0], a01 = (uint32_t)acc[1];
     uint32_t a10 = (uint32_t)acc[2], a11 = (uint32_t)acc[3];
-    int32_t i;
-    for (i = groups; i > 0; i--) {
-        a00 += dot_group(w0, c0);
-        a01 += dot_group(w0, c1);
-        a10 += dot_group(w1, c0);
-        a11 += dot_group(w1, c1);
-        w0 += 4;
-        w1 += 4;
+    do {
+        a00 += dot_group(w, c0);
+        a01 += dot_group(w, c1);
+        a10 += dot_group(w + 4, c0);
+        a11 += dot_group(w + 4, c1);
+        w += 8;
         c0 += 4;
         c1 += 4;
-    }
+    } while (--groups);
     acc[0] = (int32_t)a00;
     acc[1] = (int32_t)a01;
     acc[2] = (int32_t)a10;
     acc[3] = (int32_t)a11;
-}
-
-Q8_UNUSED static int32_t dot_1x1(const int8_t *w, const int16_t *c, int32_t groups, int32_t acc)
-{
-    uint32_t sum = (uint32_t)acc;
-    int32_t i;
-    for (i = groups; i > 0; i--) {
-        sum += dot_group(w, c);
-        w += 4;
-        c += 4;
-    }
-    return (int32_t)sum;
 }
 #endif
 
@@ -396,32 +417,26 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
                      (px + 1) % OW, col1, is_signed);
             }
             for (m = 0; m < M; m += 2) {
-                const int8_t *w0 = p->weights + (size_t)m * (size_t)p->k_padded;
                 const row_requant r0 = row_constants(&p->requant, m, mode);
                 uint8_t *y0 = y_n + (size_t)m * (size_t)pixels + (size_t)px;
                 int32_t acc[4];
                 acc[0] = acc[1] = p->bias[m];
-                if (m + 1 < M) {
-                    const row_requant r1 = row_constants(&p->requant, m + 1, mode);
-                    uint8_t *y1 = y0 + pixels;
-                    acc[2] = acc[3] = p->bias[m + 1];
-                    if (two) {
-                        dot_2x2(w0, w0 + p->k_padded, col0, col1, groups, acc);
-                        y1[1] = requantize(&r1, acc[3], mode);
-                    } else {
-                        acc[0] = dot_1x1(w0, col0, groups, acc[0]);
-                        acc[2] = dot_1x1(w0 + p->k_padded, col0, groups, acc[2]);
-                    }
-                    y1[0] = requantize(&r1, acc[2], mode);
-                } else {
-                    acc[0] = dot_1x1(w0, col0, groups, acc[0]);
-                    if (two) {
-                        acc[1] = dot_1x1(w0, col1, groups, acc[1]);
-                    }
-                }
+                acc[2] = acc[3] = p->bias[m + 1];
+                /* An odd last row is the generator's zero row, a lone last pixel taken
+                 * twice: their results are not stored. */
+                dot_2x2(p->weights + (size_t)m * (size_t)p->k_padded, col0, two ? col1 : col0,
+                        groups, acc);
                 y0[0] = requantize(&r0, acc[0], mode);
                 if (two) {
                     y0[1] = requantize(&r0, acc[1], mode);
+                }
+                if (m + 1 < M) {
+                    const row_requant r1 = row_constants(&p->requant, m + 1, mode);
+                    uint8_t *y1 = y0 + pixels;
+                    y1[0] = requantize(&r1, acc[2], mode);
+                    if (two) {
+                        y1[1] = requantize(&r1, acc[3], mode);
+                    }
                 }
             }
         }

@@ -114,9 +114,11 @@ void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT inp
 
 /*
  * QLinearConv, fast path (conv_im2col.c): group 1, weight zero point 0. Weights are
- * int8 [M][k_padded], each row the k = C*KH*KW taps in (c, kh, kw) order, zero-padded to
- * a multiple of 4; bias[m] = B[m] - x_zp * sum(W[m]) (modulo 2^32); padding taps read
- * pad_value (x_zp). scratch holds two columns: 2 * k_padded int16.
+ * int8, each row the k = C*KH*KW taps in (c, kh, kw) order, zero-padded to a multiple of
+ * 4, each group of four stored as w0, w2, w1, w3; the rows in pairs (an odd count padded
+ * with a zero row) interleaved per group: [M/2][k_padded/4][2][4], 8-byte aligned.
+ * bias[m] = B[m] - x_zp * sum(W[m]) (modulo 2^32), one per padded row; padding taps read
+ * pad_value (x_zp). scratch holds two columns: 2 * k_padded int16, 8-byte aligned.
  */
 typedef struct {
     q8_dims input;
@@ -307,9 +309,11 @@ Q8_DECLARE_GEMM(s8, s8, int8_t, int8_t)
 
 /*
  * Matrix products with constant weights, fast path (fully_connected.c): y[m][n] for A
- * [m][k] (dense rows) and weights [n][k_padded] int8, each group of four stored as w0, w2,
- * w1, w3, zero-padded; bias[n] = C - a_zp * sum(W[n]) (modulo 2^32); requantization per
- * column (or float output, scale only). scratch: k_padded int16.
+ * [m][k] (dense rows) and weights int8, each group of four stored as w0, w2, w1, w3,
+ * zero-padded to k_padded; the rows in blocks of four (the last padded with zero rows)
+ * interleaved per group: [n_padded/4][k_padded/4][4][4], 8-byte aligned. bias[n] = C -
+ * a_zp * sum(W[n]) (modulo 2^32), one per padded row; requantization per column (or float
+ * output, scale only). scratch: k_padded int16, 8-byte aligned.
  */
 typedef struct {
     int32_t m;

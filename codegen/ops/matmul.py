@@ -180,8 +180,9 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
     params = CStruct("q8_fc_params", (
         ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
-        ("weights", CRef("weights")), ("bias", CRef("bias")), ("requant", requant)))
-    all_arrays = (CArray("weights", "int8_t", padded.reshape(-1)),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+    # 8-byte aligned: the kernel reads two rows' words with one LDRD.
+    all_arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
                   CArray("bias", "int32_t", wrapped), *arrays)
     return KernelCall(f"q8_fc_{kernel_suffix(a.dtype)}_{mode}", node.name, (a.name,),
                       (y.name,), params, all_arrays, ("fully_connected.c",), rows * n * k,

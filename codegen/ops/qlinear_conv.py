@@ -215,25 +215,29 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                 weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                 requant_arrays: list[CArray], mode: str) -> KernelCall:
     """The im2col + 16-bit SIMD path (conv_im2col.c): weight rows of k taps padded to a
-    multiple of 4, and the input zero point folded into the bias (modulo 2^32)."""
+    multiple of 4, output channels to an even count (a zero row), each pair of rows
+    interleaved per group of four taps; the input zero point folded into the bias (modulo
+    2^32), padded like the rows."""
     m = weights.shape[0]
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
-    k_padded = (k + 3) // 4 * 4
-    padded = np.zeros((m, k_padded), dtype=np.int8)
-    padded[:, :k] = rows
+    k_padded, m_padded = (k + 3) // 4 * 4, m + m % 2
+    padded = np.zeros((m_padded, k_padded), dtype=np.int8)
+    padded[:m, :k] = rows
     # Each group of four as w0, w2, w1, w3: the kernel's two byte-pair widenings of a word
     # (bytes 0,2 and 1,3) then give (w0, w1) and (w2, w3), in the columns' order.
-    padded = padded.reshape(m, -1, 4)[:, :, [0, 2, 1, 3]]
-    folded = (bias.astype(np.int64) if bias is not None else np.zeros(m, np.int64))
-    folded = folded - x_zp * rows.sum(axis=1)
+    padded = padded.reshape(m_padded // 2, 2, k_padded // 4, 4)[:, :, :, [0, 2, 1, 3]]
+    padded = np.ascontiguousarray(padded.transpose(0, 2, 1, 3))
+    folded = np.zeros(m_padded, np.int64)
+    folded[:m] = (bias.astype(np.int64) if bias is not None else 0) - x_zp * rows.sum(axis=1)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
     requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
     params = CStruct("q8_conv_im2col_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
-        ("weights", CRef("weights")), ("bias", CRef("bias")), ("requant", requant)))
-    arrays = (CArray("weights", "int8_t", padded.reshape(-1)),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+    # 8-byte aligned: the kernel reads a pair of rows' words with one LDRD.
+    arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}", node.name, (x.name,),
                       (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
