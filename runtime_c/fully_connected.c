@@ -30,7 +30,7 @@ Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_pa
     }
 }
 
-#if Q8_HAS_DSP && defined(__GNUC__) && defined(__thumb2__)
+#if Q8_HAS_DSP && defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
 /* acc[r] += weight row r . x for a block of four rows, interleaved per group of four taps:
  * the loop scheduled by hand, 21 instructions and about 28 cycles per 16 MACs on
  * Cortex-M4 (GCC 12's schedule of the C loop below: 24 and about 30). lr holds each

@@ -183,7 +183,7 @@ Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_valu
 /* acc[r][j] += weight row r . column j for a pair of rows, interleaved per group of four
  * taps (one pointer), and columns c0 and c1: 16 multiply-accumulates per group in 8
  * q8_smlad, each widened weight pair used for both columns. */
-#if defined(__GNUC__) && defined(__thumb2__)
+#if defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
 /* The loop scheduled by hand: GCC 12 spills its counter and splits the loads (28
  * instructions per pass); here 19, about 24 cycles per 16 MACs on Cortex-M4 (the
  * pointer post-increments ride on the loads, the second pair of column loads pipelined,

@@ -169,3 +169,30 @@ def test_auto_weights_are_never_wide_without_dsp(board: str, wide: bool) -> None
     and M3 the byte kernels are both smaller and faster."""
     gen = generate_sources(quantized_model("ad_autoencoder", "i8-pc"), Options(board=board))
     assert any("_w16_" in c.function for c in gen.program.calls) == wide
+
+
+def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact() -> None:
+    """-DQ8_NO_ASM compiles the int8-weight convolution and fully connected loops from C
+    instead of their Thumb-2 assembly: the reference of the hand-scheduled path, on the
+    same core, against ORT."""
+    from conftest import ort_reference
+    from test_matrix_ops import combine, qgemm_case
+
+    from codegen.io_boundary import harness_entries
+    from codegen.qemu import run_firmware
+    from codegen.verify import compare_outputs
+
+    rng = np.random.default_rng(91)
+    configs = [random_conv_config(rng, 9100 + i) for i in range(8)]
+    for model in (conv_batch_model(configs), combine([qgemm_case(rng, i) for i in range(6)])):
+        gen = generate_sources(model, Options(board="cortex-m4f", weights="int8"))
+        entry = harness_entries(gen.program)[0]
+        samples = random_inputs(entry.inputs, 2, seed=5)
+        build = build_firmware(gen.files, gen.name, gen.board, size=False,
+                               cflags=("-DQ8_NO_ASM",))
+        ours, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
+        reports = compare_outputs(gen.program.outputs, ours,
+                                  ort_reference(model, samples, board="cortex-m4f",
+                                                weights="int8"))
+        assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
+                                                         if r.mismatches]
