@@ -20,6 +20,7 @@ from .program import (
     ComputedConstant,
     CStruct,
     CValue,
+    Intermediate,
     KernelCall,
     Lowered,
     Program,
@@ -32,6 +33,7 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
     calls: list[KernelCall] = []
     aliases: dict[str, str] = {}
     constants = dict(graph.constants)
+    tensors = dict(graph.tensors)
     for node in graph.nodes:
         for item in ops.lower_node(node, graph, options):
             check_finite(node, item)
@@ -39,9 +41,10 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
                 aliases[item.tensor] = item.source
             elif isinstance(item, ComputedConstant):
                 constants[item.tensor] = item.values
+            elif isinstance(item, Intermediate):
+                tensors[item.tensor.name] = item.tensor
             else:
                 calls.append(replace(item, node=node.describe()))
-    tensors = dict(graph.tensors)
     program = Program(name=name, inputs=[tensors[i] for i in graph.inputs], outputs=[],
                       tensors=tensors, calls=calls, requant=options.requant, aliases=aliases)
     program.outputs, copies = _graph_outputs(graph, program)
@@ -67,7 +70,7 @@ def check_finite(node: Node, item: Lowered) -> None:
     weights) must be finite: C has no literal for NaN, and an infinite scale comes from
     quantization parameters too far apart for float32 (e.g. y_scale 1e-45), which no
     real model has."""
-    if isinstance(item, Alias):
+    if isinstance(item, Alias | Intermediate):
         return
     arrays = [(item.tensor, item.values)] if isinstance(item, ComputedConstant) else \
         [(a.name, a.values) for a in item.arrays]

@@ -85,6 +85,10 @@ class KernelCall:
     # here: the kernel reads element i of it before writing element i of the output, and
     # both have the same size (elementwise operators, clamps, tables).
     in_place: int | None = None
+    # Work and weights the node no longer needs (output channels whose weights are all
+    # zero, filled with their constant): what `report` says was removed.
+    skipped_macs: int = 0
+    skipped_weight_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,15 @@ class ComputedConstant:
     values: NDArray[Any]
 
 
-Lowered = KernelCall | Alias | ComputedConstant
+@dataclass(frozen=True)
+class Intermediate:
+    """A tensor between two calls of one node, planned in the arena like any other (a
+    convolution's computed channels before its constant ones are filled in)."""
+
+    tensor: Tensor
+
+
+Lowered = KernelCall | Alias | ComputedConstant | Intermediate
 
 
 @dataclass(frozen=True)

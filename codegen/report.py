@@ -107,6 +107,10 @@ class Totals:
     cycles_overhead: int | None = None  # entry and exit of NAME_run, in cycles
     cycle_model: str | None = None  # the core whose table estimated them
     cycle_assumptions: str | None = None  # what the estimate takes for granted
+    # Output channels with all-zero weights, filled with their constant instead: the
+    # MACs and the model's weight bytes removed (not in macs and weight_bytes above).
+    skipped_macs: int = 0
+    skipped_weight_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,9 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         cycles_overhead=cycles.overhead if cycles and cycles.per_layer else None,
         cycle_model=counts.cycle_model if counts else None,
         cycle_assumptions=ASSUMPTIONS[counts.cycle_model]
-        if counts is not None and counts.cycle_model is not None else None)
+        if counts is not None and counts.cycle_model is not None else None,
+        skipped_macs=sum(c.skipped_macs for c in gen.program.calls),
+        skipped_weight_bytes=sum(c.skipped_weight_bytes for c in gen.program.calls))
 
 
 def build_report(gen: Generated, *, source: str = "", budget: Budget | None = None,
@@ -305,6 +311,10 @@ def format_totals(report: Report) -> list[str]:
     t = report.totals
     lines = [f"total: {len(report.layers)} kernel calls, {t.macs} MACs, {t.weight_bytes} "
              "weight bytes"]
+    if t.skipped_macs:
+        lines.append(f"skipped: {t.skipped_macs} MACs and {t.skipped_weight_bytes} weight "
+                     "bytes of output channels whose weights are all zero (each filled with "
+                     "its constant)")
     if t.flash_bytes is not None and t.code_bytes is not None:
         lines.append(f"flash: weights {t.weight_bytes} + code {t.code_bytes} = "
                      f"{t.flash_bytes} bytes of {t.flash_budget} "

@@ -15,7 +15,7 @@ from ..errors import ModelError, UnsupportedError
 from ..exporter import ProductSlots, Writer, export_product
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..pattern import Index, Quantized, dtype_of, per_tensor, qparams, scale_axis
-from ..program import Alias, CArray, CRef, CStruct, KernelCall
+from ..program import Alias, CArray, CRef, CStruct, Intermediate, KernelCall, Lowered
 from ..requant import output_scale
 from . import GENERIC_UNFUSED, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
@@ -136,7 +136,7 @@ def as_int8_weights(w: NDArray[Any], w_zp: NDArray[Any]) -> tuple[NDArray[Any], 
 
 
 def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
-        options: LoweringOptions) -> list[KernelCall]:
+        options: LoweringOptions) -> list[Lowered]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
     w = constant_input(node, graph, 3, "w")
@@ -156,15 +156,12 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
     mode = "ireq" if options.requant == "int" else "freq"
     bias = constant_input(node, graph, 8, "B") if node.input(8) is not None else None
     if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
-        # Cores without DSP: the byte kernel is both the compact and the fast one.
-        if options.cortex_m and not options.dsp:
-            return [im2col_b8_call(node, x, y, window, q.x_zp, weights, bias, requant,
-                                   requant_arrays, mode)]
-        if options.wide_weights and w.size // w.shape[0] < W16_MAX_TAPS:
-            return [im2col_w16_call(node, x, y, window, q.x_zp, weights, bias, requant,
-                                    requant_arrays, mode, pairs=options.dsp)]
-        return [im2col_call(node, x, y, window, q.x_zp, weights, bias, requant,
-                            requant_arrays, mode)]
+        live = np.flatnonzero(weights.reshape(weights.shape[0], -1).any(axis=1))
+        if 0 < live.size < weights.shape[0]:
+            return lower_live_channels(node, graph, x, y, window, q, weights, bias, live,
+                                       (qmin, qmax), options)
+        return [fast_conv_call(x, y, window, q.x_zp, weights, bias, requant, requant_arrays,
+                               node, options)]
     if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
         return [dwconv_3x3_call(node, x, y, window, q.x_zp, weights, w_zp, bias, requant,
                                 requant_arrays, mode)]
@@ -209,6 +206,69 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, (source,), y.numel * 9,
                       scratch_bytes=plane if padded else 0)
+
+
+def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDArray[Any],
+                   bias: NDArray[Any] | None, requant: CStruct, requant_arrays: list[CArray],
+                   node: Node, options: LoweringOptions) -> KernelCall:
+    """The fast group-1 convolution for the target: the byte kernel on cores without DSP
+    (both the compact and the fast one there), int16 weights where chosen, else int8."""
+    mode = "ireq" if options.requant == "int" else "freq"
+    if options.cortex_m and not options.dsp:
+        return im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
+                              requant_arrays, mode)
+    if options.wide_weights and weights[0].size < W16_MAX_TAPS:
+        return im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
+                               requant_arrays, mode, pairs=options.dsp)
+    return im2col_call(node, x, y, window, x_zp, weights, bias, requant, requant_arrays, mode)
+
+
+def constant_channel_bytes(bias: NDArray[Any], scale: NDArray[Any], zero_point: int,
+                           act_min: int, act_max: int) -> NDArray[np.int64]:
+    """The output of a channel whose weights are all zero: its accumulator is its bias at
+    every pixel, requantized as ORT's MlasRequantizeOutput does (float32 product, clamped
+    to [act_min - zp, act_max - zp], rounded half to even, plus the zero point)."""
+    product = bias.astype(np.float32) * scale.astype(np.float32)
+    clamped = np.clip(product, np.float32(act_min - zero_point), np.float32(act_max - zero_point))
+    return np.rint(clamped).astype(np.int64) + zero_point
+
+
+def lower_live_channels(node: Node, graph: Graph, x: Tensor, y: Tensor, window: Window,
+                        q: ConvQuant, weights: NDArray[Any], bias: NDArray[Any] | None,
+                        live: NDArray[Any], bounds: tuple[int, int],
+                        options: LoweringOptions) -> list[Lowered]:
+    """A convolution with output channels whose weights are all zero (pruned models: 971
+    of the official VWW model's pointwise channels) runs on its live rows only, into an
+    intermediate tensor; q8_fill_channels then places those channels and fills the dead
+    ones with their constant byte. The work and the weights of the dead rows are gone."""
+    m = weights.shape[0]
+    scales = np.broadcast_to(output_scale(q.x_scale, q.w_scale, q.y_scale), (m,))
+    biases = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (m,)) if bias is not None
+              else np.zeros(m, np.int64))
+    name = f"{y.name}#live"
+    while name in graph.tensors:
+        name += "#"
+    y_live = Tensor(name, y.dtype, (y.shape[0], int(live.size), *y.shape[2:]), y.quant)
+    requant, requant_arrays = requant_params(node, scales[live], q.y_zp, *bounds,
+                                             options.requant)
+    conv = fast_conv_call(x, y_live, window, q.x_zp, weights[live],
+                          biases[live] if bias is not None else None, requant,
+                          requant_arrays, node, options)
+    source = np.full(m, -1, np.int16)
+    source[live] = np.arange(live.size, dtype=np.int16)
+    fill = constant_channel_bytes(biases, scales, q.y_zp, *bounds) % 256
+    fill[live] = 0
+    params = CStruct("q8_fill_channels_params", (
+        ("batch", y.shape[0]), ("channels", m), ("live", int(live.size)),
+        ("pixels", int(np.prod(y.shape[2:], dtype=np.int64))), ("source", CRef("source")),
+        ("fill", CRef("fill"))))
+    dead = m - int(live.size)
+    place = KernelCall("q8_fill_channels", node.name, (y_live.name,), (y.name,), params,
+                       (CArray("source", "int16_t", source), CArray("fill", "uint8_t", fill)),
+                       ("channels.c",),
+                       skipped_macs=dead * (y.numel // m) * int(weights[0].size),
+                       skipped_weight_bytes=dead * int(weights[0].size))
+    return [Intermediate(y_live), conv, place]
 
 
 def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,

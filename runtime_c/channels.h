@@ -1,0 +1,23 @@
+/* channels.h - a convolution's output assembled from the channels it computed and the
+ * channels whose weights are all zero, constant over every pixel (the generator proves
+ * their value: the requantized bias). The convolution then runs on the live rows only. */
+#ifndef Q8_CHANNELS_H
+#define Q8_CHANNELS_H
+
+#include <stdint.h>
+
+#include "q8_runtime.h"
+
+typedef struct {
+    int32_t batch;
+    int32_t channels; /* of the output */
+    int32_t live;     /* channels of the input: the computed ones, in output order */
+    int32_t pixels;   /* H * W */
+    const int16_t *source; /* per output channel: its input channel, or -1 */
+    const uint8_t *fill;   /* per output channel: the byte of a constant channel */
+} q8_fill_channels_params;
+
+void q8_fill_channels(const q8_fill_channels_params *params, const void *Q8_RESTRICT input,
+                      void *Q8_RESTRICT output);
+
+#endif /* Q8_CHANNELS_H */
