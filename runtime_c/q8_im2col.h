@@ -398,10 +398,17 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
                            uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch, int is_signed,
                            int mode)
 {
-    const int32_t M = p->output.c, OW = p->output.w;
-    const int32_t pixels = p->output.h * OW, groups = p->k_padded / 4;
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW, groups = k_padded / 4;
     const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
-    int16_t *col0 = scratch, *col1 = scratch + p->k_padded;
+    /* Loop invariants in locals: the byte stores below may alias the parameters. */
+    const int8_t *const weights = p->weights;
+    const int32_t *const bias = p->bias;
+    const float *const scale = p->requant.scale;
+    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
+    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    const row_requant layer = layer_constants(&p->requant);
+    int16_t *col0 = scratch, *col1 = scratch + k_padded;
     int32_t n, px, m;
     zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w,
                       p->k_padded);
@@ -417,21 +424,23 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
                      (px + 1) % OW, col1, is_signed);
             }
             for (m = 0; m < M; m += 2) {
-                const row_requant r0 = row_constants(&p->requant, m, mode);
+                const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
+                                                         mode);
                 uint8_t *y0 = y_n + (size_t)m * (size_t)pixels + (size_t)px;
                 int32_t acc[4];
-                acc[0] = acc[1] = p->bias[m];
-                acc[2] = acc[3] = p->bias[m + 1];
+                acc[0] = acc[1] = bias[m];
+                acc[2] = acc[3] = bias[m + 1];
                 /* An odd last row is the generator's zero row, a lone last pixel taken
                  * twice: their results are not stored. */
-                dot_2x2(p->weights + (size_t)m * (size_t)p->k_padded, col0, two ? col1 : col0,
+                dot_2x2(weights + (size_t)m * (size_t)k_padded, col0, two ? col1 : col0,
                         groups, acc);
                 y0[0] = requantize(&r0, acc[0], mode);
                 if (two) {
                     y0[1] = requantize(&r0, acc[1], mode);
                 }
                 if (m + 1 < M) {
-                    const row_requant r1 = row_constants(&p->requant, m + 1, mode);
+                    const row_requant r1 = channel_constants(layer, scale, mult, exp,
+                                                             (m + 1) * ch_step, mode);
                     uint8_t *y1 = y0 + pixels;
                     y1[0] = requantize(&r1, acc[2], mode);
                     if (two) {
