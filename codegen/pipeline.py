@@ -145,7 +145,7 @@ def wide_weights(choice: str, graph: Graph, board: Board) -> bool:
     """True for wide (int16) weights. auto: wide unless the 8-bit constants, doubled,
     would take more than WIDE_WEIGHTS_FLASH_SHARE of the board's flash; never on a
     Cortex-M core without the DSP extension, whose byte kernels are both smaller and
-    faster (the AD autoencoder on M0+, int8 I/O: 2.94 M estimated cycles and 290 KB of
+    faster (the AD autoencoder on M0+, int8 I/O: 2.72 M estimated cycles and 287 KB of
     flash, against 3.38 M and 551 KB with int16 weights)."""
     if choice != "auto":
         return choice == "int16"
