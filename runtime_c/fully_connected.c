@@ -35,7 +35,7 @@ Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_pa
  * the loop scheduled by hand, 21 instructions and about 28 cycles per 16 MACs on
  * Cortex-M4 (GCC 12's schedule of the C loop below: 24 and about 30). lr holds each
  * widened weight pair. */
-static void dot_4x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc[4])
+Q8_INLINE void dot_4x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t acc[4])
 {
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
     uint32_t x01, x23, v0, v1;

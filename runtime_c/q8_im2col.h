@@ -188,8 +188,8 @@ Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_valu
  * instructions per pass); here 19, about 24 cycles per 16 MACs on Cortex-M4 (the
  * pointer post-increments ride on the loads, the second pair of column loads pipelined,
  * lr holding each widened weight pair). The C loop below is the same computation. */
-Q8_UNUSED static void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t *c1,
-                              int32_t groups, int32_t acc[4])
+Q8_INLINE void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t *c1,
+                       int32_t groups, int32_t acc[4])
 {
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     uint32_t wa, wb, x0, x1;
