@@ -10,7 +10,6 @@ import numpy as np
 import onnx
 
 from .boards import Board, load_board
-from .cycles import cycle_model_for
 from .emitter import emit_project, estimate_source_bytes
 from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
 from .importer import ModelSource, import_model, load_model
@@ -159,23 +158,10 @@ def wide_weights(choice: str, graph: Graph, board: Board) -> bool:
     return 2 * eight_bit <= WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes
 
 
-def wide_conv_weights(choice: str, wide: bool, board: Board) -> bool:
-    """Whether the convolutions take int16 weights. auto on a core the M4 cycle table
-    times (M4, M33): no, the int8 loop, scheduled by hand, is both faster and smaller
-    there (ResNet-8 on cortex-m4f: 26.8 M against 27.2 M estimated cycles, 91 KB of flash
-    against 170 KB); elsewhere as the matrix products."""
-    if choice == "auto" and board.is_cortex_m and cycle_model_for(board.cpu) == "cortex-m4":
-        return False
-    return wide
-
-
 def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     """How `graph` is lowered for `target`: the one place kernel choices are made."""
-    wide = wide_weights(target.weights, graph, target.board)
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
-                           wide_weights=wide,
-                           wide_conv_weights=wide_conv_weights(target.weights, wide,
-                                                               target.board),
+                           wide_weights=wide_weights(target.weights, graph, target.board),
                            cortex_m=target.board.is_cortex_m)
 
 

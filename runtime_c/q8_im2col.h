@@ -309,8 +309,8 @@ Q8_UNUSED static void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t 
     } while (0)
 
 /* acc[2r + j] += row r . column j over blocks * 8 taps; all pointers 8-byte aligned. */
-Q8_UNUSED static void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
-                        int32_t blocks, int32_t acc[4])
+Q8_INLINE void dot_w16_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
+                           int32_t blocks, int32_t acc[4])
 {
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     const uint64_t *wp = (const uint64_t *)(const void *)w;

@@ -196,14 +196,3 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact() -> None:
                                                 weights="int8"))
         assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
                                                          if r.mismatches]
-
-
-@pytest.mark.parametrize(("board", "wide_conv"), [("cortex-m4f", False), ("cortex-m33", False),
-                                                  ("cortex-m7", True)])
-def test_auto_weights_take_the_faster_convolution(board: str, wide_conv: bool) -> None:
-    """--weights auto on M4 and M33: int8 convolutions, whose hand-scheduled loop is both
-    faster (in the cycle model) and smaller than the int16 one; M7 (no cycle table, fewer
-    instructions with int16) keeps int16 where the flash allows."""
-    gen = generate_sources(quantized_model("resnet8", "i8-pc"), Options(board=board))
-    convs = [c.function for c in gen.program.calls if "_conv_" in c.function]
-    assert convs and all(("_w16" in f) == wide_conv for f in convs if "im2col" in f), convs

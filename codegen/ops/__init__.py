@@ -38,10 +38,8 @@ class LoweringOptions:
     kernels: str = "fast"
     dsp: bool = False  # the core has the DSP extension (for kernel choices by cost)
     # Fast paths store weights as int16 (twice the bytes, no widening in the inner
-    # loops) rather than int8: pipeline.wide_weights decides from the board, for the
-    # matrix products and (wide_conv_weights) for the convolutions.
+    # loops) rather than int8: pipeline.wide_weights decides from the board.
     wide_weights: bool = False
-    wide_conv_weights: bool = False
     # A microcontroller (not the host): without DSP it gets the unsigned-byte kernels,
     # which suit Thumb-1's addressing.
     cortex_m: bool = False
