@@ -150,6 +150,18 @@ def unknown_instructions(log: str) -> int:
     raise ToolchainError("the counting plugin printed no totals")
 
 
+def plugin_arguments(elf: Path, marks: Sequence[int], cycle_model: str | None,
+                     folder: Path) -> str:
+    """The counting plugin and its arguments: the markers' addresses and, with a cycle
+    model, the image's cost table (written into `folder`)."""
+    arguments = f"{plugin_library()},marks={':'.join(f'0x{a:x}' for a in marks)}"
+    if cycle_model is not None:
+        table = folder / "costs.txt"
+        table.write_text(cost_table(disassemble(elf), cycle_model))
+        arguments += f",costs={table}"
+    return arguments
+
+
 def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
                        outputs: Sequence[Tensor], samples: Sequence[Mapping[str, Any]],
                        layers: int | None = None, cycle_model: str | None = None,
@@ -162,19 +174,16 @@ def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
     missing = [m for m in wanted if m not in addresses]
     if missing:
         raise ToolchainError(f"the firmware has no {', '.join(missing)} marker")
-    marks = ":".join(f"0x{addresses[m]:x}" for m in wanted)
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-costs-") as tmp:
-        arguments = f"{plugin_library()},marks={marks}"
-        if cycle_model is not None:
-            table = Path(tmp) / "costs.txt"
-            table.write_text(cost_table(disassemble(elf), cycle_model))
-            arguments += f",costs={table}"
+        arguments = plugin_arguments(elf, [addresses[m] for m in wanted], cycle_model,
+                                     Path(tmp))
         results, log = run_firmware(elf, board, inputs, outputs, samples,
                                     ["-plugin", arguments])
     events = parse_events(log)
-    if cycle_model is not None and unknown_instructions(log):
-        raise ToolchainError(f"{unknown_instructions(log)} executed instructions are not in "
-                             "the firmware's disassembly: no cycle estimate")
+    unknown = unknown_instructions(log) if cycle_model is not None else 0
+    if unknown:
+        raise ToolchainError(f"{unknown} executed instructions are not in the firmware's "
+                             "disassembly: no cycle estimate")
     measures = [[e.instructions for e in events]]
     if cycle_model is not None:
         measures.append([e.cycles for e in events])
@@ -196,12 +205,11 @@ def measure_marked_region(elf: Path, board: Board, cycle_model: str) -> tuple[in
     addresses = symbol_addresses(elf, MARKERS[:2])
     if len(addresses) != 2:
         raise ToolchainError(f"{elf.name} has no q8_bench_start/q8_bench_stop markers")
-    marks = ":".join(f"0x{addresses[m]:x}" for m in MARKERS[:2])
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-costs-") as tmp:
         folder = Path(tmp)
-        (folder / "costs.txt").write_text(cost_table(disassemble(elf), cycle_model))
-        plugin = ["-plugin", f"{plugin_library()},marks={marks},costs={folder / 'costs.txt'}",
-                  "-d", "plugin", "-D", str(folder / "plugin.log")]
+        arguments = plugin_arguments(elf, [addresses[m] for m in MARKERS[:2]], cycle_model,
+                                     folder)
+        plugin = ["-plugin", arguments, "-d", "plugin", "-D", str(folder / "plugin.log")]
         _run(qemu_command(board, elf, plugin), folder)
         log = (folder / "plugin.log").read_text()
     events = parse_events(log)

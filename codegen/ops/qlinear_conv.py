@@ -16,7 +16,7 @@ from ..exporter import ProductSlots, Writer, export_product
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..pattern import Index, Quantized, dtype_of, per_tensor, qparams, scale_axis
 from ..program import Alias, CArray, CRef, CStruct, Intermediate, KernelCall, Lowered
-from ..requant import output_scale
+from ..requant import output_scale, requantize_float_reference
 from . import GENERIC_UNFUSED, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
@@ -224,13 +224,10 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
 
 
 def constant_channel_bytes(bias: NDArray[Any], scale: NDArray[Any], zero_point: int,
-                           act_min: int, act_max: int) -> NDArray[np.int64]:
+                           act_min: int, act_max: int) -> NDArray[Any]:
     """The output of a channel whose weights are all zero: its accumulator is its bias at
-    every pixel, requantized as ORT's MlasRequantizeOutput does (float32 product, clamped
-    to [act_min - zp, act_max - zp], rounded half to even, plus the zero point)."""
-    product = bias.astype(np.float32) * scale.astype(np.float32)
-    clamped = np.clip(product, np.float32(act_min - zero_point), np.float32(act_max - zero_point))
-    return np.rint(clamped).astype(np.int64) + zero_point
+    every pixel, requantized as ORT's MlasRequantizeOutput does."""
+    return requantize_float_reference(bias, scale, zero_point, act_min, act_max)
 
 
 def lower_live_channels(node: Node, graph: Graph, x: Tensor, y: Tensor, window: Window,
