@@ -28,6 +28,11 @@ from codegen.build import (  # noqa: E402
     compiler_identity,
     host_compiler,
 )
+from codegen.cycles import (  # noqa: E402
+    cycle_model_for,
+    disassemble,
+    instruction_costs,
+)
 from codegen.firmware import build_firmware, cross_tool  # noqa: E402
 from codegen.pipeline import Options, generate_sources  # noqa: E402
 from codegen.qemu import run_firmware  # noqa: E402
@@ -67,6 +72,19 @@ def pc_counts(log: str) -> Counter[int]:
     return counts
 
 
+def static_cycles(elf: Path, cpu: str, counts: Counter[int]) -> Counter[int]:
+    """Each instruction's count times its cost after its static predecessor (the cycle
+    model's table; taken-branch refills left out): where a function's cycles go."""
+    model = cycle_model_for(cpu)
+    if model is None:
+        return Counter()
+    instructions = disassemble(elf)
+    costs = instruction_costs(instructions, model)
+    return Counter({insn.address: counts[insn.address] * cost.after_previous
+                    for insn, cost in zip(instructions, costs, strict=True)
+                    if insn.address in counts})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")
@@ -90,10 +108,20 @@ def main() -> int:
         i = bisect.bisect_right(starts, pc) - 1
         name = table[i][2] if i >= 0 and pc < table[i][0] + max(table[i][1], 2) else "?"
         per_function[name] += n
+    cycles = static_cycles(build.elf, gen.board.cpu, counts)
+    per_function_cycles: Counter[str] = Counter()
+    for pc, n in cycles.items():
+        i = bisect.bisect_right(starts, pc) - 1
+        name = table[i][2] if i >= 0 and pc < table[i][0] + max(table[i][1], 2) else "?"
+        per_function_cycles[name] += n
     total = sum(counts.values())
-    print(f"{total:,d} instructions executed (whole run, one inference)")
+    total_cycles = sum(cycles.values())
+    print(f"{total:,d} instructions executed (whole run, one inference)"
+          + (f", about {total_cycles:,d} cycles (static costs, branch refills left out)"
+             if total_cycles else ""))
     for name, n in per_function.most_common(args.top):
-        print(f"{n:>12,d} {100 * n / total:6.2f}%  {name}")
+        c = per_function_cycles.get(name, 0)
+        print(f"{n:>12,d} {100 * n / total:6.2f}%  {c:>12,d} cycles  {name}")
     if args.disasm:
         dis = subprocess.run([cross_tool("objdump"), "-d", f"--disassemble={args.disasm}",
                               str(build.elf)], capture_output=True, text=True,
@@ -105,7 +133,7 @@ def main() -> int:
             except ValueError:
                 print(line)
                 continue
-            print(f"{counts.get(pc, 0):>10,d} {line}")
+            print(f"{counts.get(pc, 0):>10,d} {cycles.get(pc, 0):>10,d} {line}")
     return 0
 
 
