@@ -11,6 +11,7 @@
  *   q8_sxtb16_ror8(x)  q8_sxtb16(q8_ror8(x)): bytes 1 and 3, sign-extended
  *   q8_smlad(a, b, c)  c + a.lo * b.lo + a.hi * b.hi (signed halfwords), modulo 2^32
  *   q8_smlabb(a, b, c) c + a.lo * b.lo;  q8_smlabt(a, b, c)  c + a.lo * b.hi
+ *   q8_smlatb(a, b, c) c + a.hi * b.lo
  */
 #ifndef Q8_DSP_H
 #define Q8_DSP_H
@@ -59,6 +60,11 @@ Q8_INLINE int32_t q8_smlabt(int32_t a, int32_t b, int32_t acc)
     return __smlabt(a, b, acc);
 }
 
+Q8_INLINE int32_t q8_smlatb(int32_t a, int32_t b, int32_t acc)
+{
+    return __smlatb(a, b, acc);
+}
+
 #else
 
 #define Q8_HAS_DSP 0
@@ -94,6 +100,13 @@ Q8_INLINE int32_t q8_smlabt(int32_t a, int32_t b, int32_t acc)
     const int32_t a_lo = (int16_t)(uint16_t)(uint32_t)a;
     const int32_t b_hi = (int16_t)(uint16_t)((uint32_t)b >> 16);
     return (int32_t)((uint32_t)acc + (uint32_t)(a_lo * b_hi));
+}
+
+Q8_INLINE int32_t q8_smlatb(int32_t a, int32_t b, int32_t acc)
+{
+    const int32_t a_hi = (int16_t)(uint16_t)((uint32_t)a >> 16);
+    const int32_t b_lo = (int16_t)(uint16_t)(uint32_t)b;
+    return (int32_t)((uint32_t)acc + (uint32_t)(a_hi * b_lo));
 }
 
 #endif

@@ -3,15 +3,40 @@
  * outputs, and the requantization of an accumulator with them: shared by the fast
  * convolution kernels (q8_im2col.h, q8_dwconv.h). Modes: float32 as ORT (Q8_RQ_FREQ), the
  * exact integer method (Q8_RQ_IREQ), and float32 where the generator proved
- * |acc * scale| < 2^21 (Q8_RQ_FREQ_BOUNDED, q8_requant_bits).
+ * |acc * scale| < 2^21 (Q8_RQ_FREQ_BOUNDED, q8_requant_bits). Bounded layers whose output
+ * range is the whole int8 or uint8 range may take Q8_RQ_FREQ_BOUNDED_S8/_U8
+ * (bounded_saturating_mode): on cores with a single-precision FPU and the DSP extension
+ * the value is rounded by VCVTR and clamped by SSAT/USAT, 2 instructions instead of 7;
+ * elsewhere they are Q8_RQ_FREQ_BOUNDED.
  */
 #ifndef Q8_REQUANT_ROW_H
 #define Q8_REQUANT_ROW_H
 
+#include <string.h>
+
 #include "q8_arith.h"
+#include "q8_dsp.h"
 #include "q8_runtime.h"
 
-enum { Q8_RQ_FREQ, Q8_RQ_IREQ, Q8_RQ_FREQ_BOUNDED };
+enum { Q8_RQ_FREQ, Q8_RQ_IREQ, Q8_RQ_FREQ_BOUNDED, Q8_RQ_FREQ_BOUNDED_S8, Q8_RQ_FREQ_BOUNDED_U8 };
+
+#if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && Q8_HAS_DSP && \
+    !defined(Q8_NO_ASM)
+#define Q8_HAS_VCVTR 1
+/* (float)acc * scale rounded to the nearest integer, ties to even (the FPSCR's default
+ * mode, which the float path's magic-number addition relies on too). */
+Q8_INLINE int32_t q8_round_scaled(int32_t acc, float scale)
+{
+    const float v = (float)((float)acc * scale);
+    float rounded;
+    int32_t q;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(rounded) : "t"(v));
+    memcpy(&q, &rounded, sizeof q);
+    return q;
+}
+#else
+#define Q8_HAS_VCVTR 0
+#endif
 
 /* An output channel's requantization constants, read once per row. */
 typedef struct {
@@ -63,9 +88,34 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
     return r;
 }
 
+/* The saturating variant of a bounded float mode when the output range allows it. */
+Q8_INLINE int bounded_saturating_mode(const row_requant *r, int mode)
+{
+    if (mode != Q8_RQ_FREQ_BOUNDED) {
+        return mode;
+    }
+    if (r->lo + r->zero_point == -128 && r->hi + r->zero_point == 127) {
+        return Q8_RQ_FREQ_BOUNDED_S8;
+    }
+    if (r->lo + r->zero_point == 0 && r->hi + r->zero_point == 255) {
+        return Q8_RQ_FREQ_BOUNDED_U8;
+    }
+    return mode;
+}
+
 Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
 {
-    if (mode == Q8_RQ_FREQ_BOUNDED) {
+#if Q8_HAS_VCVTR
+    /* |q| < 2^21: adding the zero point cannot overflow. */
+    if (mode == Q8_RQ_FREQ_BOUNDED_S8) {
+        return (uint8_t)__ssat(q8_round_scaled(acc, r->scale) + r->zero_point, 8);
+    }
+    if (mode == Q8_RQ_FREQ_BOUNDED_U8) {
+        return (uint8_t)__usat(q8_round_scaled(acc, r->scale) + r->zero_point, 8);
+    }
+#endif
+    if (mode == Q8_RQ_FREQ_BOUNDED || mode == Q8_RQ_FREQ_BOUNDED_S8 ||
+        mode == Q8_RQ_FREQ_BOUNDED_U8) {
         int32_t b = q8_requant_bits(acc, r->scale);
         b = b < r->lo_bits ? r->lo_bits : b;
         b = b > r->hi_bits ? r->hi_bits : b;

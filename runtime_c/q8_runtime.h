@@ -236,6 +236,7 @@ typedef struct {
     const int16_t *weights;
     const int32_t *bias;
     q8_requant_params requant;
+    int32_t bands; /* _rows variants: bands of two output rows per pass (0 elsewhere) */
 } q8_dwconv_params;
 
 void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
@@ -258,6 +259,20 @@ void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *Q8_REST
 void q8_dwconv_s8_3x3_padded_ireq(const q8_dwconv_params *params,
                                   const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
                                   void *Q8_RESTRICT scratch);
+/* Stride 1 on cores with the DSP extension: two output rows at a time
+ * (dwconv_3x3_rows.c); scratch bands * (OW + 2) * 8 + W bytes, 8-byte aligned. */
+void q8_dwconv_u8_3x3_rows_freq(const q8_dwconv_params *params,
+                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_rows_freq(const q8_dwconv_params *params,
+                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_rows_ireq(const q8_dwconv_params *params,
+                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_rows_ireq(const q8_dwconv_params *params,
+                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                void *Q8_RESTRICT scratch);
 
 /*
  * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:

@@ -196,3 +196,22 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact() -> None:
                                                 weights="int8"))
         assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
                                                          if r.mismatches]
+
+
+@pytest.mark.parametrize("board,requant", [("cortex-m4f", "float"), ("cortex-m4f", "int"),
+                                           ("cortex-m33", "float")])
+def test_depthwise_rows_kernel_against_ort_in_qemu(board: str, requant: str) -> None:
+    """The two-row depthwise kernel's hand-scheduled loop and the VCVTR/SSAT
+    requantization, on stride-1 layers of every size, type and padding, against ORT."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_qlinear_conv_random import depthwise_rows_configs
+
+    configs = depthwise_rows_configs(16, 5100)
+    model = conv_batch_model(configs)
+    kernels = {c.function for c in
+               generate_sources(model, Options(board=board, requant=requant)).program.calls}
+    assert kernels and all("_3x3_rows_" in k for k in kernels), kernels
+    report = codegen.verify(model, board=board, samples=2, seed=3, requant=requant)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad

@@ -3,6 +3,8 @@ modes, every attribute the operator has; generated C under ASan and UBSan."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import SANITIZE
@@ -126,3 +128,31 @@ def test_depthwise_3x3_kernel_against_ort(requant: str) -> None:
     bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
            if o.mismatches]
     assert not bad, bad
+
+
+def depthwise_rows_configs(count: int, seed: int) -> list[ConvConfig]:
+    """Stride-1 depthwise 3x3 layers for the two-row kernel (dwconv_3x3_rows.c): odd and
+    even heights, narrow and wide planes, one band per pass and several."""
+    configs = [replace(c, strides=(1, 1)) for c in depthwise_3x3_configs(count, seed)]
+    wide = replace(configs[0], spatial=(21, 30), pads=(1, 1, 1, 1), batch=1, seed=seed - 1)
+    return [*configs, wide]
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_depthwise_rows_kernel_is_bit_identical_to_the_reference(requant: str) -> None:
+    """The two-row depthwise kernel of DSP cores, its portable C on the host (the asm and
+    the saturating requantization run in QEMU: tests/test_cortex_m.py), against the plain
+    loops."""
+    model = conv_batch_model(depthwise_rows_configs(24, 4100))
+    fast = generate_sources(model, Options(requant=requant, dsp=True))
+    reference = generate_sources(model, Options(requant=requant, kernels="reference"))
+    kernels = {c.function for c in fast.program.calls}
+    assert kernels and all("_3x3_rows_" in k for k in kernels), kernels
+    source = fast.files[f"{fast.name}.c"].decode()
+    # the wide plane's 11 bands in passes of 4; narrow ones in one pass
+    assert ".bands = 4" in source and ".bands = 1" in source
+    data = random_inputs(fast.program.inputs, 2, seed=12)
+    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
+                            run_generated(reference, data, SANITIZE), strict=True):
+        for name, value in ours.items():
+            assert np.array_equal(value, theirs[name]), name

@@ -164,7 +164,7 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
                                node, options)]
     if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
         return [dwconv_3x3_call(node, x, y, window, q.x_zp, weights, w_zp, bias, requant,
-                                requant_arrays, mode)]
+                                requant_arrays, mode, rows=options.dsp)]
     params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
                          requant)
     return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_{mode}", node.name, (x.name,),
@@ -180,9 +180,11 @@ def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
 
 def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], w_zp: NDArray[Any], bias: NDArray[Any] | None,
-                    requant: CStruct, requant_arrays: list[CArray], mode: str) -> KernelCall:
+                    requant: CStruct, requant_arrays: list[CArray], mode: str,
+                    rows: bool = False) -> KernelCall:
     """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
-    point folded into the bias (modulo 2^32)."""
+    point folded into the bias (modulo 2^32). With `rows` (cores with the DSP extension),
+    stride-1 layers take dwconv_3x3_rows.c, two output rows at a time."""
     c = weights.shape[0]
     centered = weights.reshape(c, 9).astype(np.int64) - np.broadcast_to(
         w_zp.astype(np.int64).reshape(-1, 1), (c, 1))
@@ -195,17 +197,37 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("stride_h", window.strides[0]), ("stride_w", window.strides[1]),
         ("pad_top", window.pads_begin[0]), ("pad_left", window.pads_begin[1]),
         ("pad_value", x_zp), ("weights", CRef("weights")), ("bias", CRef("bias")),
-        ("requant", requant)))
+        ("requant", requant), ("bands", 0)))
     arrays = (CArray("weights", "int16_t", centered.astype(np.int16).reshape(-1)),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     # With padding, each channel is first copied into a scratch plane with its border.
     padded = any(window.pads_begin) or any(window.pads_end)
     plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
+    if rows and tuple(window.strides) == (1, 1):
+        bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
+        params = CStruct(params.ctype, (*params.fields[:-1], ("bands", bands)))
+        # The bands (four padded rows, 8 bytes per column), then a row of the padding value.
+        scratch = bands * (y.shape[3] + 2) * 8 + x.shape[3]
+        return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_3x3_rows_{mode}", node.name,
+                          (x.name,), (y.name,), params, arrays, ("dwconv_3x3_rows.c",),
+                          y.numel * 9, scratch_bytes=scratch)
     variant = "3x3_padded" if padded else "3x3"
     source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, (source,), y.numel * 9,
                       scratch_bytes=plane if padded else 0)
+
+
+# Scratch the two-row depthwise kernel may take beyond the padded plane of the other one.
+ROWS_SCRATCH_BYTES = 1024
+
+
+def rows_bands_per_pass(oh: int, ow: int, plane_bytes: int) -> int:
+    """Bands of two output rows that dwconv_3x3_rows.c fills and runs in one pass: all of
+    a channel's where the scratch stays within the padded plane of the other kernel or
+    1 KB (narrow planes: DS-CNN's 25 x 5 runs in one pass instead of 13), at least one."""
+    band_bytes = (ow + 2) * 8
+    return max(1, min((oh + 1) // 2, max(plane_bytes, ROWS_SCRATCH_BYTES) // band_bytes))
 
 
 def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDArray[Any],

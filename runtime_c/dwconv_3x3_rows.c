@@ -1,0 +1,232 @@
+/*
+ * dwconv_3x3_rows.c - depthwise QLinearConv with 3x3 kernels and stride 1 for cores with
+ * the DSP extension (q8_dwconv_*_3x3_rows_*): two output rows at a time. The generator
+ * picks it on those cores; elsewhere q8_dwconv.h's kernel runs.
+ *
+ * Each channel is taken in bands of four padded input rows (2m .. 2m + 3), which give
+ * output rows 2m and 2m + 1. A band holds, per padded column, the four values as int16 in
+ * two words: T = (row 2m, row 2m + 1) and U = (row 2m + 2, row 2m + 3). With the weights
+ * of kernel column k in pairs W01 = (w[0][k], w[1][k]) and W12 = (w[1][k], w[2][k]):
+ *
+ *   top(j)    = sum_k  SMLAD(T[j + k], W01) + T'  with T' = U[j + k].lo * W12.hi
+ *   bottom(j) = sum_k  T[j + k].hi * W01.lo + SMLAD(U[j + k], W12)
+ *
+ * eighteen multiply-accumulates in twelve instructions and three 64-bit loads. The pair of
+ * accumulators is written back over column j, which no later output reads; the bands are
+ * then requantized into their output rows with the bias added. As in q8_dwconv.h,
+ * padding taps hold the input zero point, which the generator folded into the bias
+ * (modulo 2^32). An odd last row is computed from a padding row and not stored.
+ *
+ * params->bands bands lie one after the other and run as one sequence: the two windows
+ * that straddle a boundary compute values nobody stores, which on narrow planes (DS-CNN's
+ * 25 x 5) costs less than a pass per band.
+ *
+ * Scratch: the bands (bands * (OW + 2) * 8 bytes, 8-byte aligned) and one row (W bytes)
+ * of the padding value, which a band reads for rows above or below the input.
+ */
+#include <string.h>
+
+#include "q8_dsp.h"
+#include "q8_requant_row.h"
+#include "q8_runtime.h"
+
+Q8_INLINE uint32_t rows_pack(int32_t lo, int32_t hi)
+{
+    return (uint32_t)(uint16_t)lo | ((uint32_t)(uint16_t)hi << 16);
+}
+
+Q8_INLINE int32_t rows_load(const uint8_t *p, int is_signed)
+{
+    return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
+}
+
+/* The band of padded rows top .. top + 3 (top may be negative): PW columns, the input's
+ * W of them starting at pad_left. */
+Q8_INLINE void fill_band(const uint8_t *x_c, int32_t H, int32_t W, int32_t top,
+                         int32_t pad_left, int32_t PW, const uint8_t *pad_row,
+                         uint32_t pad_word, uint32_t *band, int is_signed)
+{
+    const uint8_t *r[4];
+    const int32_t first = pad_left < PW ? pad_left : PW;
+    const int32_t last = pad_left + W < PW ? pad_left + W : PW;
+    int32_t i, j;
+    for (i = 0; i < 4; i++) {
+        r[i] = (top + i >= 0 && top + i < H) ? x_c + (size_t)(top + i) * (size_t)W : pad_row;
+    }
+    for (j = 0; j < first; j++) {
+        band[2 * j] = pad_word;
+        band[2 * j + 1] = pad_word;
+    }
+    for (i = 0; j < last; j++, i++) {
+        band[2 * j] = rows_pack(rows_load(r[0] + i, is_signed), rows_load(r[1] + i, is_signed));
+        band[2 * j + 1] =
+            rows_pack(rows_load(r[2] + i, is_signed), rows_load(r[3] + i, is_signed));
+    }
+    for (; j < PW; j++) {
+        band[2 * j] = pad_word;
+        band[2 * j + 1] = pad_word;
+    }
+}
+
+#if defined(__GNUC__) && defined(__thumb2__) && Q8_HAS_DSP && !defined(Q8_NO_ASM)
+/* The loop by hand (GCC 12 keeps the six weight pairs in registers only this way): 18
+ * instructions, about 27 cycles per two outputs on Cortex-M4. The C loop below is the
+ * same computation. */
+Q8_INLINE void band_macs(uint32_t *band, int32_t OW, const uint32_t w01[3],
+                         const uint32_t w12[3])
+{
+    uint32_t t, u;
+    int32_t top, bottom;
+    __asm__ volatile(
+        ".p2align 2\n"
+        "1:\n\t"
+        "ldrd %[t], %[u], [%[p]]\n\t"
+        "smuad %[top], %[t], %[a]\n\t"
+        "smultb %[bottom], %[t], %[a]\n\t"
+        "smlabt %[top], %[u], %[d], %[top]\n\t"
+        "smlad %[bottom], %[u], %[d], %[bottom]\n\t"
+        "ldrd %[t], %[u], [%[p], #8]\n\t"
+        "smlad %[top], %[t], %[b], %[top]\n\t"
+        "smlatb %[bottom], %[t], %[b], %[bottom]\n\t"
+        "smlabt %[top], %[u], %[e], %[top]\n\t"
+        "smlad %[bottom], %[u], %[e], %[bottom]\n\t"
+        "ldrd %[t], %[u], [%[p], #16]\n\t"
+        "smlad %[top], %[t], %[c], %[top]\n\t"
+        "smlatb %[bottom], %[t], %[c], %[bottom]\n\t"
+        "smlabt %[top], %[u], %[f], %[top]\n\t"
+        "smlad %[bottom], %[u], %[f], %[bottom]\n\t"
+        "strd %[top], %[bottom], [%[p]], #8\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n"
+        : [p] "+r"(band), [n] "+r"(OW), [t] "=&r"(t), [u] "=&r"(u), [top] "=&r"(top),
+          [bottom] "=&r"(bottom)
+        : [a] "r"(w01[0]), [b] "r"(w01[1]), [c] "r"(w01[2]), [d] "r"(w12[0]),
+          [e] "r"(w12[1]), [f] "r"(w12[2])
+        : "cc", "memory");
+}
+#else
+static void band_macs(uint32_t *band, int32_t OW, const uint32_t w01[3],
+                      const uint32_t w12[3])
+{
+    int32_t j, k;
+    for (j = 0; j < OW; j++) {
+        uint32_t *z = band + 2 * j;
+        int32_t top = 0, bottom = 0;
+        for (k = 0; k < 3; k++) {
+            const uint32_t t = z[2 * k], u = z[2 * k + 1];
+            top = q8_smlad(t, w01[k], top);
+            top = q8_smlabt((int32_t)u, (int32_t)w12[k], top);
+            bottom = q8_smlatb((int32_t)t, (int32_t)w01[k], bottom);
+            bottom = q8_smlad(u, w12[k], bottom);
+        }
+        z[0] = (uint32_t)top;
+        z[1] = (uint32_t)bottom;
+    }
+}
+#endif
+
+/* Output rows 2 * first .. from `count` bands of accumulators plus the bias; an odd last
+ * row is not stored. */
+Q8_INLINE void requantize_bands_as(const uint32_t *band, int32_t count, int32_t OW,
+                                   int32_t OH, int32_t first, int32_t bias,
+                                   const row_requant *constants, uint8_t *y_c, int mode)
+{
+    const row_requant r = *constants; /* in registers: the byte stores may alias it */
+    const int32_t PW = OW + 2;
+    int32_t b, j;
+    for (b = 0; b < count; b++) {
+        const uint32_t *z = band + (size_t)b * (size_t)PW * 2u;
+        const int32_t oh = 2 * (first + b);
+        uint8_t *out = y_c + (size_t)oh * (size_t)OW;
+        if (oh + 1 < OH) {
+            for (j = 0; j < OW; j++) {
+                const uint32_t top = z[2 * j], bottom = z[2 * j + 1];
+                out[j] = requantize(&r, (int32_t)(top + (uint32_t)bias), mode);
+                out[OW + j] = requantize(&r, (int32_t)(bottom + (uint32_t)bias), mode);
+            }
+        } else {
+            for (j = 0; j < OW; j++) {
+                out[j] = requantize(&r, (int32_t)(z[2 * j] + (uint32_t)bias), mode);
+            }
+        }
+    }
+}
+
+/* One loop per requantization mode, the saturating ones where the output range allows. */
+static void requantize_bands(const uint32_t *band, int32_t count, int32_t OW, int32_t OH,
+                             int32_t first, int32_t bias, const row_requant *rq,
+                             uint8_t *y_c, int mode)
+{
+    switch (bounded_saturating_mode(rq, mode)) {
+    case Q8_RQ_FREQ_BOUNDED_S8:
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_S8);
+        break;
+    case Q8_RQ_FREQ_BOUNDED_U8:
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_U8);
+        break;
+    case Q8_RQ_FREQ_BOUNDED:
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED);
+        break;
+    case Q8_RQ_IREQ:
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_IREQ);
+        break;
+    default:
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ);
+        break;
+    }
+}
+
+Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT x,
+                               uint8_t *Q8_RESTRICT y, uint8_t *Q8_RESTRICT scratch,
+                               int is_signed, int mode)
+{
+    const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
+    const int32_t OH = p->output.h, OW = p->output.w, PW = OW + 2;
+    const int32_t bands = (OH + 1) / 2, per_pass = p->bands;
+    uint32_t *band = (uint32_t *)(void *)scratch;
+    uint8_t *pad_row = scratch + (size_t)per_pass * (size_t)PW * 8u;
+    const uint32_t pad_word = rows_pack(p->pad_value, p->pad_value);
+    int32_t n, c, b, i, k;
+    memset(pad_row, (int)(uint8_t)p->pad_value, (size_t)W);
+    for (n = 0; n < p->input.n; n++) {
+        for (c = 0; c < C; c++) {
+            const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
+            uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
+            const int16_t *w = p->weights + (size_t)c * 9u;
+            const row_requant rq = row_constants(&p->requant, c, mode);
+            const int32_t bias = p->bias[c];
+            uint32_t w01[3], w12[3];
+            for (k = 0; k < 3; k++) {
+                w01[k] = rows_pack(w[k], w[3 + k]);
+                w12[k] = rows_pack(w[3 + k], w[6 + k]);
+            }
+            for (b = 0; b < bands; b += per_pass) {
+                const int32_t count = bands - b < per_pass ? bands - b : per_pass;
+                for (i = 0; i < count; i++) {
+                    fill_band(x_c, H, W, 2 * (b + i) - p->pad_top, p->pad_left, PW, pad_row,
+                              pad_word, band + (size_t)i * (size_t)PW * 2u, is_signed);
+                }
+                band_macs(band, count * PW - 2, w01, w12);
+                requantize_bands(band, count, OW, OH, b, bias, &rq, y_c, mode);
+            }
+        }
+    }
+}
+
+#define Q8_DEFINE_DWCONV_ROWS(NAME, TX, SIGNED, MODE)                                     \
+    void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,                \
+              void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                        \
+    {                                                                                     \
+        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                              \
+            dwconv_3x3_rows(params, (const uint8_t *)input, (uint8_t *)output,            \
+                            (uint8_t *)scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);              \
+        } else {                                                                          \
+            dwconv_3x3_rows(params, (const uint8_t *)input, (uint8_t *)output,            \
+                            (uint8_t *)scratch, SIGNED, MODE);                            \
+        }                                                                                 \
+    }
+
+Q8_DEFINE_DWCONV_ROWS(q8_dwconv_u8_3x3_rows_freq, uint8_t, 0, Q8_RQ_FREQ)
+Q8_DEFINE_DWCONV_ROWS(q8_dwconv_s8_3x3_rows_freq, int8_t, 1, Q8_RQ_FREQ)
+Q8_DEFINE_DWCONV_ROWS(q8_dwconv_u8_3x3_rows_ireq, uint8_t, 0, Q8_RQ_IREQ)
+Q8_DEFINE_DWCONV_ROWS(q8_dwconv_s8_3x3_rows_ireq, int8_t, 1, Q8_RQ_IREQ)
