@@ -4,16 +4,26 @@
  */
 #include "q8_im2col.h"
 
+/* One instantiation per requantization mode: the mode is chosen once per call. */
 #define Q8_DEFINE_IM2COL(NAME, TX, SIGNED, MODE)                                             \
     void NAME(const q8_conv_im2col_params *params, const TX *Q8_RESTRICT input,              \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
-        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
-            conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
-                        Q8_RQ_FREQ_BOUNDED);                                                \
-        } else {                                                                             \
-            conv_im2col(params, (const uint8_t *)input, (uint8_t *)output, scratch, SIGNED,  \
-                        MODE);                                                               \
+        const uint8_t *x = (const uint8_t *)input;                                           \
+        uint8_t *y = (uint8_t *)output;                                                      \
+        switch (layer_requant_mode(&params->requant, MODE)) {                                \
+        case Q8_RQ_FREQ_BOUNDED_S8:                                                          \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8);               \
+            break;                                                                           \
+        case Q8_RQ_FREQ_BOUNDED_U8:                                                          \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8);               \
+            break;                                                                           \
+        case Q8_RQ_FREQ_BOUNDED:                                                             \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);                  \
+            break;                                                                           \
+        default:                                                                             \
+            conv_im2col(params, x, y, scratch, SIGNED, MODE);                                \
+            break;                                                                           \
         }                                                                                    \
     }
 

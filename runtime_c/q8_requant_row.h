@@ -88,6 +88,22 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
     return r;
 }
 
+/* The saturating variant of a bounded float mode when the layer's output range allows it
+ * (for kernels that choose their mode once per call). */
+Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
+{
+    if (mode != Q8_RQ_FREQ || !rq->bounded) {
+        return mode;
+    }
+    if (Q8_HAS_VCVTR && rq->act_min == -128 && rq->act_max == 127) {
+        return Q8_RQ_FREQ_BOUNDED_S8;
+    }
+    if (Q8_HAS_VCVTR && rq->act_min == 0 && rq->act_max == 255) {
+        return Q8_RQ_FREQ_BOUNDED_U8;
+    }
+    return Q8_RQ_FREQ_BOUNDED;
+}
+
 /* The saturating variant of a bounded float mode when the output range allows it. */
 Q8_INLINE int bounded_saturating_mode(const row_requant *r, int mode)
 {
