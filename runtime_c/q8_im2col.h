@@ -709,12 +709,21 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
     void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
     {                                                                                        \
-        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
-            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, Q8_RQ_FREQ_BOUNDED, LAYOUT);                            \
-        } else {                                                                             \
-            conv_im2col_w16(params, (const uint8_t *)input, (uint8_t *)output, scratch,      \
-                            SIGNED, MODE, LAYOUT);                                           \
+        const uint8_t *x = (const uint8_t *)input;                                           \
+        uint8_t *y = (uint8_t *)output;                                                      \
+        switch (layer_requant_mode(&params->requant, MODE)) {                                \
+        case Q8_RQ_FREQ_BOUNDED_S8:                                                          \
+            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8, LAYOUT);   \
+            break;                                                                           \
+        case Q8_RQ_FREQ_BOUNDED_U8:                                                          \
+            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8, LAYOUT);   \
+            break;                                                                           \
+        case Q8_RQ_FREQ_BOUNDED:                                                             \
+            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED, LAYOUT);      \
+            break;                                                                           \
+        default:                                                                             \
+            conv_im2col_w16(params, x, y, scratch, SIGNED, MODE, LAYOUT);                    \
+            break;                                                                           \
         }                                                                                    \
     }
 
