@@ -102,9 +102,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="host board: compile with -march=native (every instruction this "
                         "machine has; the program then needs a machine like it)")
     p.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto",
-                   help="weight storage of the fast kernels: int16 takes twice the bytes "
-                        "(default auto: int8 on Cortex-M, where it is also faster; int16 on "
-                        "the host when it takes at most half its flash)")
+                   help="weight storage of the fast kernels: int16 runs faster and takes "
+                        "twice the bytes (default auto: int16 when it takes at most half the "
+                        "board's flash, int8 on cores without DSP)")
     p.add_argument("--io", choices=list(IO_KINDS), default="float",
                    help="float (default): the entry point takes and gives the graph's float "
                         "tensors; quantized: the quantized tensors, in the arena, without the "

@@ -142,15 +142,15 @@ def resolve_target(options: Options) -> Target:
 
 
 def wide_weights(choice: str, graph: Graph, board: Board) -> bool:
-    """True for wide (int16) weights. auto: int8 on every Cortex-M core, whose int8 kernels
-    are now both the compact and the faster ones (cortex-m4f, official models, quantized
-    I/O: ResNet-8 25.02 M estimated cycles with int8, 26.36 M with int16; DS-CNN 6.68 M
-    against 6.82 M; on M0+ the AD autoencoder 2.72 M and 287 KB against 3.38 M and
-    551 KB); on the host, where GCC vectorizes the int16 blocks, wide unless the 8-bit
-    constants, doubled, would take more than WIDE_WEIGHTS_FLASH_SHARE of its flash."""
+    """True for wide (int16) weights. auto: wide unless the 8-bit constants, doubled,
+    would take more than WIDE_WEIGHTS_FLASH_SHARE of the board's flash (cortex-m4f,
+    official ResNet-8, quantized I/O: 22.54 M estimated cycles with int16, 25.02 M with
+    int8); never on a Cortex-M core without the DSP extension, whose byte kernels are both
+    smaller and faster (the AD autoencoder on M0+: 2.72 M estimated cycles and 287 KB of
+    flash, against 3.38 M and 551 KB with int16 weights)."""
     if choice != "auto":
         return choice == "int16"
-    if board.is_cortex_m:
+    if board.is_cortex_m and not board.dsp:
         return False
     if board.flash_bytes is None:
         return True

@@ -162,22 +162,24 @@ def test_random_matrix_products_on_the_core(board: str, weights: str) -> None:
     assert report.ok, [o.name for o in report.outputs if o.mismatches]
 
 
-@pytest.mark.parametrize("board", ["cortex-m0plus", "cortex-m3", "cortex-m4f", "cortex-m33"])
-def test_auto_weights_are_never_wide_on_cortex_m(board: str) -> None:
-    """--weights auto: int8 weights on every Cortex-M core, where they are both smaller
-    and faster (bench/RESULTS.md); the host keeps int16 blocks, which GCC vectorizes."""
+@pytest.mark.parametrize(("board", "wide"), [("cortex-m0plus", False), ("cortex-m3", False),
+                                             ("cortex-m4f", True)])
+def test_auto_weights_are_never_wide_without_dsp(board: str, wide: bool) -> None:
+    """--weights auto: int16 weights only where the DSP kernels read them faster; on M0+
+    and M3 the byte kernels are both smaller and faster."""
     gen = generate_sources(quantized_model("ad_autoencoder", "i8-pc"), Options(board=board))
-    assert not any("_w16" in c.function for c in gen.program.calls)
-    host = generate_sources(quantized_model("ad_autoencoder", "i8-pc"), Options())
-    assert any("_w16" in c.function for c in host.program.calls)
+    assert any("_w16_" in c.function for c in gen.program.calls) == wide
 
 
-def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact() -> None:
-    """-DQ8_NO_ASM compiles the int8-weight convolution and fully connected loops from C
-    instead of their Thumb-2 assembly: the reference of the hand-scheduled path, on the
-    same core, against ORT."""
+@pytest.mark.parametrize("weights", ["int8", "int16"])
+def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(weights: str) -> None:
+    """-DQ8_NO_ASM compiles the convolution (int8 and int16 weights), depthwise and fully
+    connected loops from C instead of their Thumb-2 assembly (and rounds without VCVTR):
+    the reference of the hand-scheduled path, on the same core, against ORT."""
+    sys.path.insert(0, str(Path(__file__).parent))
     from conftest import ort_reference
     from test_matrix_ops import combine, qgemm_case
+    from test_qlinear_conv_random import depthwise_rows_configs
 
     from codegen.io_boundary import harness_entries
     from codegen.qemu import run_firmware
@@ -185,8 +187,9 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact() -> None:
 
     rng = np.random.default_rng(91)
     configs = [random_conv_config(rng, 9100 + i) for i in range(8)]
-    for model in (conv_batch_model(configs), combine([qgemm_case(rng, i) for i in range(6)])):
-        gen = generate_sources(model, Options(board="cortex-m4f", weights="int8"))
+    for model in (conv_batch_model(configs), combine([qgemm_case(rng, i) for i in range(6)]),
+                  conv_batch_model(depthwise_rows_configs(6, 9200))):
+        gen = generate_sources(model, Options(board="cortex-m4f", weights=weights))
         entry = harness_entries(gen.program)[0]
         samples = random_inputs(entry.inputs, 2, seed=5)
         build = build_firmware(gen.files, gen.name, gen.board, size=False,
@@ -194,7 +197,7 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact() -> None:
         ours, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
         reports = compare_outputs(gen.program.outputs, ours,
                                   ort_reference(model, samples, board="cortex-m4f",
-                                                weights="int8"))
+                                                weights=weights))
         assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
                                                          if r.mismatches]
 

@@ -105,7 +105,7 @@ def test_progress_on_a_terminal() -> None:
 
 
 @pytest.mark.parametrize("board,kernel", [
-    ("host", "q8_conv_u8_im2col_w16b_freq"), ("cortex-m4f", "q8_conv_u8_im2col_freq"),
+    ("host", "q8_conv_u8_im2col_w16b_freq"), ("cortex-m4f", "q8_conv_u8_im2col_w16_freq"),
     ("cortex-m0plus", "q8_conv_u8_im2col_b8_ireq")])
 def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str) -> None:
     result = cli("inspect", EXAMPLE, "--board", board)
