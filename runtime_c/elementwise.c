@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "q8_arith.h"
+#include "q8_dsp.h"
 #include "q8_index.h"
 #include "q8_runtime.h"
 #include "q8_softfloat.h"
@@ -42,6 +43,17 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     const size_t total = q8_start_index(&p->shape, index);
     if (same_shape(&p->shape)) {
         const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
+#if Q8_HAS_VCVTR
+        if (p->bounded && !p->b_first) {
+            for (i = 0; i < total; i++) {
+                const float av = (float)load8(a, i, is_signed);
+                const float bv = (float)load8(b, i, is_signed);
+                const int32_t q = q8_vcvtr(q8_fmaf(av, ra, q8_fmaf(bv, rb, fixed)));
+                y[i] = (uint8_t)(is_signed ? __ssat(q, 8) : (int32_t)__usat(q, 8));
+            }
+            return;
+        }
+#endif
         for (i = 0; i < total; i++) {
             const float av = (float)load8(a, i, is_signed), bv = (float)load8(b, i, is_signed);
             const float t = p->b_first ? q8_fmaf(bv, rb, q8_fmaf(av, ra, fixed))

@@ -111,6 +111,23 @@ Q8_INLINE int32_t q8_smlatb(int32_t a, int32_t b, int32_t acc)
 
 #endif
 
+/* VCVTR: a float rounded to the nearest int32 by the FPSCR's mode (ties to even by
+ * default, as ORT's cvtps2dq), saturating; cores with a single-precision FPU and DSP. */
+#if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && Q8_HAS_DSP && \
+    !defined(Q8_NO_ASM)
+#define Q8_HAS_VCVTR 1
+Q8_INLINE int32_t q8_vcvtr(float v)
+{
+    float rounded;
+    int32_t q;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(rounded) : "t"(v));
+    memcpy(&q, &rounded, sizeof q);
+    return q;
+}
+#else
+#define Q8_HAS_VCVTR 0
+#endif
+
 /* Rotate right by 8 bits: one ror. */
 Q8_INLINE uint32_t q8_ror8(uint32_t x)
 {

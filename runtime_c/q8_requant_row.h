@@ -20,22 +20,13 @@
 
 enum { Q8_RQ_FREQ, Q8_RQ_IREQ, Q8_RQ_FREQ_BOUNDED, Q8_RQ_FREQ_BOUNDED_S8, Q8_RQ_FREQ_BOUNDED_U8 };
 
-#if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && Q8_HAS_DSP && \
-    !defined(Q8_NO_ASM)
-#define Q8_HAS_VCVTR 1
 /* (float)acc * scale rounded to the nearest integer, ties to even (the FPSCR's default
  * mode, which the float path's magic-number addition relies on too). */
+#if Q8_HAS_VCVTR
 Q8_INLINE int32_t q8_round_scaled(int32_t acc, float scale)
 {
-    const float v = (float)((float)acc * scale);
-    float rounded;
-    int32_t q;
-    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(rounded) : "t"(v));
-    memcpy(&q, &rounded, sizeof q);
-    return q;
+    return q8_vcvtr((float)((float)acc * scale));
 }
-#else
-#define Q8_HAS_VCVTR 0
 #endif
 
 /* An output channel's requantization constants, read once per row. */

@@ -486,7 +486,9 @@ typedef struct {
  * com.microsoft QLinearAdd, as ORT's AVX2 kernel (bit-exact anywhere through fmaf):
  *   t = fmaf(a, ratio_a, fmaf(b, ratio_b, fixed))          (b_first = 0)
  *   t = fmaf(b, ratio_b, fmaf(a, ratio_a, fixed))          (b_first = 1: ORT's scalar-A path)
- * on the raw 8-bit values, then rounded half to even and saturated.
+ * on the raw 8-bit values, then rounded half to even and saturated. bounded: the
+ * generator proved |t| < 2^30, so no value reaches cvtps2dq's overflow (rounded by VCVTR
+ * and saturated by SSAT/USAT where the core has them).
  * The _ireq kernels compute the same without floats: the inner fmaf of every byte value
  * is a table of float32 bits (inner_table, indexed by the raw byte of b, or of a when
  * b_first), and the outer one rounds outer * (outer_mult * 2^outer_exp) + inner once,
@@ -501,6 +503,7 @@ typedef struct {
     const uint32_t *inner_table;
     int32_t outer_mult;
     int32_t outer_exp;
+    int32_t bounded;
 } q8_qadd_params;
 
 void q8_qadd_u8(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b,

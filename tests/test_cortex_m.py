@@ -219,3 +219,15 @@ def test_depthwise_rows_kernel_against_ort_in_qemu(board: str, requant: str) -> 
     bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
            if o.mismatches]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+def test_binary_ops_in_qemu(op: str) -> None:
+    """QLinearAdd's bounded path (VFMA, then VCVTR and SSAT/USAT) and QLinearMul on the
+    core, every broadcasting kind of the host test, against ORT."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_elementwise_ops import SHAPE_PAIRS, binary_model
+
+    report = codegen.verify(binary_model(op, 7), board="cortex-m4f", samples=3, seed=7)
+    assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs)
+                       if o.mismatches]

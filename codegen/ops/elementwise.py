@@ -115,6 +115,13 @@ def qadd_constants(sa: float, za: int, sb: float, zb: int, sc: float, zc: int,
     return ra, rb, fixed
 
 
+def qadd_bounded(ra: np.float32, rb: np.float32, fixed: np.float32) -> bool:
+    """|t| < 2^30 for every pair of raw 8-bit values (|x| <= 255), with a factor 2 over the
+    float rounding: no sum reaches cvtps2dq's overflow, so VCVTR's saturation agrees."""
+    bound = 255.0 * abs(float(ra)) + 255.0 * abs(float(rb)) + abs(float(fixed))
+    return 2.0 * bound < 2.0**30
+
+
 def lower_qadd(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
@@ -142,7 +149,8 @@ def lower_qadd(node: Node, graph: Graph, spec: object,
         ("ratio_a", CFloat(float(ra))), ("ratio_b", CFloat(float(rb))),
         ("fixed", CFloat(float(fixed))),
         ("inner_table", CRef("inner_table") if integer else None),
-        ("outer_mult", outer_mult), ("outer_exp", outer_exp)))
+        ("outer_mult", outer_mult), ("outer_exp", outer_exp),
+        ("bounded", int(qadd_bounded(ra, rb, fixed)))))
     suffix = "_ireq" if integer else ""
     return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
                        (y.name,), params, arrays, SOURCES, in_place=same_shape_input(a, b, y))]
