@@ -23,6 +23,8 @@
 #ifndef Q8_IM2COL_H
 #define Q8_IM2COL_H
 
+#include <string.h>
+
 #include "q8_arith.h"
 #include "q8_dsp.h"
 #include "q8_requant_row.h"
@@ -178,6 +180,136 @@ Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_valu
         fill_column_u8(input, win, pad_value, x, oh, ow, column);
     }
 }
+
+/*
+ * Slab mode (p->slab > 0, stride-w convolutions with dilation_w 1): the taps are ordered
+ * (kw, c, kh), so an output pixel's column is KW consecutive slabs, one per padded input
+ * column: slab s holds x[c][ih0 + kh * dh][s - pad_left] for every (c, kh) (the pad
+ * value outside), then zero-weight taps up to p->slab. A row's pixels ow0 ..
+ * ow0 + chunk - 1 read slabs ow0 * sw .. (ow0 + chunk - 1) * sw + KW - 1, filled once: a
+ * 3x3 stride-1 layer gathers each input tap about once per output row instead of three
+ * times, and the columns are pointers into the slabs.
+ */
+Q8_INLINE void fill_slabs(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                          const uint8_t *x, int32_t oh, int32_t pw0, int32_t count,
+                          int32_t slab, int16_t *out, int is_signed)
+{
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, dh = win->dilation_h;
+    const int32_t ih0 = oh * win->stride_h - win->pad_top;
+    const size_t plane = (size_t)(H * W);
+    const int16_t pad = (int16_t)pad_value;
+    const int inside = ih0 >= 0 && ih0 + (KH - 1) * dh < H;
+    int32_t s, c, kh;
+    for (s = 0; s < count; s++) {
+        const int32_t iw = pw0 + s - win->pad_left;
+        int16_t *o = out + (size_t)s * (size_t)slab;
+        if (iw < 0 || iw >= W) {
+            for (c = 0; c < C * KH; c++) {
+                o[c] = pad;
+            }
+        } else if (inside && KH == 3 && dh == 1) {
+            const uint8_t *tap = x + (size_t)ih0 * (size_t)W + (size_t)iw;
+            for (c = 0; c < C; c++) {
+                o[0] = widen(tap, is_signed);
+                o[1] = widen(tap + W, is_signed);
+                o[2] = widen(tap + 2 * W, is_signed);
+                o += 3;
+                tap += plane;
+            }
+        } else {
+            for (c = 0; c < C; c++) {
+                const uint8_t *x_c = x + (size_t)c * plane + (size_t)iw;
+                for (kh = 0; kh < KH; kh++) {
+                    const int32_t ih = ih0 + kh * dh;
+                    *o++ = (ih >= 0 && ih < H) ? widen(x_c + (size_t)ih * (size_t)W, is_signed)
+                                               : pad;
+                }
+            }
+        }
+    }
+}
+
+/* Out of line, one per input type, as the column fills. */
+Q8_UNUSED static void fill_slabs_s8(const q8_dims *input, const q8_window *win,
+                                    int32_t pad_value, const uint8_t *x, int32_t oh,
+                                    int32_t pw0, int32_t count, int32_t slab, int16_t *out)
+{
+    fill_slabs(input, win, pad_value, x, oh, pw0, count, slab, out, 1);
+}
+
+Q8_UNUSED static void fill_slabs_u8(const q8_dims *input, const q8_window *win,
+                                    int32_t pad_value, const uint8_t *x, int32_t oh,
+                                    int32_t pw0, int32_t count, int32_t slab, int16_t *out)
+{
+    fill_slabs(input, win, pad_value, x, oh, pw0, count, slab, out, 0);
+}
+
+Q8_UNUSED static void fill_slabs_s8_offset(const q8_dims *input, const q8_window *win,
+                                           int32_t pad_value, const uint8_t *x, int32_t oh,
+                                           int32_t pw0, int32_t count, int32_t slab,
+                                           int16_t *out)
+{
+    fill_slabs(input, win, pad_value, x, oh, pw0, count, slab, out, 2);
+}
+
+Q8_INLINE void fill_slab_range(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                               const uint8_t *x, int32_t oh, int32_t pw0, int32_t count,
+                               int32_t slab, int16_t *out, int is_signed)
+{
+    if (is_signed == 2) {
+        fill_slabs_s8_offset(input, win, pad_value, x, oh, pw0, count, slab, out);
+    } else if (is_signed) {
+        fill_slabs_s8(input, win, pad_value, x, oh, pw0, count, slab, out);
+    } else {
+        fill_slabs_u8(input, win, pad_value, x, oh, pw0, count, slab, out);
+    }
+}
+
+/* The slab buffer's size in taps: the chunk's slabs, then the last column's padding taps
+ * past its KW slabs (zero, never filled). */
+Q8_INLINE size_t slab_buffer_taps(int32_t chunk, int32_t stride_w, int32_t kernel_w,
+                                  int32_t slab, int32_t k_padded)
+{
+    return (size_t)((chunk - 1) * stride_w + kernel_w) * (size_t)slab +
+           (size_t)(k_padded - kernel_w * slab);
+}
+
+/*
+ * The slab mode's loop over output rows and chunks, shared by the kernels: ROWS(c0, c1,
+ * out, two) runs every output channel on columns c0 and c1 (c1 == c0 for a lone last
+ * pixel, two == 0) and stores at out (channel m at out + m * pixels).
+ */
+#define Q8_SLAB_LOOP(P, X, Y, SCRATCH, IS_SIGNED, ROWS)                                       \
+    do {                                                                                     \
+        const int32_t OH_ = (P)->output.h, OW_ = (P)->output.w, M_ = (P)->output.c;          \
+        const int32_t sw_ = (P)->window.stride_w, KW_ = (P)->window.kernel_w;                \
+        const int32_t slab_ = (P)->slab, chunk_ = (P)->chunk;                                \
+        const size_t in_image_ = (size_t)(P)->input.c * (size_t)((P)->input.h * (P)->input.w); \
+        const size_t pixels_ = (size_t)OH_ * (size_t)OW_;                                    \
+        int32_t n_, oh_, ow0_, j_;                                                           \
+        memset((SCRATCH), 0,                                                                 \
+               slab_buffer_taps(chunk_, sw_, KW_, slab_, (P)->k_padded) * sizeof(int16_t));   \
+        for (n_ = 0; n_ < (P)->input.n; n_++) {                                              \
+            const uint8_t *x_n_ = (X) + (size_t)n_ * in_image_;                              \
+            uint8_t *y_n_ = (Y) + (size_t)n_ * (size_t)M_ * pixels_;                         \
+            for (oh_ = 0; oh_ < OH_; oh_++) {                                                \
+                for (ow0_ = 0; ow0_ < OW_; ow0_ += chunk_) {                                 \
+                    const int32_t count_ = OW_ - ow0_ < chunk_ ? OW_ - ow0_ : chunk_;        \
+                    fill_slab_range(&(P)->input, &(P)->window, (P)->pad_value, x_n_, oh_,    \
+                                    ow0_ * sw_, (count_ - 1) * sw_ + KW_, slab_, (SCRATCH),  \
+                                    (IS_SIGNED));                                            \
+                    for (j_ = 0; j_ < count_; j_ += 2) {                                     \
+                        const int16_t *c0_ = (SCRATCH) + (size_t)(j_ * sw_) * (size_t)slab_; \
+                        const int two_ = j_ + 1 < count_;                                    \
+                        const int16_t *c1_ = two_ ? c0_ + (size_t)sw_ * (size_t)slab_ : c0_; \
+                        uint8_t *out_ = y_n_ + (size_t)oh_ * (size_t)OW_ + (size_t)(ow0_ + j_); \
+                        ROWS(c0_, c1_, out_, two_);                                          \
+                    }                                                                        \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
 
 #if Q8_HAS_DSP
 /* acc[r][j] += weight row r . column j for a pair of rows, interleaved per group of four
@@ -446,22 +578,61 @@ Q8_UNUSED static void dot_w16b_2x2(const int16_t *w, const int16_t *c0, const in
 
 enum { W16_PAIRS, W16_BLOCKS };
 
-Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
-                           uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch, int is_signed,
-                           int mode)
+/* Every output channel, in pairs, on columns col0 and c1 (c1 == col0 and two == 0 for a
+ * lone pixel): the int8-weight rows, requantized and stored at y0 + m * pixels. */
+Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
+                       const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
+                       int two, int mode)
 {
-    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
-    const int32_t pixels = p->output.h * OW, groups = k_padded / 4;
-    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const int32_t M = p->output.c, k_padded = p->k_padded, groups = k_padded / 4;
     /* Loop invariants in locals: the byte stores below may alias the parameters. */
     const int8_t *const weights = p->weights;
     const int32_t *const bias = p->bias;
     const float *const scale = p->requant.scale;
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    int32_t m;
+    for (m = 0; m < M; m += 2) {
+        const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
+        int32_t acc[4];
+        acc[0] = acc[1] = bias[m];
+        acc[2] = acc[3] = bias[m + 1];
+        /* An odd last row is the generator's zero row, a lone last pixel taken twice:
+         * their results are not stored. */
+        dot_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, groups, acc);
+        y0[0] = requantize(&r0, acc[0], mode);
+        if (two) {
+            y0[1] = requantize(&r0, acc[1], mode);
+        }
+        y0 += pixels;
+        if (m + 1 < M) {
+            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
+                                                     (m + 1) * ch_step, mode);
+            y0[0] = requantize(&r1, acc[2], mode);
+            if (two) {
+                y0[1] = requantize(&r1, acc[3], mode);
+            }
+            y0 += pixels;
+        }
+    }
+}
+
+Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
+                           uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch, int is_signed,
+                           int mode)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
     const row_requant layer = layer_constants(&p->requant);
     int16_t *col0 = scratch, *col1 = scratch + k_padded;
-    int32_t n, px, m;
+    int32_t n, px;
+    if (p->slab) {
+#define Q8_I8_SLAB_ROWS(C0, C1, OUT, TWO) i8_rows(p, &layer, (C0), (C1), (OUT), pixels, (TWO), mode)
+        Q8_SLAB_LOOP(p, x, y, scratch, is_signed, Q8_I8_SLAB_ROWS);
+#undef Q8_I8_SLAB_ROWS
+        return;
+    }
     zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w,
                       p->k_padded);
     for (n = 0; n < p->input.n; n++) {
@@ -475,31 +646,7 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
                 fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
                      (px + 1) % OW, col1, is_signed);
             }
-            for (m = 0; m < M; m += 2) {
-                const row_requant r0 = channel_constants(layer, scale, mult, exp, m * ch_step,
-                                                         mode);
-                uint8_t *y0 = y_n + (size_t)m * (size_t)pixels + (size_t)px;
-                int32_t acc[4];
-                acc[0] = acc[1] = bias[m];
-                acc[2] = acc[3] = bias[m + 1];
-                /* An odd last row is the generator's zero row, a lone last pixel taken
-                 * twice: their results are not stored. */
-                dot_2x2(weights + (size_t)m * (size_t)k_padded, col0, two ? col1 : col0,
-                        groups, acc);
-                y0[0] = requantize(&r0, acc[0], mode);
-                if (two) {
-                    y0[1] = requantize(&r0, acc[1], mode);
-                }
-                if (m + 1 < M) {
-                    const row_requant r1 = channel_constants(layer, scale, mult, exp,
-                                                             (m + 1) * ch_step, mode);
-                    uint8_t *y1 = y0 + pixels;
-                    y1[0] = requantize(&r1, acc[2], mode);
-                    if (two) {
-                        y1[1] = requantize(&r1, acc[3], mode);
-                    }
-                }
-            }
+            i8_rows(p, &layer, col0, two ? col1 : col0, y_n + (size_t)px, pixels, two, mode);
         }
     }
 }
@@ -561,6 +708,13 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
     const row_requant layer = layer_constants(&p->requant);
     int16_t *col0 = scratch, *col1 = scratch + k_padded;
     int32_t n, px;
+    if (p->slab) {
+#define Q8_W16_SLAB_ROWS(C0, C1, OUT, TWO)                                                     \
+    w16_rows(p, &layer, (C0), (C1), (OUT), pixels, (TWO), mode, layout)
+        Q8_SLAB_LOOP(p, x, y, scratch, is_signed, Q8_W16_SLAB_ROWS);
+#undef Q8_W16_SLAB_ROWS
+        return;
+    }
     zero_column_tails(scratch, p->input.c * p->window.kernel_h * p->window.kernel_w, k_padded);
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;

@@ -129,6 +129,8 @@ typedef struct {
     const int8_t *weights;
     const int32_t *bias;
     q8_requant_params requant;
+    int32_t slab;  /* 0: a column per pixel; else taps per input column (see q8_im2col.h) */
+    int32_t chunk; /* slab mode: output pixels of a row per fill */
 } q8_conv_im2col_params;
 
 void q8_conv_u8_im2col_freq(const q8_conv_im2col_params *params,
@@ -161,6 +163,8 @@ typedef struct {
     const int16_t *weights;
     const int32_t *bias;
     q8_requant_params requant;
+    int32_t slab;  /* 0: a column per pixel; else taps per input column (see q8_im2col.h) */
+    int32_t chunk; /* slab mode: output pixels of a row per fill */
 } q8_conv_im2col_w16_params;
 
 void q8_conv_u8_im2col_w16_freq(const q8_conv_im2col_w16_params *params,

@@ -231,3 +231,21 @@ def test_binary_ops_in_qemu(op: str) -> None:
     report = codegen.verify(binary_model(op, 7), board="cortex-m4f", samples=3, seed=7)
     assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs)
                        if o.mismatches]
+
+
+@pytest.mark.parametrize("weights", ["int8", "int16"])
+def test_slab_mode_against_ort_in_qemu(weights: str) -> None:
+    """The im2col kernels' slab order with the hand-scheduled loops on the core."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_qlinear_conv_random import slab_configs
+
+    configs = slab_configs(24, 7100)
+    model = conv_batch_model(configs)
+    gen = generate_sources(model, Options(board="cortex-m4f", weights=weights))
+    assert any(c.function.startswith("q8_conv_") and "im2col" in c.function
+               for c in gen.program.calls)
+    assert ".slab = 0," not in gen.files[f"{gen.name}.c"].decode()
+    report = codegen.verify(model, board="cortex-m4f", samples=2, seed=8, weights=weights)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad

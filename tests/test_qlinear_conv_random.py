@@ -3,6 +3,7 @@ modes, every attribute the operator has; generated C under ASan and UBSan."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -152,6 +153,58 @@ def test_depthwise_rows_kernel_is_bit_identical_to_the_reference(requant: str) -
     # the wide plane's 11 bands in passes of 4; narrow ones in one pass
     assert ".bands = 4" in source and ".bands = 1" in source
     data = random_inputs(fast.program.inputs, 2, seed=12)
+    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
+                            run_generated(reference, data, SANITIZE), strict=True):
+        for name, value in ours.items():
+            assert np.array_equal(value, theirs[name]), name
+
+
+def slab_configs(count: int, seed: int) -> list[ConvConfig]:
+    """Group-1 layers the im2col kernels run in slab mode (q8_im2col.h): C * KH a multiple
+    of 4, dilation_w 1, an even output width; every stride, padding, dilation_h, type and
+    batch, chunks of one and several fills per row."""
+    rng = np.random.default_rng(seed)
+    configs = []
+    for i in range(count):
+        kh, kw = (int(v) for v in rng.choice([(3, 3), (1, 3), (3, 5), (2, 2), (5, 3), (3, 2)]))
+        c = int(rng.choice([4, 8, 12])) if kh % 2 else int(rng.choice([2, 4, 6]))
+        sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        dh = int(rng.integers(1, 3))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        ow = 2 * int(rng.integers(1, 12))
+        w = (ow - 1) * sw + kw - pads[1] - pads[3]
+        h = int(rng.integers(max(1, dh * (kh - 1) + 1 - pads[0] - pads[2]), 12))
+        if w < 1:
+            pads, w = (pads[0], 0, pads[2], 0), (ow - 1) * sw + kw
+        x_dtype = str(rng.choice(["uint8", "int8"]))
+        configs.append(ConvConfig(
+            x_dtype=x_dtype, w_dtype="int8" if x_dtype == "int8" else str(
+                rng.choice(["uint8", "int8"])),
+            batch=int(rng.integers(1, 3)), channels=c, out_channels=int(rng.integers(1, 7)),
+            spatial=(h, w), kernel=(kh, kw), group=1, strides=(sh, sw), dilations=(dh, 1),
+            pads=pads, auto_pad=None, per_channel=bool(rng.random() < 0.5),
+            bias=bool(rng.random() < 0.8), big_bias=bool(rng.random() < 0.2),
+            kernel_shape_attr=True, seed=seed + i))
+    return configs
+
+
+@pytest.mark.parametrize("weights,dsp", [("int8", None), ("int16", None), ("int16", True)])
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_slab_mode_is_bit_identical_to_the_reference(requant: str, weights: str,
+                                                     dsp: bool | None) -> None:
+    """The slab order of the im2col kernels (int8 weights, int16 blocks, the DSP layout's
+    portable C) against the plain loops; in QEMU against ORT: tests/test_cortex_m.py."""
+    configs = slab_configs(40, 6100)
+    model = conv_batch_model(configs)
+    fast = generate_sources(model, Options(requant=requant, weights=weights, dsp=dsp))
+    source = fast.files[f"{fast.name}.c"].decode()
+    slabs = re.findall(r"\.slab = (\d+),\s*\.chunk = (\d+)", source)
+    im2col = [c for c in fast.program.calls if "im2col" in c.function]
+    # the others have weight zero points: the general kernel
+    assert len(im2col) >= 20 and sum(int(s) > 0 for s, _ in slabs) == len(im2col), slabs
+    assert {int(c) for _, c in slabs} > {2}, slabs  # several pixels per fill too
+    reference = generate_sources(model, Options(requant=requant, kernels="reference"))
+    data = random_inputs(fast.program.inputs, 2, seed=13)
     for ours, theirs in zip(run_generated(fast, data, SANITIZE),
                             run_generated(reference, data, SANITIZE), strict=True):
         for name, value in ours.items():

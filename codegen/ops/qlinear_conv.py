@@ -290,6 +290,52 @@ def lower_live_channels(node: Node, graph: Graph, x: Tensor, y: Tensor, window: 
     return [Intermediate(y_live), conv, place]
 
 
+# Scratch the slab mode may take beyond the two columns of the classic im2col.
+SLAB_SCRATCH_BYTES = 1024
+
+
+def slab_buffer_taps(chunk: int, stride_w: int, kernel_w: int, slab: int,
+                     k_padded: int) -> int:
+    """q8_im2col.h's slab_buffer_taps: the chunk's slabs and the last column's padding."""
+    return ((chunk - 1) * stride_w + kernel_w) * slab + (k_padded - kernel_w * slab)
+
+
+def slab_layout(x: Tensor, y: Tensor, window: Window, k_padded: int,
+                tap_multiple: int) -> tuple[int, int] | None:
+    """(slab, chunk) for the im2col kernels' slab mode (q8_im2col.h), or None: 2-D layers
+    with dilation_w 1, a kernel wider than one tap and an even output width, whose slab
+    order needs no more padded taps than the column order. slab = C * KH taps rounded up
+    to 4 (8-byte aligned columns); chunk = the most output pixels per fill, even, whose
+    buffer stays within the classic two columns or SLAB_SCRATCH_BYTES."""
+    if len(window.kernel) != 2 or window.kernel[1] < 2 or window.dilations[1] != 1:
+        return None
+    ow = y.shape[3]
+    if ow % 2:
+        return None
+    c, kh, kw = x.shape[1], window.kernel[0], window.kernel[1]
+    slab = (c * kh + 3) // 4 * 4
+    if (kw * slab + tap_multiple - 1) // tap_multiple * tap_multiple != k_padded:
+        return None
+    budget = max(2 * k_padded * 2, SLAB_SCRATCH_BYTES)
+    chunk = 2
+    while (chunk + 2 <= ow and 2 * slab_buffer_taps(chunk + 2, window.strides[1], kw, slab,
+                                                    k_padded) <= budget):
+        chunk += 2
+    return slab, chunk
+
+
+def slab_order(rows: NDArray[Any], channels: int, kernel: tuple[int, int],
+               slab: int) -> NDArray[Any]:
+    """Weight rows from (c, kh, kw) order to the slab order (kw, c, kh), each kernel
+    column's C * KH taps padded with zeros to `slab`."""
+    m = rows.shape[0]
+    kh, kw = kernel
+    ordered = rows.reshape(m, channels, kh, kw).transpose(0, 3, 1, 2).reshape(m, kw, -1)
+    padded = np.zeros((m, kw, slab), dtype=rows.dtype)
+    padded[:, :, :channels * kh] = ordered
+    return padded.reshape(m, kw * slab)
+
+
 def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                 weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                 requant_arrays: list[CArray], mode: str) -> KernelCall:
@@ -301,8 +347,11 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
     k_padded, m_padded = (k + 3) // 4 * 4, m + m % 2
+    slabs = slab_layout(x, y, window, k_padded, 4)
+    stored = (slab_order(rows, x.shape[1], (window.kernel[0], window.kernel[1]), slabs[0])
+              if slabs else rows)
     padded = np.zeros((m_padded, k_padded), dtype=np.int8)
-    padded[:m, :k] = rows
+    padded[:m, :stored.shape[1]] = stored
     # Each group of four as w0, w2, w1, w3: the kernel's two byte-pair widenings of a word
     # (bytes 0,2 and 1,3) then give (w0, w1) and (w2, w3), in the columns' order.
     padded = padded.reshape(m_padded // 2, 2, k_padded // 4, 4)[:, :, :, [0, 2, 1, 3]]
@@ -314,13 +363,23 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     params = CStruct("q8_conv_im2col_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
-        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
     # 8-byte aligned: the kernel reads a pair of rows' words with one LDRD.
     arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}", node.name, (x.name,),
                       (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
-                      scratch_bytes=2 * k_padded * 2)
+                      scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
+
+
+def im2col_scratch_bytes(window: Window, k_padded: int,
+                         slabs: tuple[int, int] | None) -> int:
+    """Two int16 columns, or the slab buffer."""
+    if slabs is None:
+        return 2 * k_padded * 2
+    slab, chunk = slabs
+    return 2 * slab_buffer_taps(chunk, window.strides[1], window.kernel[1], slab, k_padded)
 
 
 def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDArray[Any]:
@@ -344,8 +403,11 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     k = rows.shape[1]
     k_padded = (k + 7) // 8 * 8
     m_even = m + m % 2
+    slabs = slab_layout(x, y, window, k_padded, 8)
+    stored = (slab_order(rows, x.shape[1], (window.kernel[0], window.kernel[1]), slabs[0])
+              if slabs else rows)
     padded = np.zeros((m_even, k_padded), dtype=np.int16)
-    padded[:m, :k] = rows
+    padded[:m, :stored.shape[1]] = stored
     group = 2 if pairs else 8
     # [pair][row in pair][group][taps] -> [pair][group][row in pair][taps]
     interleaved = padded.reshape(m_even // 2, 2, k_padded // group, group).transpose(0, 2, 1, 3)
@@ -355,14 +417,14 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     params = CStruct("q8_conv_im2col_w16_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
-        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
     arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", bias_even), *requant_arrays)
     variant = "w16" if pairs else "w16b"
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, (f"conv_im2col_{variant}.c",),
-                      y.numel * k,
-                      scratch_bytes=2 * k_padded * 2)
+                      y.numel * k, scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
 
 
 def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
