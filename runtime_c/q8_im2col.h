@@ -317,15 +317,16 @@ Q8_INLINE size_t slab_buffer_taps(int32_t chunk, int32_t stride_w, int32_t kerne
  * q8_smlad, each widened weight pair used for both columns. */
 #if defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
 /* The loop scheduled by hand: GCC 12 spills its counter and splits the loads (28
- * instructions per pass); here 19, about 24 cycles per 16 MACs on Cortex-M4 (the
- * pointer post-increments ride on the loads, the second pair of column loads pipelined,
- * lr holding each widened weight pair), unrolled twice so that the counter and the
+ * instructions per pass); here 20, about 21 cycles per 16 MACs on Cortex-M4 (the
+ * pointer post-increments ride on the loads, which run in two pipelined runs of four and
+ * two words, lr holding each widened weight pair), unrolled twice so that the counter and the
  * branch cost half as much: an odd count enters at the second copy. The C loop below is
  * the same computation. */
 #define Q8_DOT_2X2_GROUP                                                                   \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                    \
     "ldr %[x0], [%[c0]], #4\n\t"                                                           \
     "ldr %[x1], [%[c1]], #4\n\t"                                                           \
+    "ldr %[wa], [%[w]], #4\n\t"                                                            \
+    "ldr %[wb], [%[w]], #4\n\t"                                                            \
     "sxtb16 lr, %[wa]\n\t"                                                                 \
     "smlad %[a00], lr, %[x0], %[a00]\n\t"                                                  \
     "smlad %[a01], lr, %[x1], %[a01]\n\t"                                                  \
