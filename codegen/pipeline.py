@@ -141,28 +141,71 @@ def resolve_target(options: Options) -> Target:
     return Target(board, requant, kernels, weights, dsp, options)
 
 
-def wide_weights(choice: str, graph: Graph, board: Board) -> bool:
-    """True for wide (int16) weights. auto: wide unless the 8-bit constants, doubled,
-    would take more than WIDE_WEIGHTS_FLASH_SHARE of the board's flash (cortex-m4f,
-    official ResNet-8, quantized I/O: 22.54 M estimated cycles with int16, 25.02 M with
-    int8); never on a Cortex-M core without the DSP extension, whose byte kernels are both
-    smaller and faster (the AD autoencoder on M0+: 2.72 M estimated cycles and 287 KB of
-    flash, against 3.38 M and 551 KB with int16 weights)."""
+# The layers whose weights the fast kernels may store as int16 (their weight input).
+WIDE_WEIGHT_OPS = {"QLinearConv": 3, "QGemm": 3, "QLinearMatMul": 3}
+
+
+@dataclass(frozen=True)
+class WeightLayer:
+    node: str
+    weight_bytes: int  # the 8-bit weights; int16 storage adds as many
+    reuse: int  # MACs per weight: output pixels of a convolution, rows of a product
+
+
+def weight_layers(graph: Graph) -> list[WeightLayer]:
+    """The layers with constant 8-bit weights that int16 storage would widen."""
+    layers = []
+    for node in graph.nodes:
+        index = WIDE_WEIGHT_OPS.get(node.op_type)
+        name = node.input(index) if index is not None else None
+        if name is None or name not in graph.constants:
+            continue
+        weights = graph.constants[name]
+        y = graph.tensors.get(node.outputs[0])
+        if weights.dtype not in (np.int8, np.uint8) or y is None or not y.shape:
+            continue
+        features = y.shape[1] if node.op_type == "QLinearConv" else y.shape[-1]
+        reuse = int(np.prod(y.shape, dtype=np.int64)) // max(1, features)
+        layers.append(WeightLayer(node.name, int(weights.nbytes), max(1, reuse)))
+    return layers
+
+
+def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str] | None:
+    """The layers whose weights are stored as int16; None: every layer.
+
+    int8 and int16 are the weights choices; auto: int16 for every layer when the 8-bit
+    constants, doubled, fit in WIDE_WEIGHTS_FLASH_SHARE of the board's flash (cortex-m4f,
+    official ResNet-8, quantized I/O: 20.25 M estimated cycles with int16, 21.94 M with
+    int8); otherwise for the layers that save the most cycles per added byte first (the
+    int16 loops save a roughly constant share of a cycle per MAC, so the layers with the
+    most MACs per weight: convolutions over many pixels before fully connected layers)
+    while they fit. Never on a Cortex-M core without the DSP extension, whose byte kernels
+    are both smaller and faster (the AD autoencoder on M0+: 2.72 M estimated cycles and
+    287 KB of flash, against 3.38 M and 551 KB with int16 weights)."""
     if choice != "auto":
-        return choice == "int16"
+        return None if choice == "int16" else frozenset()
     if board.is_cortex_m and not board.dsp:
-        return False
+        return frozenset()
     if board.flash_bytes is None:
-        return True
+        return None
     eight_bit = sum(int(v.nbytes) for v in graph.constants.values()
                     if v.dtype in (np.int8, np.uint8))
-    return 2 * eight_bit <= WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes
+    budget = WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes - eight_bit
+    if eight_bit <= budget:
+        return None
+    chosen = []
+    for layer in sorted(weight_layers(graph), key=lambda w: (-w.reuse, w.node)):
+        if layer.weight_bytes <= budget:
+            chosen.append(layer.node)
+            budget -= layer.weight_bytes
+    return frozenset(chosen)
 
 
 def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     """How `graph` is lowered for `target`: the one place kernel choices are made."""
+    wide = wide_weight_nodes(target.weights, graph, target.board)
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
-                           wide_weights=wide_weights(target.weights, graph, target.board),
+                           wide_weights=wide is None or bool(wide), wide_nodes=wide,
                            cortex_m=target.board.is_cortex_m)
 
 

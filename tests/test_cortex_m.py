@@ -249,3 +249,38 @@ def test_slab_mode_against_ort_in_qemu(weights: str) -> None:
     bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
            if o.mismatches]
     assert not bad, bad
+
+
+def test_auto_weights_widen_the_layers_with_most_reuse_when_flash_is_tight() -> None:
+    """--weights auto on a DSP core whose flash cannot take every layer at int16: the
+    convolutions over the most pixels first, within the budget, the rest int8."""
+    from dataclasses import replace
+
+    from codegen.boards import load_board
+    from codegen.pipeline import (
+        WIDE_WEIGHTS_FLASH_SHARE,
+        generate_sources,
+        weight_layers,
+        wide_weight_nodes,
+    )
+
+    gen = generate_sources(quantized_model("resnet8", "i8-pc"), Options(board="cortex-m4f"))
+    layers = weight_layers(gen.graph)
+    eight_bit = sum(int(v.nbytes) for v in gen.graph.constants.values()
+                    if v.dtype in (np.int8, np.uint8))
+    roomy = load_board("cortex-m4f")
+    assert wide_weight_nodes("auto", gen.graph, roomy) is None  # everything fits
+    extra = sum(layer.weight_bytes for layer in layers) // 3
+    tight = replace(roomy, flash_bytes=int((eight_bit + extra) / WIDE_WEIGHTS_FLASH_SHARE))
+    chosen = wide_weight_nodes("auto", gen.graph, tight)
+    assert chosen and len(chosen) < len(layers)
+    used = sum(la.weight_bytes for la in layers if la.node in chosen)
+    assert used <= extra
+    # nothing left out would still fit, and the most reused layer that fits went first
+    assert all(la.weight_bytes > extra - used for la in layers if la.node not in chosen)
+    first = max((la for la in layers if la.weight_bytes <= extra), key=lambda la: la.reuse)
+    assert first.node in chosen
+    assert wide_weight_nodes("int8", gen.graph, roomy) == frozenset()
+    assert wide_weight_nodes("int16", gen.graph, tight) is None
+    m0 = load_board("cortex-m0plus")
+    assert wide_weight_nodes("auto", gen.graph, m0) == frozenset()

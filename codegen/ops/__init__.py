@@ -38,11 +38,17 @@ class LoweringOptions:
     kernels: str = "fast"
     dsp: bool = False  # the core has the DSP extension (for kernel choices by cost)
     # Fast paths store weights as int16 (twice the bytes, no widening in the inner
-    # loops) rather than int8: pipeline.wide_weights decides from the board.
+    # loops) rather than int8: pipeline.wide_weight_nodes decides from the board, for
+    # every layer (wide_nodes None) or for the layers named in wide_nodes.
     wide_weights: bool = False
+    wide_nodes: frozenset[str] | None = None
     # A microcontroller (not the host): without DSP it gets the unsigned-byte kernels,
     # which suit Thumb-1's addressing.
     cortex_m: bool = False
+
+    def wide_for(self, node: str) -> bool:
+        """Whether the layer `node` stores its weights as int16."""
+        return self.wide_weights and (self.wide_nodes is None or node in self.wide_nodes)
 
 
 @dataclass

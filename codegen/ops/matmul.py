@@ -283,7 +283,7 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
             rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
             a_zp = int(scalar_constant(node, graph, 2, "a_zp")[0])
             return [fc_call(node, a, y, weights, a_zp, None, requant, arrays, mode, rows,
-                            options.wide_weights)]
+                            options.wide_for(node.name))]
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
                           int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           b_zp.batched, None, requant)
@@ -466,7 +466,7 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         if weights is not None:
             return [fc_call(node, a, y, weights, int(scalar_constant(node, graph, 2, "a_zp")[0]),
                             c_value, requant, arrays, mode, layout.shape.m,
-                            options.wide_weights)]
+                            options.wide_for(node.name))]
     bias = None
     if c_value is not None:
         bias = bias_strides(node, c_value, layout.shape.m, layout.shape.n)

@@ -239,7 +239,7 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     if options.cortex_m and not options.dsp:
         return im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
                               requant_arrays, mode)
-    if options.wide_weights and weights[0].size < W16_MAX_TAPS:
+    if options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
         return im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
                                requant_arrays, mode, pairs=options.dsp)
     return im2col_call(node, x, y, window, x_zp, weights, bias, requant, requant_arrays, mode)
