@@ -141,8 +141,9 @@ Q8_INLINE void requantize_bands_as(const uint32_t *band, int32_t count, int32_t 
         if (oh + 1 < OH) {
             for (j = 0; j < OW; j++) {
                 const uint32_t top = z[2 * j], bottom = z[2 * j + 1];
-                out[j] = requantize(&r, (int32_t)(top + (uint32_t)bias), mode);
-                out[OW + j] = requantize(&r, (int32_t)(bottom + (uint32_t)bias), mode);
+                requantize_pair(&r, (int32_t)(top + (uint32_t)bias),
+                                (int32_t)(bottom + (uint32_t)bias), &out[j], &out[OW + j],
+                                mode);
             }
         } else {
             for (j = 0; j < OW; j++) {

@@ -601,17 +601,19 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
         /* An odd last row is the generator's zero row, a lone last pixel taken twice:
          * their results are not stored. */
         dot_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, groups, acc);
-        y0[0] = requantize(&r0, acc[0], mode);
         if (two) {
-            y0[1] = requantize(&r0, acc[1], mode);
+            requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
+        } else {
+            y0[0] = requantize(&r0, acc[0], mode);
         }
         y0 += pixels;
         if (m + 1 < M) {
             const row_requant r1 = channel_constants(*layer, scale, mult, exp,
                                                      (m + 1) * ch_step, mode);
-            y0[0] = requantize(&r1, acc[2], mode);
             if (two) {
-                y0[1] = requantize(&r1, acc[3], mode);
+                requantize_pair(&r1, acc[2], acc[3], &y0[0], &y0[1], mode);
+            } else {
+                y0[0] = requantize(&r1, acc[2], mode);
             }
             y0 += pixels;
         }
@@ -682,17 +684,19 @@ Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *l
         } else {
             dot_w16b_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
         }
-        y0[0] = requantize(&r0, acc[0], mode);
         if (two) {
-            y0[1] = requantize(&r0, acc[1], mode);
+            requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
+        } else {
+            y0[0] = requantize(&r0, acc[0], mode);
         }
         y0 += pixels;
         if (m + 1 < M) {
             const row_requant r1 = channel_constants(*layer, scale, mult, exp,
                                                      (m + 1) * ch_step, mode);
-            y0[0] = requantize(&r1, acc[2], mode);
             if (two) {
-                y0[1] = requantize(&r1, acc[3], mode);
+                requantize_pair(&r1, acc[2], acc[3], &y0[0], &y0[1], mode);
+            } else {
+                y0[0] = requantize(&r1, acc[2], mode);
             }
             y0 += pixels;
         }

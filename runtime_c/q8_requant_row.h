@@ -133,4 +133,26 @@ Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
                      r->zero_point);
 }
 
+/* Two accumulators of one channel (two pixels), stored at ya and yb. */
+Q8_INLINE void requantize_pair(const row_requant *r, int32_t a, int32_t b, uint8_t *ya,
+                               uint8_t *yb, int mode)
+{
+#if Q8_HAS_VCVTR
+    if (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
+        q8_vcvtr_pair(&a, &b, r->scale);
+        /* |q| < 2^21: adding the zero point cannot overflow. */
+        if (mode == Q8_RQ_FREQ_BOUNDED_S8) {
+            *ya = (uint8_t)__ssat(a + r->zero_point, 8);
+            *yb = (uint8_t)__ssat(b + r->zero_point, 8);
+        } else {
+            *ya = (uint8_t)__usat(a + r->zero_point, 8);
+            *yb = (uint8_t)__usat(b + r->zero_point, 8);
+        }
+        return;
+    }
+#endif
+    *ya = requantize(r, a, mode);
+    *yb = requantize(r, b, mode);
+}
+
 #endif /* Q8_REQUANT_ROW_H */
