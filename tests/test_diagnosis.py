@@ -104,10 +104,13 @@ def test_progress_on_a_terminal() -> None:
     assert b"BIT-EXACT" in stdout
 
 
-@pytest.mark.parametrize("board,kernel", [
-    ("host", "q8_conv_u8_im2col_w16b_freq"), ("cortex-m4f", "q8_conv_u8_im2col_w16_freq"),
-    ("cortex-m0plus", "q8_conv_u8_im2col_b8_ireq")])
-def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str) -> None:
+# The im2col kernels' slab buffer (up to 1 KB) takes more than the byte kernel's two
+# columns on M0+.
+@pytest.mark.parametrize("board,kernel,arena", [
+    ("host", "q8_conv_u8_im2col_w16b_freq", 13296),
+    ("cortex-m4f", "q8_conv_u8_im2col_w16_freq", 13296),
+    ("cortex-m0plus", "q8_conv_u8_im2col_b8_ireq", 12576)])
+def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str, arena: int) -> None:
     result = cli("inspect", EXAMPLE, "--board", board)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -121,7 +124,7 @@ def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str) -> No
     assert "MACs 294912" in conv and "per-axis(0) x16" in conv
     assert lines[-1].startswith("total: 6 nodes, 593920 MACs")
     assert f"{program.weight_bytes} weight bytes, 6 kernel calls" in lines[-1]
-    assert "arena 12576 bytes" in lines[-1]
+    assert f"arena {arena} bytes" in lines[-1]
 
 
 def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
