@@ -68,7 +68,7 @@ Q8_INLINE void fill_band(const uint8_t *x_c, int32_t H, int32_t W, int32_t top,
     }
 }
 
-#if defined(__GNUC__) && defined(__thumb2__) && Q8_HAS_DSP && !defined(Q8_NO_ASM)
+#if Q8_HAS_DSP && Q8_ASM
 /* The loop by hand (GCC 12 keeps the six weight pairs in registers only this way): 18
  * instructions, about 27 cycles per two outputs on Cortex-M4. The C loop below is the
  * same computation. */

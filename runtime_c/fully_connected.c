@@ -30,7 +30,7 @@ Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_pa
     }
 }
 
-#if Q8_HAS_DSP && defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
+#if Q8_HAS_DSP && Q8_ASM
 /* acc[r] += weight row r . x for a block of four rows, interleaved per group of four taps:
  * the loop scheduled by hand, 24 instructions and about 26 cycles per 16 MACs on
  * Cortex-M4 (word loads in pipelined runs rather than LDRD) (GCC 12's schedule of the C loop below: 24 and about 30). lr holds each
@@ -157,7 +157,7 @@ static void dot_4x1(const int8_t *w, const int16_t *x, int32_t groups, int32_t a
         ACC = q8_smlad((uint32_t)(v_ >> 32), (XHI), ACC);                                  \
     } while (0)
 
-#if defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
+#if Q8_ASM
 /* The loop by hand: per four taps, the input's two words and each row's two in pipelined
  * runs of loads, 8 SMLAD; 34 instructions and about 47 cycles per 32 MACs on Cortex-M4
  * (GCC 12's schedule of the C loop below: about 54). */

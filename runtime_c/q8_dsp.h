@@ -111,6 +111,15 @@ Q8_INLINE int32_t q8_smlatb(int32_t a, int32_t b, int32_t acc)
 
 #endif
 
+/* The loops scheduled by hand in inline assembly: GCC-compatible compilers on Thumb-2,
+ * optimizing (at -O0 GCC cannot give the loops their 12 or 13 registers: "impossible
+ * constraints"), unless Q8_NO_ASM asks for the C loops, which compute the same. */
+#if defined(__GNUC__) && defined(__thumb2__) && defined(__OPTIMIZE__) && !defined(Q8_NO_ASM)
+#define Q8_ASM 1
+#else
+#define Q8_ASM 0
+#endif
+
 /* VCVTR: a float rounded to the nearest int32 by the FPSCR's mode (ties to even by
  * default, as ORT's cvtps2dq), saturating; cores with a single-precision FPU and DSP. */
 #if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && Q8_HAS_DSP && \

@@ -315,7 +315,7 @@ Q8_INLINE size_t slab_buffer_taps(int32_t chunk, int32_t stride_w, int32_t kerne
 /* acc[r][j] += weight row r . column j for a pair of rows, interleaved per group of four
  * taps (one pointer), and columns c0 and c1: 16 multiply-accumulates per group in 8
  * q8_smlad, each widened weight pair used for both columns. */
-#if defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
+#if Q8_ASM
 /* The loop scheduled by hand: GCC 12 spills its counter and splits the loads (28
  * instructions per pass); here 20, about 21 cycles per 16 MACs on Cortex-M4 (the
  * pointer post-increments ride on the loads, which run in two pipelined runs of four and
@@ -452,7 +452,7 @@ Q8_UNUSED static void dot_2x2(const int8_t *w, const int16_t *c0, const int16_t 
         a11 = q8_smlad((uint32_t)((W) >> 32), (Y), a11);                                       \
     } while (0)
 
-#if defined(__GNUC__) && defined(__thumb2__) && !defined(Q8_NO_ASM)
+#if Q8_ASM
 /* The loop by hand: per two taps, four word loads in one pipelined run (5 cycles on
  * Cortex-M4) and four SMLAD, 36 instructions and about 39 cycles per 32 MACs (GCC 12
  * splits the 64-bit loads and breaks the runs: about 46). The C loop below is the same

@@ -284,3 +284,33 @@ def test_auto_weights_widen_the_layers_with_most_reuse_when_flash_is_tight() -> 
     assert wide_weight_nodes("int16", gen.graph, tight) is None
     m0 = load_board("cortex-m0plus")
     assert wide_weight_nodes("auto", gen.graph, m0) == frozenset()
+
+
+@pytest.mark.parametrize("weights", ["int8", "int16"])
+def test_sources_compile_at_every_optimization_level(weights: str, tmp_path: Path) -> None:
+    """A firmware's debug build (-O0, -Og) or a frame pointer takes registers away from
+    the hand-scheduled loops: every source of a model with convolutions, depthwise and
+    fully connected layers compiles with -Werror at each (the loops fall back to C at
+    -O0, where GCC cannot allocate them)."""
+    from codegen.firmware import cross_tool
+
+    gen = generate_sources(quantized_model("dscnn", "i8-pc"),
+                           Options(board="cortex-m4f", weights=weights))
+    kernels = {c.function for c in gen.program.calls}
+    assert any("_3x3_rows_" in k for k in kernels) and any("q8_fc_" in k for k in kernels)
+    for name, data in gen.files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    # the sources with inline assembly
+    sources = sorted(str(p) for p in (tmp_path / "runtime").glob("*.c")
+                     if p.name in ("conv_im2col.c", "conv_im2col_w16.c", "dwconv_3x3_rows.c",
+                                   "fully_connected.c", "elementwise.c"))
+    assert len(sources) >= 3, sources
+    arch = [f for f in gen.board.cflags if f.startswith("-m")]
+    for level in (["-O0"], ["-Og"], ["-O2", "-fno-omit-frame-pointer"]):
+        for source in sources:
+            result = subprocess.run(
+                [cross_tool("gcc"), *arch, *level, "-std=c99", "-Wall", "-Wextra", "-Werror",
+                 "-pedantic", f"-I{tmp_path}", f"-I{tmp_path / 'runtime'}", "-c", source,
+                 "-o", str(tmp_path / "out.o")], capture_output=True, text=True, check=False)
+            assert result.returncode == 0, (level, source, result.stderr[-2000:])
