@@ -593,6 +593,28 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
     int32_t m;
+    if (two && !(M & 1)) {
+        /* The common case without its tests: both pixels, rows in full pairs. */
+        const int8_t *w = weights;
+        const int32_t *b = bias;
+        const size_t pair_step = 2u * (size_t)k_padded, row_step = (size_t)pixels;
+        for (m = 0; m < M; m += 2) {
+            const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step,
+                                                     mode);
+            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
+                                                     (m + 1) * ch_step, mode);
+            int32_t acc[4];
+            acc[0] = acc[1] = b[0];
+            acc[2] = acc[3] = b[1];
+            dot_2x2(w, col0, c1, groups, acc);
+            requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
+            requantize_pair(&r1, acc[2], acc[3], &y0[row_step], &y0[row_step + 1], mode);
+            y0 += 2u * row_step;
+            w += pair_step;
+            b += 2;
+        }
+        return;
+    }
     for (m = 0; m < M; m += 2) {
         const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
         int32_t acc[4];
@@ -674,6 +696,32 @@ Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *l
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
     int32_t m;
+    if (two && !(M & 1)) {
+        /* The common case without its tests: both pixels, rows in full pairs. */
+        const int16_t *w = weights;
+        const int32_t *b = bias;
+        const size_t pair_step = 2u * (size_t)k_padded, row_step = (size_t)pixels;
+        for (m = 0; m < M; m += 2) {
+            const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step,
+                                                     mode);
+            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
+                                                     (m + 1) * ch_step, mode);
+            int32_t acc[4];
+            acc[0] = acc[1] = b[0];
+            acc[2] = acc[3] = b[1];
+            if (layout == W16_PAIRS) {
+                dot_w16_2x2(w, col0, c1, blocks, acc);
+            } else {
+                dot_w16b_2x2(w, col0, c1, blocks, acc);
+            }
+            requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
+            requantize_pair(&r1, acc[2], acc[3], &y0[row_step], &y0[row_step + 1], mode);
+            y0 += 2u * row_step;
+            w += pair_step;
+            b += 2;
+        }
+        return;
+    }
     for (m = 0; m < M; m += 2) {
         const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
         int32_t acc[4];
