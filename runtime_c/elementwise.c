@@ -64,6 +64,30 @@ Q8_INLINE void qadd_pair(int32_t a0, int32_t a1, int32_t b0, int32_t b1, float r
     *q0 = r0;
     *q1 = r1;
 }
+
+/* qadd_pair with the inner fused multiply-adds read from the table: t0 and t1 point at
+ * the float32 bits of fma(b, rb, fixed) for the two bytes of b. */
+Q8_INLINE void qadd_pair_table(int32_t a0, int32_t a1, const uint32_t *t0, const uint32_t *t1,
+                               float ra, int32_t *q0, int32_t *q1)
+{
+    int32_t r0, r1;
+    __asm__("vmov s8, s9, %[a0], %[a1]\n\t"
+            "vldr s12, [%[t0]]\n\t"
+            "vldr s13, [%[t1]]\n\t"
+            "vcvt.f32.s32 s8, s8\n\t"
+            "vcvt.f32.s32 s9, s9\n\t"
+            "vfma.f32 s12, s8, %[ra]\n\t"
+            "vfma.f32 s13, s9, %[ra]\n\t"
+            "vcvtr.s32.f32 s12, s12\n\t"
+            "vcvtr.s32.f32 s13, s13\n\t"
+            "vmov %[r0], %[r1], s12, s13"
+            : [r0] "=r"(r0), [r1] "=r"(r1)
+            : [a0] "r"(a0), [a1] "r"(a1), [t0] "r"(t0), [t1] "r"(t1), [ra] "t"(ra),
+              "m"(*t0), "m"(*t1)
+            : "s8", "s9", "s12", "s13");
+    *q0 = r0;
+    *q1 = r1;
+}
 #endif
 
 Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
@@ -76,6 +100,23 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     if (same_shape(&p->shape)) {
         const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
 #if Q8_HAS_VCVTR
+        if (p->bounded && !p->b_first && p->inner_table != NULL) {
+            const uint32_t *table = p->inner_table;
+            for (i = 0; i + 2 <= total; i += 2) {
+                int32_t q0, q1;
+                qadd_pair_table(load8(a, i, is_signed), load8(a, i + 1, is_signed),
+                                table + b[i], table + b[i + 1], ra, &q0, &q1);
+                y[i] = (uint8_t)(is_signed ? __ssat(q0, 8) : (int32_t)__usat(q0, 8));
+                y[i + 1] = (uint8_t)(is_signed ? __ssat(q1, 8) : (int32_t)__usat(q1, 8));
+            }
+            if (i < total) {
+                const float t = q8_fmaf((float)load8(a, i, is_signed), ra, q8_fmaf(
+                    (float)load8(b, i, is_signed), rb, fixed));
+                const int32_t q = q8_vcvtr(t);
+                y[i] = (uint8_t)(is_signed ? __ssat(q, 8) : (int32_t)__usat(q, 8));
+            }
+            return;
+        }
         if (p->bounded && !p->b_first) {
             for (i = 0; i + 2 <= total; i += 2) {
                 int32_t q0, q1;

@@ -135,8 +135,13 @@ def lower_qadd(node: Node, graph: Graph, spec: object,
     ra, rb, fixed = qadd_constants(sa, za, sb, zb, sc, zc, b_first)
     check_finite_scales(node, "fixed part of the sum", fixed)
     integer = options.requant == "int"
+    bounded = qadd_bounded(ra, rb, fixed)
     arrays: tuple[CArray, ...] = ()
     outer_mult = outer_exp = 0
+    if not integer and bounded and options.dsp and not b_first:
+        # The bounded float path on FPU+DSP cores reads the inner fused multiply-add of
+        # each byte of b from the table instead of converting and multiplying it.
+        arrays = (CArray("inner_table", "uint32_t", qadd_inner_table(rb, fixed, a.dtype)),)
     if integer:
         # The inner fused multiply-add of each byte value, as float32 bits; the outer one
         # is rounded with integers at run time.
@@ -148,9 +153,8 @@ def lower_qadd(node: Node, graph: Graph, spec: object,
         ("shape", broadcast_struct(y.shape, a.shape, b.shape)), ("b_first", int(b_first)),
         ("ratio_a", CFloat(float(ra))), ("ratio_b", CFloat(float(rb))),
         ("fixed", CFloat(float(fixed))),
-        ("inner_table", CRef("inner_table") if integer else None),
-        ("outer_mult", outer_mult), ("outer_exp", outer_exp),
-        ("bounded", int(qadd_bounded(ra, rb, fixed)))))
+        ("inner_table", CRef("inner_table") if arrays else None),
+        ("outer_mult", outer_mult), ("outer_exp", outer_exp), ("bounded", int(bounded))))
     suffix = "_ireq" if integer else ""
     return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
                        (y.name,), params, arrays, SOURCES, in_place=same_shape_input(a, b, y))]
