@@ -171,8 +171,10 @@ def test_auto_weights_are_never_wide_without_dsp(board: str, wide: bool) -> None
     assert any("_w16_" in c.function for c in gen.program.calls) == wide
 
 
-@pytest.mark.parametrize("weights", ["int8", "int16"])
-def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(weights: str) -> None:
+@pytest.mark.parametrize("board,weights", [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
+                                           ("cortex-m0plus", "int8")])
+def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(board: str,
+                                                                  weights: str) -> None:
     """-DQ8_NO_ASM compiles the convolution (int8 and int16 weights), depthwise and fully
     connected loops from C instead of their Thumb-2 assembly (and rounds without VCVTR):
     the reference of the hand-scheduled path, on the same core, against ORT."""
@@ -189,15 +191,14 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(weights: str) 
     configs = [random_conv_config(rng, 9100 + i) for i in range(8)]
     for model in (conv_batch_model(configs), combine([qgemm_case(rng, i) for i in range(6)]),
                   conv_batch_model(depthwise_rows_configs(6, 9200))):
-        gen = generate_sources(model, Options(board="cortex-m4f", weights=weights))
+        gen = generate_sources(model, Options(board=board, weights=weights))
         entry = harness_entries(gen.program)[0]
         samples = random_inputs(entry.inputs, 2, seed=5)
         build = build_firmware(gen.files, gen.name, gen.board, size=False,
                                cflags=("-DQ8_NO_ASM",))
         ours, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
         reports = compare_outputs(gen.program.outputs, ours,
-                                  ort_reference(model, samples, board="cortex-m4f",
-                                                weights=weights))
+                                  ort_reference(model, samples, board=board, weights=weights))
         assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
                                                          if r.mismatches]
 
@@ -286,26 +287,29 @@ def test_auto_weights_widen_the_layers_with_most_reuse_when_flash_is_tight() -> 
     assert wide_weight_nodes("auto", gen.graph, m0) == frozenset()
 
 
-@pytest.mark.parametrize("weights", ["int8", "int16"])
-def test_sources_compile_at_every_optimization_level(weights: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("board,weights", [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
+                                           ("cortex-m0plus", "int8")])
+def test_sources_compile_at_every_optimization_level(board: str, weights: str,
+                                                     tmp_path: Path) -> None:
     """A firmware's debug build (-O0, -Og) or a frame pointer takes registers away from
-    the hand-scheduled loops: every source of a model with convolutions, depthwise and
-    fully connected layers compiles with -Werror at each (the loops fall back to C at
-    -O0, where GCC cannot allocate them)."""
+    the hand-scheduled loops: every source with inline assembly (convolutions, depthwise,
+    fully connected; Thumb-1 on M0+) compiles with -Werror at each (the loops fall back to
+    C at -O0, where GCC cannot allocate them)."""
     from codegen.firmware import cross_tool
 
     gen = generate_sources(quantized_model("dscnn", "i8-pc"),
-                           Options(board="cortex-m4f", weights=weights))
+                           Options(board=board, weights=weights))
     kernels = {c.function for c in gen.program.calls}
-    assert any("_3x3_rows_" in k for k in kernels) and any("q8_fc_" in k for k in kernels)
+    assert any("q8_fc_" in k for k in kernels)
+    assert any("_3x3_rows_" in k for k in kernels) == (board == "cortex-m4f")
     for name, data in gen.files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(data)
     # the sources with inline assembly
     sources = sorted(str(p) for p in (tmp_path / "runtime").glob("*.c")
-                     if p.name in ("conv_im2col.c", "conv_im2col_w16.c", "dwconv_3x3_rows.c",
-                                   "fully_connected.c", "elementwise.c"))
-    assert len(sources) >= 3, sources
+                     if p.name in ("conv_im2col.c", "conv_im2col_w16.c", "conv_im2col_b8.c",
+                                   "dwconv_3x3_rows.c", "fully_connected.c", "elementwise.c"))
+    assert len(sources) >= 2, sources
     arch = [f for f in gen.board.cflags if f.startswith("-m")]
     for level in (["-O0"], ["-Og"], ["-O2", "-fno-omit-frame-pointer"]):
         for source in sources:
