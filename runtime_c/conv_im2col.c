@@ -12,12 +12,9 @@
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \
         switch (layer_requant_mode(&params->requant, MODE)) {                                \
-        case Q8_RQ_FREQ_BOUNDED_S8:                                                          \
-            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8);               \
-            break;                                                                           \
-        case Q8_RQ_FREQ_BOUNDED_U8:                                                          \
-            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8);               \
-            break;                                                                           \
+        Q8_SATURATING_CASES(                                                                 \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8),               \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8))               \
         case Q8_RQ_FREQ_BOUNDED:                                                             \
             conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);                  \
             break;                                                                           \

@@ -159,12 +159,9 @@ static void requantize_bands(const uint32_t *band, int32_t count, int32_t OW, in
                              uint8_t *y_c, int mode)
 {
     switch (bounded_saturating_mode(rq, mode)) {
-    case Q8_RQ_FREQ_BOUNDED_S8:
-        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_S8);
-        break;
-    case Q8_RQ_FREQ_BOUNDED_U8:
-        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_U8);
-        break;
+    Q8_SATURATING_CASES(
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_S8),
+        requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_U8))
     case Q8_RQ_FREQ_BOUNDED:
         requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED);
         break;

@@ -593,8 +593,11 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
     int32_t m;
+#if Q8_HAS_DSP
+    /* The common case without its tests: both pixels, rows in full pairs (on DSP cores,
+     * where it saves about 20 cycles a block; elsewhere the copy would only double the
+     * code the compiler has to build). */
     if (two && !(M & 1)) {
-        /* The common case without its tests: both pixels, rows in full pairs. */
         const int8_t *w = weights;
         const int32_t *b = bias;
         const size_t pair_step = 2u * (size_t)k_padded, row_step = (size_t)pixels;
@@ -615,6 +618,7 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
         }
         return;
     }
+#endif
     for (m = 0; m < M; m += 2) {
         const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
         int32_t acc[4];
@@ -696,8 +700,11 @@ Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *l
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
     int32_t m;
+#if Q8_HAS_DSP
+    /* The common case without its tests: both pixels, rows in full pairs (on DSP cores,
+     * where it saves about 20 cycles a block; elsewhere the copy would only double the
+     * code the compiler has to build). */
     if (two && !(M & 1)) {
-        /* The common case without its tests: both pixels, rows in full pairs. */
         const int16_t *w = weights;
         const int32_t *b = bias;
         const size_t pair_step = 2u * (size_t)k_padded, row_step = (size_t)pixels;
@@ -722,6 +729,7 @@ Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *l
         }
         return;
     }
+#endif
     for (m = 0; m < M; m += 2) {
         const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
         int32_t acc[4];
@@ -1008,12 +1016,9 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \
         switch (layer_requant_mode(&params->requant, MODE)) {                                \
-        case Q8_RQ_FREQ_BOUNDED_S8:                                                          \
-            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8, LAYOUT);   \
-            break;                                                                           \
-        case Q8_RQ_FREQ_BOUNDED_U8:                                                          \
-            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8, LAYOUT);   \
-            break;                                                                           \
+        Q8_SATURATING_CASES(                                                                 \
+            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8, LAYOUT),   \
+            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8, LAYOUT))   \
         case Q8_RQ_FREQ_BOUNDED:                                                             \
             conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED, LAYOUT);      \
             break;                                                                           \

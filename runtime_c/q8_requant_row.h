@@ -79,6 +79,21 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
     return r;
 }
 
+/* The switch cases of the saturating modes, where they exist: elsewhere
+ * layer_requant_mode never returns them, and leaving them out spares the compiler two
+ * more copies of a kernel. S8 and U8 are the calls for each. */
+#if Q8_HAS_VCVTR
+#define Q8_SATURATING_CASES(S8, U8)                                                        \
+    case Q8_RQ_FREQ_BOUNDED_S8:                                                            \
+        S8;                                                                                \
+        break;                                                                             \
+    case Q8_RQ_FREQ_BOUNDED_U8:                                                            \
+        U8;                                                                                \
+        break;
+#else
+#define Q8_SATURATING_CASES(S8, U8)
+#endif
+
 /* The saturating variant of a bounded float mode when the layer's output range allows it
  * (for kernels that choose their mode once per call). */
 Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
@@ -98,7 +113,7 @@ Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
 /* The saturating variant of a bounded float mode when the output range allows it. */
 Q8_INLINE int bounded_saturating_mode(const row_requant *r, int mode)
 {
-    if (mode != Q8_RQ_FREQ_BOUNDED) {
+    if (mode != Q8_RQ_FREQ_BOUNDED || !Q8_HAS_VCVTR) {
         return mode;
     }
     if (r->lo + r->zero_point == -128 && r->hi + r->zero_point == 127) {
