@@ -156,9 +156,9 @@ Q8_INLINE void requantize_bands_as(const uint32_t *band, int32_t count, int32_t 
 /* One loop per requantization mode, the saturating ones where the output range allows. */
 static void requantize_bands(const uint32_t *band, int32_t count, int32_t OW, int32_t OH,
                              int32_t first, int32_t bias, const row_requant *rq,
-                             uint8_t *y_c, int mode)
+                             const q8_requant_params *layer, uint8_t *y_c, int mode)
 {
-    switch (bounded_saturating_mode(rq, mode)) {
+    switch (layer_requant_mode(layer, mode)) {
     Q8_SATURATING_CASES(
         requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_S8),
         requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_U8))
@@ -205,23 +205,19 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
                               pad_word, band + (size_t)i * (size_t)PW * 2u, is_signed);
                 }
                 band_macs(band, count * PW - 2, w01, w12);
-                requantize_bands(band, count, OW, OH, b, bias, &rq, y_c, mode);
+                requantize_bands(band, count, OW, OH, b, bias, &rq, &p->requant, y_c, mode);
             }
         }
     }
 }
 
+/* The requantization mode is settled per pass of bands (requantize_bands). */
 #define Q8_DEFINE_DWCONV_ROWS(NAME, TX, SIGNED, MODE)                                     \
     void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,                \
               void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                        \
     {                                                                                     \
-        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                              \
-            dwconv_3x3_rows(params, (const uint8_t *)input, (uint8_t *)output,            \
-                            (uint8_t *)scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);              \
-        } else {                                                                          \
-            dwconv_3x3_rows(params, (const uint8_t *)input, (uint8_t *)output,            \
-                            (uint8_t *)scratch, SIGNED, MODE);                            \
-        }                                                                                 \
+        dwconv_3x3_rows(params, (const uint8_t *)input, (uint8_t *)output,                \
+                        (uint8_t *)scratch, SIGNED, MODE);                                \
     }
 
 Q8_DEFINE_DWCONV_ROWS(q8_dwconv_u8_3x3_rows_freq, uint8_t, 0, Q8_RQ_FREQ)

@@ -35,39 +35,11 @@ Q8_INLINE int same_shape(const q8_broadcast *s)
 }
 
 #if Q8_HAS_VCVTR
-/* Two elements of the bounded path, t = fma(a, ra, fma(b, rb, fixed)) rounded by VCVTR:
- * each move between the core and the FPU carries a pair (two cycles on Cortex-M4 instead
- * of two per value). The same VFMA instructions as q8_fmaf. */
-Q8_INLINE void qadd_pair(int32_t a0, int32_t a1, int32_t b0, int32_t b1, float ra, float rb,
-                         float fixed, int32_t *q0, int32_t *q1)
-{
-    int32_t r0, r1;
-    __asm__("vmov s8, s9, %[a0], %[a1]\n\t"
-            "vmov s10, s11, %[b0], %[b1]\n\t"
-            "vcvt.f32.s32 s8, s8\n\t"
-            "vcvt.f32.s32 s9, s9\n\t"
-            "vcvt.f32.s32 s10, s10\n\t"
-            "vcvt.f32.s32 s11, s11\n\t"
-            "vmov.f32 s12, %[k]\n\t"
-            "vmov.f32 s13, %[k]\n\t"
-            "vfma.f32 s12, s10, %[rb]\n\t"
-            "vfma.f32 s13, s11, %[rb]\n\t"
-            "vfma.f32 s12, s8, %[ra]\n\t"
-            "vfma.f32 s13, s9, %[ra]\n\t"
-            "vcvtr.s32.f32 s12, s12\n\t"
-            "vcvtr.s32.f32 s13, s13\n\t"
-            "vmov %[r0], %[r1], s12, s13"
-            : [r0] "=r"(r0), [r1] "=r"(r1)
-            : [a0] "r"(a0), [a1] "r"(a1), [b0] "r"(b0), [b1] "r"(b1), [ra] "t"(ra),
-              [rb] "t"(rb), [k] "t"(fixed)
-            : "s8", "s9", "s10", "s11", "s12", "s13");
-    *q0 = r0;
-    *q1 = r1;
-}
-
-/* qadd_pair with the inner fused multiply-adds read from the table: t0 and t1 point at
- * the float32 bits of fma(b, rb, fixed) for the two bytes of b. */
-Q8_INLINE void qadd_pair_table(int32_t a0, int32_t a1, const uint32_t *t0, const uint32_t *t1,
+/* Two elements of the bounded path, t = fma(a, ra, fma(b, rb, fixed)) rounded by VCVTR,
+ * the inner fused multiply-adds read from the table (t0 and t1 point at the float32 bits
+ * of fma(b, rb, fixed) for the two bytes of b); each move between the core and the FPU
+ * carries a pair. The same VFMA as q8_fmaf. */
+Q8_INLINE void qadd_pair(int32_t a0, int32_t a1, const uint32_t *t0, const uint32_t *t1,
                                float ra, int32_t *q0, int32_t *q1)
 {
     int32_t r0, r1;
@@ -104,7 +76,7 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
             const uint32_t *table = p->inner_table;
             for (i = 0; i + 2 <= total; i += 2) {
                 int32_t q0, q1;
-                qadd_pair_table(load8(a, i, is_signed), load8(a, i + 1, is_signed),
+                qadd_pair(load8(a, i, is_signed), load8(a, i + 1, is_signed),
                                 table + b[i], table + b[i + 1], ra, &q0, &q1);
                 y[i] = (uint8_t)(is_signed ? __ssat(q0, 8) : (int32_t)__usat(q0, 8));
                 y[i + 1] = (uint8_t)(is_signed ? __ssat(q1, 8) : (int32_t)__usat(q1, 8));
@@ -113,23 +85,6 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
                 const float t = q8_fmaf((float)load8(a, i, is_signed), ra, q8_fmaf(
                     (float)load8(b, i, is_signed), rb, fixed));
                 const int32_t q = q8_vcvtr(t);
-                y[i] = (uint8_t)(is_signed ? __ssat(q, 8) : (int32_t)__usat(q, 8));
-            }
-            return;
-        }
-        if (p->bounded && !p->b_first) {
-            for (i = 0; i + 2 <= total; i += 2) {
-                int32_t q0, q1;
-                qadd_pair(load8(a, i, is_signed), load8(a, i + 1, is_signed),
-                          load8(b, i, is_signed), load8(b, i + 1, is_signed), ra, rb, fixed,
-                          &q0, &q1);
-                y[i] = (uint8_t)(is_signed ? __ssat(q0, 8) : (int32_t)__usat(q0, 8));
-                y[i + 1] = (uint8_t)(is_signed ? __ssat(q1, 8) : (int32_t)__usat(q1, 8));
-            }
-            for (; i < total; i++) {
-                const float av = (float)load8(a, i, is_signed);
-                const float bv = (float)load8(b, i, is_signed);
-                const int32_t q = q8_vcvtr(q8_fmaf(av, ra, q8_fmaf(bv, rb, fixed)));
                 y[i] = (uint8_t)(is_signed ? __ssat(q, 8) : (int32_t)__usat(q, 8));
             }
             return;

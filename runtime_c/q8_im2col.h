@@ -579,28 +579,61 @@ Q8_UNUSED static void dot_w16b_2x2(const int16_t *w, const int16_t *c0, const in
 
 enum { W16_PAIRS, W16_BLOCKS };
 
-/* Every output channel, in pairs, on columns col0 and c1 (c1 == col0 and two == 0 for a
- * lone pixel): the int8-weight rows, requantized and stored at y0 + m * pixels. */
-Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
-                       const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
-                       int two, int mode)
+/* The weight layouts of the 2x2 blocks: int8 (dot_2x2), int16 in row pairs
+ * (dot_w16_2x2), int16 in blocks of 8 taps (dot_w16b_2x2). */
+enum { DOT_I8, DOT_W16_PAIRS, DOT_W16_BLOCKS };
+
+/* One 2x2 block: a pair of weight rows (at w) against columns c0 and c1; count is the
+ * layout's loop count (groups of 4 taps for int8, blocks of 8 for int16). */
+Q8_INLINE void dot_block(int kind, const uint8_t *w, const int16_t *c0, const int16_t *c1,
+                         int32_t count, int32_t acc[4])
 {
-    const int32_t M = p->output.c, k_padded = p->k_padded, groups = k_padded / 4;
+    if (kind == DOT_I8) {
+        dot_2x2((const int8_t *)(const void *)w, c0, c1, count, acc);
+    } else if (kind == DOT_W16_PAIRS) {
+        dot_w16_2x2((const int16_t *)(const void *)w, c0, c1, count, acc);
+    } else {
+        dot_w16b_2x2((const int16_t *)(const void *)w, c0, c1, count, acc);
+    }
+}
+
+/* The weights of a kernel as the shared row loop reads them. */
+typedef struct {
+    const uint8_t *weights; /* row pairs, pair_bytes apart */
+    size_t pair_bytes;
+    int32_t count; /* dot_block's loop count */
+    int32_t channels;
+    const int32_t *bias;
+    const q8_requant_params *requant;
+} conv_rows_job;
+
+/*
+ * Every output channel, in pairs, on columns col0 and c1 (c1 == col0 and two == 0 for a
+ * lone pixel), requantized and stored at y0 + m * pixels. Inlined with kind, two and
+ * mode constants. An odd last row is the generator's zero row, a lone last pixel taken
+ * twice: their results are not stored.
+ */
+Q8_INLINE void conv_rows(const conv_rows_job *job, const row_requant *layer,
+                         const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
+                         int two, int mode, int kind)
+{
     /* Loop invariants in locals: the byte stores below may alias the parameters. */
-    const int8_t *const weights = p->weights;
-    const int32_t *const bias = p->bias;
-    const float *const scale = p->requant.scale;
-    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
-    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    const int32_t M = job->channels, count = job->count;
+    const uint8_t *const weights = job->weights;
+    const size_t pair_bytes = job->pair_bytes;
+    const int32_t *const bias = job->bias;
+    const float *const scale = job->requant->scale;
+    const int32_t *const mult = job->requant->mult, *const exp = job->requant->exp;
+    const int32_t ch_step = job->requant->per_channel ? 1 : 0;
     int32_t m;
 #if Q8_HAS_DSP
     /* The common case without its tests: both pixels, rows in full pairs (on DSP cores,
      * where it saves about 20 cycles a block; elsewhere the copy would only double the
      * code the compiler has to build). */
     if (two && !(M & 1)) {
-        const int8_t *w = weights;
+        const uint8_t *w = weights;
         const int32_t *b = bias;
-        const size_t pair_step = 2u * (size_t)k_padded, row_step = (size_t)pixels;
+        const size_t row_step = (size_t)pixels;
         for (m = 0; m < M; m += 2) {
             const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step,
                                                      mode);
@@ -609,11 +642,11 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
             int32_t acc[4];
             acc[0] = acc[1] = b[0];
             acc[2] = acc[3] = b[1];
-            dot_2x2(w, col0, c1, groups, acc);
+            dot_block(kind, w, col0, c1, count, acc);
             requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
             requantize_pair(&r1, acc[2], acc[3], &y0[row_step], &y0[row_step + 1], mode);
             y0 += 2u * row_step;
-            w += pair_step;
+            w += pair_bytes;
             b += 2;
         }
         return;
@@ -624,9 +657,7 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
         int32_t acc[4];
         acc[0] = acc[1] = bias[m];
         acc[2] = acc[3] = bias[m + 1];
-        /* An odd last row is the generator's zero row, a lone last pixel taken twice:
-         * their results are not stored. */
-        dot_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, groups, acc);
+        dot_block(kind, weights + (size_t)(m / 2) * pair_bytes, col0, c1, count, acc);
         if (two) {
             requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
         } else {
@@ -644,6 +675,21 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
             y0 += pixels;
         }
     }
+}
+
+/* The int8-weight rows: conv_rows over q8_conv_im2col_params. */
+Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
+                       const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
+                       int two, int mode)
+{
+    conv_rows_job job;
+    job.weights = (const uint8_t *)(const void *)p->weights;
+    job.pair_bytes = 2u * (size_t)p->k_padded;
+    job.count = p->k_padded / 4;
+    job.channels = p->output.c;
+    job.bias = p->bias;
+    job.requant = &p->requant;
+    conv_rows(&job, layer, col0, c1, y0, pixels, two, mode, DOT_I8);
 }
 
 Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
@@ -686,77 +732,20 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
  * are not stored) and pixels in pairs (an odd last pixel is multiplied twice), so every
  * block is one 2x2 call.
  */
-/* Every output channel of one or two pixels (columns col0, c1): rows in pairs. Inlined
- * with `two` a constant, so the loop over a pair of pixels carries no checks for a lone
- * last pixel. */
+/* The int16-weight rows (both layouts): conv_rows over q8_conv_im2col_w16_params. */
 Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *layer,
                         const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
                         int two, int mode, int layout)
 {
-    const int32_t M = p->output.c, k_padded = p->k_padded, blocks = k_padded / 8;
-    const int16_t *const weights = p->weights;
-    const int32_t *const bias = p->bias;
-    const float *const scale = p->requant.scale;
-    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
-    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
-    int32_t m;
-#if Q8_HAS_DSP
-    /* The common case without its tests: both pixels, rows in full pairs (on DSP cores,
-     * where it saves about 20 cycles a block; elsewhere the copy would only double the
-     * code the compiler has to build). */
-    if (two && !(M & 1)) {
-        const int16_t *w = weights;
-        const int32_t *b = bias;
-        const size_t pair_step = 2u * (size_t)k_padded, row_step = (size_t)pixels;
-        for (m = 0; m < M; m += 2) {
-            const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step,
-                                                     mode);
-            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
-                                                     (m + 1) * ch_step, mode);
-            int32_t acc[4];
-            acc[0] = acc[1] = b[0];
-            acc[2] = acc[3] = b[1];
-            if (layout == W16_PAIRS) {
-                dot_w16_2x2(w, col0, c1, blocks, acc);
-            } else {
-                dot_w16b_2x2(w, col0, c1, blocks, acc);
-            }
-            requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
-            requantize_pair(&r1, acc[2], acc[3], &y0[row_step], &y0[row_step + 1], mode);
-            y0 += 2u * row_step;
-            w += pair_step;
-            b += 2;
-        }
-        return;
-    }
-#endif
-    for (m = 0; m < M; m += 2) {
-        const row_requant r0 = channel_constants(*layer, scale, mult, exp, m * ch_step, mode);
-        int32_t acc[4];
-        acc[0] = acc[1] = bias[m];
-        acc[2] = acc[3] = bias[m + 1];
-        if (layout == W16_PAIRS) {
-            dot_w16_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
-        } else {
-            dot_w16b_2x2(weights + (size_t)m * (size_t)k_padded, col0, c1, blocks, acc);
-        }
-        if (two) {
-            requantize_pair(&r0, acc[0], acc[1], &y0[0], &y0[1], mode);
-        } else {
-            y0[0] = requantize(&r0, acc[0], mode);
-        }
-        y0 += pixels;
-        if (m + 1 < M) {
-            const row_requant r1 = channel_constants(*layer, scale, mult, exp,
-                                                     (m + 1) * ch_step, mode);
-            if (two) {
-                requantize_pair(&r1, acc[2], acc[3], &y0[0], &y0[1], mode);
-            } else {
-                y0[0] = requantize(&r1, acc[2], mode);
-            }
-            y0 += pixels;
-        }
-    }
+    conv_rows_job job;
+    job.weights = (const uint8_t *)(const void *)p->weights;
+    job.pair_bytes = 4u * (size_t)p->k_padded;
+    job.count = p->k_padded / 8;
+    job.channels = p->output.c;
+    job.bias = p->bias;
+    job.requant = &p->requant;
+    conv_rows(&job, layer, col0, c1, y0, pixels, two, mode,
+              layout == W16_PAIRS ? DOT_W16_PAIRS : DOT_W16_BLOCKS);
 }
 
 Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,

@@ -5,7 +5,7 @@
  * exact integer method (Q8_RQ_IREQ), and float32 where the generator proved
  * |acc * scale| < 2^21 (Q8_RQ_FREQ_BOUNDED, q8_requant_bits). Bounded layers whose output
  * range is the whole int8 or uint8 range may take Q8_RQ_FREQ_BOUNDED_S8/_U8
- * (bounded_saturating_mode): on cores with a single-precision FPU and the DSP extension
+ * (layer_requant_mode): on cores with a single-precision FPU and the DSP extension
  * the value is rounded by VCVTR and clamped by SSAT/USAT, 2 instructions instead of 7;
  * elsewhere they are Q8_RQ_FREQ_BOUNDED.
  */
@@ -108,21 +108,6 @@ Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
         return Q8_RQ_FREQ_BOUNDED_U8;
     }
     return Q8_RQ_FREQ_BOUNDED;
-}
-
-/* The saturating variant of a bounded float mode when the output range allows it. */
-Q8_INLINE int bounded_saturating_mode(const row_requant *r, int mode)
-{
-    if (mode != Q8_RQ_FREQ_BOUNDED || !Q8_HAS_VCVTR) {
-        return mode;
-    }
-    if (r->lo + r->zero_point == -128 && r->hi + r->zero_point == 127) {
-        return Q8_RQ_FREQ_BOUNDED_S8;
-    }
-    if (r->lo + r->zero_point == 0 && r->hi + r->zero_point == 255) {
-        return Q8_RQ_FREQ_BOUNDED_U8;
-    }
-    return mode;
 }
 
 Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)

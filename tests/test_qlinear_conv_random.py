@@ -13,7 +13,7 @@ from modelgen import ConvConfig, conv_batch_model, random_conv_config
 
 import codegen
 from codegen.api import run_generated
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import Generated, Options, generate_sources
 from codegen.verify import random_inputs
 
 CONFIGS = 320
@@ -24,6 +24,15 @@ SEED = 20261130
 def all_configs() -> list[ConvConfig]:
     rng = np.random.default_rng(SEED)
     return [random_conv_config(rng, SEED + i) for i in range(CONFIGS)]
+
+
+def assert_same_outputs(fast: Generated, reference: Generated, seed: int) -> None:
+    """Both projects under the sanitizers on the same random inputs, byte for byte."""
+    data = random_inputs(fast.program.inputs, 2, seed=seed)
+    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
+                            run_generated(reference, data, SANITIZE), strict=True):
+        for name, value in ours.items():
+            assert np.array_equal(value, theirs[name]), name
 
 
 def test_configs_cover_every_attribute() -> None:
@@ -87,11 +96,7 @@ def test_fast_kernels_are_bit_identical_to_the_reference(requant: str, weights: 
         source = fast.files[f"{fast.name}.c"].decode()
         assert 0 < source.count(".bounded = 1") < source.count(".act_max"), "bounded"
     assert not any("im2col" in c.function for c in reference.program.calls)
-    data = random_inputs(fast.program.inputs, 2, seed=11)
-    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
-                            run_generated(reference, data, SANITIZE), strict=True):
-        for name, value in ours.items():
-            assert np.array_equal(value, theirs[name]), name
+    assert_same_outputs(fast, reference, seed=11)
 
 
 def depthwise_3x3_configs(count: int, seed: int) -> list[ConvConfig]:
@@ -152,11 +157,7 @@ def test_depthwise_rows_kernel_is_bit_identical_to_the_reference(requant: str) -
     source = fast.files[f"{fast.name}.c"].decode()
     # the wide plane's 11 bands in passes of 4; narrow ones in one pass
     assert ".bands = 4" in source and ".bands = 1" in source
-    data = random_inputs(fast.program.inputs, 2, seed=12)
-    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
-                            run_generated(reference, data, SANITIZE), strict=True):
-        for name, value in ours.items():
-            assert np.array_equal(value, theirs[name]), name
+    assert_same_outputs(fast, reference, seed=12)
 
 
 def slab_configs(count: int, seed: int) -> list[ConvConfig]:
@@ -204,8 +205,4 @@ def test_slab_mode_is_bit_identical_to_the_reference(requant: str, weights: str,
     assert len(im2col) >= 20 and sum(int(s) > 0 for s, _ in slabs) == len(im2col), slabs
     assert {int(c) for _, c in slabs} > {2}, slabs  # several pixels per fill too
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
-    data = random_inputs(fast.program.inputs, 2, seed=13)
-    for ours, theirs in zip(run_generated(fast, data, SANITIZE),
-                            run_generated(reference, data, SANITIZE), strict=True):
-        for name, value in ours.items():
-            assert np.array_equal(value, theirs[name]), name
+    assert_same_outputs(fast, reference, seed=13)
