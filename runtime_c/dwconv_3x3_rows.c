@@ -11,15 +11,15 @@
  *   top(j)    = sum_k  SMLAD(T[j + k], W01) + T'  with T' = U[j + k].lo * W12.hi
  *   bottom(j) = sum_k  T[j + k].hi * W01.lo + SMLAD(U[j + k], W12)
  *
- * eighteen multiply-accumulates in twelve instructions and three 64-bit loads. The pair of
- * accumulators is written back over column j, which no later output reads; the bands are
- * then requantized into their output rows with the bias added. As in q8_dwconv.h,
- * padding taps hold the input zero point, which the generator folded into the bias
- * (modulo 2^32). An odd last row is computed from a padding row and not stored.
+ * eighteen multiply-accumulates in twelve instructions and three 64-bit loads. The pair
+ * of accumulators is written back over column j, which no later output reads; the bands
+ * are then requantized into their output rows with the bias added. As in q8_dwconv.h, padding taps hold the input zero point, which the generator
+ * folded into the bias (modulo 2^32). An odd last row is computed from a padding row and
+ * not stored.
  *
- * params->bands bands lie one after the other and run as one sequence: the two windows
- * that straddle a boundary compute values nobody stores, which on narrow planes (DS-CNN's
- * 25 x 5) costs less than a pass per band.
+ * A pass fills params->bands bands at once: a pair of padded rows is packed once and
+ * stored twice, as the U of one band and the T of the next. Each band then runs its OW
+ * windows (none straddles two bands).
  *
  * Scratch: the bands (bands * (OW + 2) * 8 bytes, 8-byte aligned) and one row (W bytes)
  * of the padding value, which a band reads for rows above or below the input.
@@ -40,31 +40,43 @@ Q8_INLINE int32_t rows_load(const uint8_t *p, int is_signed)
     return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
 }
 
-/* The band of padded rows top .. top + 3 (top may be negative): PW columns, the input's
- * W of them starting at pad_left. */
-Q8_INLINE void fill_band(const uint8_t *x_c, int32_t H, int32_t W, int32_t top,
-                         int32_t pad_left, int32_t PW, const uint8_t *pad_row,
-                         uint32_t pad_word, uint32_t *band, int is_signed)
+Q8_INLINE const uint8_t *row_or_padding(const uint8_t *x_c, int32_t row, int32_t H,
+                                         int32_t W, const uint8_t *pad_row)
 {
-    const uint8_t *r[4];
+    return (row >= 0 && row < H) ? x_c + (size_t)row * (size_t)W : pad_row;
+}
+
+/* The `count` bands whose first padded row is first_row (it may be negative). Band i
+ * holds pair-rows i (T) and i + 1 (U), so each pair-row is packed once and stored twice:
+ * as the U of the band above it and the T of its own (the first and the last store the
+ * one slot they have twice). */
+Q8_INLINE void fill_bands(const uint8_t *x_c, int32_t H, int32_t W, int32_t first_row,
+                          int32_t pad_left, int32_t PW, int32_t count,
+                          const uint8_t *pad_row, uint32_t pad_word, uint32_t *band,
+                          int is_signed)
+{
     const int32_t first = pad_left < PW ? pad_left : PW;
     const int32_t last = pad_left + W < PW ? pad_left + W : PW;
-    int32_t i, j;
-    for (i = 0; i < 4; i++) {
-        r[i] = (top + i >= 0 && top + i < H) ? x_c + (size_t)(top + i) * (size_t)W : pad_row;
-    }
-    for (j = 0; j < first; j++) {
-        band[2 * j] = pad_word;
-        band[2 * j + 1] = pad_word;
-    }
-    for (i = 0; j < last; j++, i++) {
-        band[2 * j] = rows_pack(rows_load(r[0] + i, is_signed), rows_load(r[1] + i, is_signed));
-        band[2 * j + 1] =
-            rows_pack(rows_load(r[2] + i, is_signed), rows_load(r[3] + i, is_signed));
-    }
-    for (; j < PW; j++) {
-        band[2 * j] = pad_word;
-        band[2 * j + 1] = pad_word;
+    const size_t stride = (size_t)PW * 2u;
+    int32_t q, i, j;
+    for (q = 0; q <= count; q++) {
+        const uint8_t *r0 = row_or_padding(x_c, first_row + 2 * q, H, W, pad_row);
+        const uint8_t *r1 = row_or_padding(x_c, first_row + 2 * q + 1, H, W, pad_row);
+        uint32_t *t = band + (q < count ? (size_t)q * stride : (size_t)(q - 1) * stride + 1u);
+        uint32_t *u = band + (q > 0 ? (size_t)(q - 1) * stride + 1u : (size_t)q * stride);
+        for (j = 0; j < first; j++) {
+            t[2 * j] = pad_word;
+            u[2 * j] = pad_word;
+        }
+        for (i = 0; j < last; j++, i++) {
+            const uint32_t v = rows_pack(rows_load(r0 + i, is_signed), rows_load(r1 + i, is_signed));
+            t[2 * j] = v;
+            u[2 * j] = v;
+        }
+        for (; j < PW; j++) {
+            t[2 * j] = pad_word;
+            u[2 * j] = pad_word;
+        }
     }
 }
 
@@ -185,6 +197,7 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
     uint8_t *pad_row = scratch + (size_t)per_pass * (size_t)PW * 8u;
     const uint32_t pad_word = rows_pack(p->pad_value, p->pad_value);
     int32_t n, c, b, i, k;
+    const size_t stride = (size_t)PW * 2u;
     memset(pad_row, (int)(uint8_t)p->pad_value, (size_t)W);
     for (n = 0; n < p->input.n; n++) {
         for (c = 0; c < C; c++) {
@@ -200,11 +213,11 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
             }
             for (b = 0; b < bands; b += per_pass) {
                 const int32_t count = bands - b < per_pass ? bands - b : per_pass;
+                fill_bands(x_c, H, W, 2 * b - p->pad_top, p->pad_left, PW, count, pad_row,
+                           pad_word, band, is_signed);
                 for (i = 0; i < count; i++) {
-                    fill_band(x_c, H, W, 2 * (b + i) - p->pad_top, p->pad_left, PW, pad_row,
-                              pad_word, band + (size_t)i * (size_t)PW * 2u, is_signed);
+                    band_macs(band + (size_t)i * stride, OW, w01, w12);
                 }
-                band_macs(band, count * PW - 2, w01, w12);
                 requantize_bands(band, count, OW, OH, b, bias, &rq, &p->requant, y_c, mode);
             }
         }
