@@ -2,13 +2,45 @@
  * average_pool.c - QLinearGlobalAveragePool (integer sum, requantized) and
  * QLinearAveragePool (ORT's float32 path).
  */
+#include <string.h>
+
 #include "q8_arith.h"
+#include "q8_dsp.h"
 #include "q8_runtime.h"
 #include "q8_window.h"
 
 Q8_INLINE int32_t load8(const uint8_t *p, int is_signed)
 {
     return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
+}
+
+/* The sum of n consecutive int8 or uint8 values. With the DSP extension, whole aligned
+ * words by USADA8 (the four bytes' distances from zero, summed in one instruction), int8
+ * bytes moved by 128 first: about 3 cycles per 4 bytes on Cortex-M4 against 6 per byte. */
+Q8_INLINE int32_t sum_bytes(const uint8_t *p, int32_t n, int is_signed)
+{
+    int32_t sum = 0;
+#if Q8_HAS_DSP
+    uint32_t total = 0;
+    int32_t words, i;
+    for (; n > 0 && ((uintptr_t)p & 3u) != 0; n--) {
+        sum += load8(p++, is_signed);
+    }
+    words = n >> 2;
+    for (i = 0; i < words; i++) {
+        uint32_t w;
+        memcpy(&w, p, sizeof w);
+        p += 4;
+        total = __usada8(is_signed ? w ^ 0x80808080u : w, 0u, total);
+    }
+    /* total <= 1020 * words < 2^31: the generator refuses sizes of 2^23 or more. */
+    sum += (int32_t)total - (is_signed ? 512 * words : 0);
+    n &= 3;
+#endif
+    for (; n > 0; n--) {
+        sum += load8(p++, is_signed);
+    }
+    return sum;
 }
 
 Q8_INLINE void global_avgpool(const q8_global_pool_params *p, const uint8_t *Q8_RESTRICT x,
@@ -24,8 +56,12 @@ Q8_INLINE void global_avgpool(const q8_global_pool_params *p, const uint8_t *Q8_
             const uint8_t *x_oc = x + (size_t)o * (size_t)p->size * (size_t)p->channels + c;
             /* |acc| <= 255 * size < 2^31: the generator refuses sizes of 2^23 or more. */
             int32_t acc = -p->input_zero_point * p->size;
-            for (s = 0; s < p->size; s++) {
-                acc += load8(x_oc + (size_t)s * (size_t)p->channels, is_signed);
+            if (p->channels == 1) {
+                acc += sum_bytes(x_oc, p->size, is_signed);
+            } else {
+                for (s = 0; s < p->size; s++) {
+                    acc += load8(x_oc + (size_t)s * (size_t)p->channels, is_signed);
+                }
             }
             if (int_requant) {
                 v = q8_requant_int(acc, rq->mult[0], rq->exp[0], lo, hi);
