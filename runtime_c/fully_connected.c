@@ -16,7 +16,9 @@
 #include "q8_dsp.h"
 #include "q8_runtime.h"
 
-enum { FC_FREQ, FC_IREQ, FC_F32, FC_FREQ_BOUNDED };
+/* FC_SAT_S8/_U8: bounded float requantization over the whole int8/uint8 range, by
+ * VCVTR and SSAT/USAT in fused_fc_blocks (cores with VCVTR). */
+enum { FC_FREQ, FC_IREQ, FC_F32, FC_FREQ_BOUNDED, FC_SAT_S8, FC_SAT_U8 };
 
 Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_padded,
                          int is_signed)
@@ -265,6 +267,207 @@ Q8_INLINE void store(const q8_requant_params *rq, int32_t n, int32_t acc, void *
     }
 }
 
+/*
+ * The block loop of the int8-weight product in one piece of assembly on cores with VCVTR,
+ * for bounded layers over the whole int8 or uint8 range: each block's dot loop, its four
+ * requantizations (VCVTR, SSAT/USAT) and byte stores, then the next block, the loop state
+ * in a struct on the stack (dot_4x1 takes every register). About 60 cycles a block
+ * besides the dot loop against about 170 for the C loop with the generic float
+ * requantization. Full blocks only: a last block of fewer rows takes the C loop.
+ */
+#if Q8_HAS_DSP && Q8_ASM && Q8_HAS_VCVTR
+#define Q8_FUSED_FC 1
+
+typedef struct {
+    const int16_t *x, *x_end;
+    int32_t odd; /* groups / 4 is odd: the first pass runs its second half only */
+    const int32_t *bias;
+    const float *scale;
+    int32_t scale_step; /* bytes: 16, or 0 for one scale copied four times */
+    uint8_t *y;
+    int32_t zero_point;
+    int32_t blocks;
+} fused_fc_state;
+
+#define Q8_FC_STORE(SAT, A)                                                                \
+    "add " A ", " A ", %[x01]\n\t"                                                         \
+    SAT " " A ", #8, " A "\n\t"                                                            \
+    "strb " A ", [%[x23]], #1\n\t"
+
+/* The dot loop: eight groups a pass, a count of four more entering at the second half
+ * (the generator pads K to a multiple of 16 on DSP cores; other counts take the C loop).
+ * Each group's six words load in one pipelined run; the loop ends at the end of the
+ * row, which frees the counter's register for it. */
+#define Q8_FC_GROUP_RUN6                                                                   \
+    "ldr %[x01], [%[x]], #4\n\t"                                                           \
+    "ldr %[x23], [%[x]], #4\n\t"                                                           \
+    "ldr %[v0], [%[w]], #4\n\t"                                                            \
+    "ldr %[v1], [%[w]], #4\n\t"                                                            \
+    "ldr %[v2], [%[w]], #4\n\t"                                                            \
+    "ldr %[v3], [%[w]], #4\n\t"                                                            \
+    "sxtb16 lr, %[v0]\n\t"                                                                 \
+    "smlad %[a0], lr, %[x01], %[a0]\n\t"                                                   \
+    "sxtb16 lr, %[v0], ror #8\n\t"                                                         \
+    "smlad %[a0], lr, %[x23], %[a0]\n\t"                                                   \
+    "sxtb16 lr, %[v1]\n\t"                                                                 \
+    "smlad %[a1], lr, %[x01], %[a1]\n\t"                                                   \
+    "sxtb16 lr, %[v1], ror #8\n\t"                                                         \
+    "smlad %[a1], lr, %[x23], %[a1]\n\t"                                                   \
+    "sxtb16 lr, %[v2]\n\t"                                                                 \
+    "smlad %[a2], lr, %[x01], %[a2]\n\t"                                                   \
+    "sxtb16 lr, %[v2], ror #8\n\t"                                                         \
+    "smlad %[a2], lr, %[x23], %[a2]\n\t"                                                   \
+    "sxtb16 lr, %[v3]\n\t"                                                                 \
+    "smlad %[a3], lr, %[x01], %[a3]\n\t"                                                   \
+    "sxtb16 lr, %[v3], ror #8\n\t"                                                         \
+    "smlad %[a3], lr, %[x23], %[a3]\n\t"
+
+/* The same for int16 weights: a group's eight weight words in two runs of four. */
+#define Q8_FC_W16_GROUP_RUNS                                                               \
+    "ldr %[x01], [%[x]], #4\n\t"                                                           \
+    "ldr %[x23], [%[x]], #4\n\t"                                                           \
+    "ldr %[v0], [%[w]], #4\n\t"                                                            \
+    "ldr %[v1], [%[w]], #4\n\t"                                                            \
+    "ldr %[v2], [%[w]], #4\n\t"                                                            \
+    "ldr %[v3], [%[w]], #4\n\t"                                                            \
+    "smlad %[a0], %[v0], %[x01], %[a0]\n\t"                                                \
+    "smlad %[a0], %[v1], %[x23], %[a0]\n\t"                                                \
+    "smlad %[a1], %[v2], %[x01], %[a1]\n\t"                                                \
+    "smlad %[a1], %[v3], %[x23], %[a1]\n\t"                                                \
+    "ldr %[v0], [%[w]], #4\n\t"                                                            \
+    "ldr %[v1], [%[w]], #4\n\t"                                                            \
+    "ldr %[v2], [%[w]], #4\n\t"                                                            \
+    "ldr %[v3], [%[w]], #4\n\t"                                                            \
+    "smlad %[a2], %[v0], %[x01], %[a2]\n\t"                                                \
+    "smlad %[a2], %[v1], %[x23], %[a2]\n\t"                                                \
+    "smlad %[a3], %[v2], %[x01], %[a3]\n\t"                                                \
+    "smlad %[a3], %[v3], %[x23], %[a3]\n\t"
+
+#define Q8_FC_DOT_FOURS(GROUP)                                                                  \
+    "ldr %[v0], %[oddm]\n\t"                                                               \
+    "cmp %[v0], #0\n\t"                                                                    \
+    "bne 3f\n"                                                                             \
+    ".p2align 2\n"                                                                         \
+    "2:\n\t"                                                                               \
+    GROUP                                                                                  \
+    GROUP                                                                                  \
+    GROUP                                                                                  \
+    GROUP                                                                                  \
+    "3:\n\t"                                                                               \
+    GROUP                                                                                  \
+    GROUP                                                                                  \
+    GROUP                                                                                  \
+    GROUP                                                                                  \
+    "ldr %[v0], %[xendm]\n\t"                                                              \
+    "cmp %[x], %[v0]\n\t"                                                                  \
+    "bne 2b\n\t"
+
+#define Q8_FUSED_FC_ASM(GROUP, SAT)                                                        \
+    __asm__ volatile(                                                                      \
+        "1:\n\t"                                                                           \
+        "ldr %[x], %[xm]\n\t"                                                              \
+        "ldr %[v0], %[biasm]\n\t"                                                          \
+        "ldrd %[a0], %[a1], [%[v0]], #8\n\t"                                               \
+        "ldrd %[a2], %[a3], [%[v0]], #8\n\t"                                               \
+        "str %[v0], %[biasm]\n\t"                                                          \
+        Q8_FC_DOT_FOURS(GROUP)                                                             \
+        "ldr %[v0], %[scalem]\n\t"                                                         \
+        "ldr %[v1], %[stepm]\n\t"                                                          \
+        "vldmia %[v0], {s8-s11}\n\t"                                                       \
+        "add %[v0], %[v0], %[v1]\n\t"                                                      \
+        "str %[v0], %[scalem]\n\t"                                                         \
+        "vmov s12, s13, %[a0], %[a1]\n\t"                                                  \
+        "vmov s14, s15, %[a2], %[a3]\n\t"                                                  \
+        "vcvt.f32.s32 s12, s12\n\t"                                                        \
+        "vcvt.f32.s32 s13, s13\n\t"                                                        \
+        "vcvt.f32.s32 s14, s14\n\t"                                                        \
+        "vcvt.f32.s32 s15, s15\n\t"                                                        \
+        "vmul.f32 s12, s12, s8\n\t"                                                        \
+        "vmul.f32 s13, s13, s9\n\t"                                                        \
+        "vmul.f32 s14, s14, s10\n\t"                                                       \
+        "vmul.f32 s15, s15, s11\n\t"                                                       \
+        "vcvtr.s32.f32 s12, s12\n\t"                                                       \
+        "vcvtr.s32.f32 s13, s13\n\t"                                                       \
+        "vcvtr.s32.f32 s14, s14\n\t"                                                       \
+        "vcvtr.s32.f32 s15, s15\n\t"                                                       \
+        "ldr %[x01], %[zpm]\n\t"                                                           \
+        "ldr %[x23], %[ym]\n\t"                                                            \
+        "vmov %[a0], %[a1], s12, s13\n\t"                                                  \
+        "vmov %[a2], %[a3], s14, s15\n\t"                                                  \
+        Q8_FC_STORE(SAT, "%[a0]")                                                          \
+        Q8_FC_STORE(SAT, "%[a1]")                                                          \
+        Q8_FC_STORE(SAT, "%[a2]")                                                          \
+        Q8_FC_STORE(SAT, "%[a3]")                                                          \
+        "str %[x23], %[ym]\n\t"                                                            \
+        "ldr %[v0], %[blocksm]\n\t"                                                        \
+        "subs %[v0], %[v0], #1\n\t"                                                        \
+        "str %[v0], %[blocksm]\n\t"                                                        \
+        "bne 1b\n"                                                                         \
+        : [w] "+r"(w), [x] "=&r"(x), [a0] "=&r"(a0), [a1] "=&r"(a1),         \
+          [a2] "=&r"(a2), [a3] "=&r"(a3), [x01] "=&r"(x01), [x23] "=&r"(x23),              \
+          [v0] "=&r"(v0), [v1] "=&r"(v1), [v2] "=&r"(v2), [v3] "=&r"(v3),                  \
+          [biasm] "+m"(st.bias), [scalem] "+m"(st.scale),  \
+          [ym] "+m"(st.y), [blocksm] "+m"(st.blocks)                                       \
+        : [xm] "m"(st.x), [xendm] "m"(st.x_end), [oddm] "m"(st.odd),                       \
+          [zpm] "m"(st.zero_point),                                                        \
+          [stepm] "m"(st.scale_step)                                                       \
+        : "lr", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "cc", "memory")
+
+/* `blocks` blocks of four rows (blocks > 0, groups a multiple of 4) from weights w and
+ * bias, against the widened row x, stored at y; scale points at the first block's
+ * scales (per_channel) or the one. */
+Q8_INLINE void fused_fc_blocks(const void *weights, int wide, const int16_t *xs,
+                               int32_t groups,
+                               const int32_t *bias, const float *scale, int per_channel,
+                               int32_t zero_point, uint8_t *y, int32_t blocks, int mode)
+{
+    fused_fc_state st;
+    const uint8_t *w = (const uint8_t *)weights;
+    float one[4];
+    const int16_t *x;
+    int32_t a0, a1, a2, a3;
+    uint32_t x01, x23, v0, v1, v2, v3;
+    st.x = xs;
+    st.x_end = xs + (size_t)groups * 4u;
+    st.odd = (groups / 4) & 1;
+    st.bias = bias;
+    st.scale = scale;
+    st.scale_step = 16;
+    if (!per_channel) {
+        one[0] = one[1] = one[2] = one[3] = scale[0];
+        st.scale = one;
+        st.scale_step = 0;
+    }
+    st.y = y;
+    st.zero_point = zero_point;
+    st.blocks = blocks;
+    if (wide) {
+        if (mode == FC_SAT_S8) {
+            Q8_FUSED_FC_ASM(Q8_FC_W16_GROUP_RUNS, "ssat");
+        } else {
+            Q8_FUSED_FC_ASM(Q8_FC_W16_GROUP_RUNS, "usat");
+        }
+    } else if (mode == FC_SAT_S8) {
+        Q8_FUSED_FC_ASM(Q8_FC_GROUP_RUN6, "ssat");
+    } else {
+        Q8_FUSED_FC_ASM(Q8_FC_GROUP_RUN6, "usat");
+    }
+    (void)x;
+    (void)a0;
+    (void)a1;
+    (void)a2;
+    (void)a3;
+    (void)x01;
+    (void)x23;
+    (void)v0;
+    (void)v1;
+    (void)v2;
+    (void)v3;
+}
+#else
+#define Q8_FUSED_FC 0
+#endif
+
 Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT a,
                                void *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
                                int is_signed, int mode)
@@ -274,7 +477,21 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
     for (row = 0; row < p->m; row++) {
         const size_t out = (size_t)row * (size_t)N;
         widen_row(a + (size_t)row * (size_t)p->k, scratch, p->k, p->k_padded, is_signed);
-        for (n = 0; n < N; n += 4) {
+        n = 0;
+#if Q8_FUSED_FC
+        if ((mode == FC_SAT_S8 || mode == FC_SAT_U8) && N >= 4 && groups > 0 &&
+            groups % 4 == 0) {
+            const int per_channel = p->requant.per_channel;
+            n = N / 4 * 4;
+            fused_fc_blocks(p->weights, 0, scratch, groups, p->bias, p->requant.scale,
+                            per_channel, p->requant.zero_point, (uint8_t *)y + out, N / 4,
+                            mode);
+        }
+        if (mode == FC_SAT_S8 || mode == FC_SAT_U8) {
+            mode = FC_FREQ_BOUNDED; /* the last rows */
+        }
+#endif
+        for (; n < N; n += 4) {
             const int32_t count = N - n < 4 ? N - n : 4;
             int32_t acc[4];
             acc[0] = p->bias[n];
@@ -295,8 +512,43 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
     void NAME(const q8_fc_params *params, const TX *Q8_RESTRICT input,                    \
               TY *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                       \
     {                                                                                      \
-        fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED, MODE);    \
+        switch (MODE == FC_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                \
+        case FC_SAT_S8:                                                                    \
+            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
+                            FC_SAT_S8);                                                    \
+            break;                                                                         \
+        case FC_SAT_U8:                                                                    \
+            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
+                            FC_SAT_U8);                                                    \
+            break;                                                                         \
+        case FC_FREQ_BOUNDED:                                                              \
+            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
+                            FC_FREQ_BOUNDED);                                              \
+            break;                                                                         \
+        default:                                                                           \
+            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
+                            MODE);                                                         \
+            break;                                                                         \
+        }                                                                                  \
     }
+
+/* The bounded float layers over the whole range of their output type take the fused
+ * loop where it exists, the other bounded ones the shorter rounding. */
+Q8_INLINE int fc_mode(const q8_requant_params *rq, int mode)
+{
+    if (mode != FC_FREQ || !rq->bounded) {
+        return mode;
+    }
+#if Q8_FUSED_FC
+    if (rq->act_min == -128 && rq->act_max == 127) {
+        return FC_SAT_S8;
+    }
+    if (rq->act_min == 0 && rq->act_max == 255) {
+        return FC_SAT_U8;
+    }
+#endif
+    return FC_FREQ_BOUNDED;
+}
 
 Q8_DEFINE_FC(q8_fc_u8_freq, uint8_t, void, 0, FC_FREQ)
 Q8_DEFINE_FC(q8_fc_s8_freq, int8_t, void, 1, FC_FREQ)
@@ -319,7 +571,18 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
     for (row = 0; row < p->m; row++) {
         const size_t out = (size_t)row * (size_t)N;
         widen_row(a + (size_t)row * (size_t)K, scratch, K, k_padded, is_signed);
-        for (n = 0; n < N; n += 4) {
+        n = 0;
+#if Q8_FUSED_FC
+        if ((mode == FC_SAT_S8 || mode == FC_SAT_U8) && N >= 4 && k_padded % 16 == 0) {
+            n = N / 4 * 4;
+            fused_fc_blocks(weights, 1, scratch, k_padded / 4, bias, rq.scale, rq.per_channel,
+                            rq.zero_point, (uint8_t *)y + out, N / 4, mode);
+        }
+        if (mode == FC_SAT_S8 || mode == FC_SAT_U8) {
+            mode = FC_FREQ_BOUNDED; /* the last rows */
+        }
+#endif
+        for (; n < N; n += 4) {
             const int32_t count = N - n < 4 ? N - n : 4;
             int32_t acc[4];
             acc[0] = bias[n];
@@ -338,12 +601,23 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
     void NAME(const q8_fc_w16_params *params, const TX *Q8_RESTRICT input,                \
               TY *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                       \
     {                                                                                      \
-        if (MODE == FC_FREQ && params->requant.bounded) {                                  \
+        switch (MODE == FC_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                \
+        case FC_SAT_S8:                                                                    \
+            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
+                                FC_SAT_S8);                                                \
+            break;                                                                         \
+        case FC_SAT_U8:                                                                    \
+            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
+                                FC_SAT_U8);                                                \
+            break;                                                                         \
+        case FC_FREQ_BOUNDED:                                                              \
             fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
                                 FC_FREQ_BOUNDED);                                          \
-        } else {                                                                           \
+            break;                                                                         \
+        default:                                                                           \
             fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
                                 MODE);                                                     \
+            break;                                                                         \
         }                                                                                  \
     }
 

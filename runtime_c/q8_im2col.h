@@ -182,6 +182,79 @@ Q8_INLINE void fill(const q8_dims *input, const q8_window *win, int32_t pad_valu
 }
 
 /*
+ * Both columns of a pixel pair of a 1x1, stride-1 layer without padding (its pixels are
+ * the input's): the two pixels of a channel lie side by side, and two channels' values
+ * of each pixel go out in one word store. Out of line per input type, as fill_column.
+ */
+Q8_INLINE void fill_pointwise_pair(const uint8_t *x, size_t plane, int32_t C, int16_t *col0,
+                                   int16_t *col1, int is_signed)
+{
+    int32_t c;
+    for (c = 0; c + 2 <= C; c += 2) {
+        const uint8_t *a = x + (size_t)c * plane, *b = a + plane;
+        const uint32_t a0 = (uint32_t)(int32_t)widen(a, is_signed);
+        const uint32_t a1 = (uint32_t)(int32_t)widen(a + 1, is_signed);
+        const uint32_t b0 = (uint32_t)(int32_t)widen(b, is_signed);
+        const uint32_t b1 = (uint32_t)(int32_t)widen(b + 1, is_signed);
+        q8_store32(col0 + c, q8_pack16(a0, b0));
+        q8_store32(col1 + c, q8_pack16(a1, b1));
+    }
+    if (c < C) {
+        col0[c] = widen(x + (size_t)c * plane, is_signed);
+        col1[c] = widen(x + (size_t)c * plane + 1, is_signed);
+    }
+}
+
+Q8_UNUSED static void fill_pointwise_pair_s8(const uint8_t *x, size_t plane, int32_t C,
+                                             int16_t *col0, int16_t *col1)
+{
+    fill_pointwise_pair(x, plane, C, col0, col1, 1);
+}
+
+Q8_UNUSED static void fill_pointwise_pair_u8(const uint8_t *x, size_t plane, int32_t C,
+                                             int16_t *col0, int16_t *col1)
+{
+    fill_pointwise_pair(x, plane, C, col0, col1, 0);
+}
+
+Q8_UNUSED static void fill_pointwise_pair_s8_offset(const uint8_t *x, size_t plane,
+                                                    int32_t C, int16_t *col0, int16_t *col1)
+{
+    fill_pointwise_pair(x, plane, C, col0, col1, 2);
+}
+
+/* A layer whose output pixel px reads input pixel px alone (fill_pointwise_pair). */
+Q8_INLINE int is_unit_pointwise(const q8_dims *input, const q8_dims *output,
+                                const q8_window *win)
+{
+    return win->kernel_h == 1 && win->kernel_w == 1 && win->stride_h == 1 &&
+           win->stride_w == 1 && win->pad_top == 0 && win->pad_left == 0 &&
+           input->h == output->h && input->w == output->w;
+}
+
+/* The columns of pixels px and px + 1 (two) or px alone. */
+Q8_INLINE void fill_pixels(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           const uint8_t *x, int32_t px, int32_t OW, int two, int unit,
+                           int16_t *col0, int16_t *col1, int is_signed)
+{
+    if (two && unit) {
+        const size_t plane = (size_t)(input->h * input->w);
+        if (is_signed == 2) {
+            fill_pointwise_pair_s8_offset(x + px, plane, input->c, col0, col1);
+        } else if (is_signed) {
+            fill_pointwise_pair_s8(x + px, plane, input->c, col0, col1);
+        } else {
+            fill_pointwise_pair_u8(x + px, plane, input->c, col0, col1);
+        }
+        return;
+    }
+    fill(input, win, pad_value, x, px / OW, px % OW, col0, is_signed);
+    if (two) {
+        fill(input, win, pad_value, x, (px + 1) / OW, (px + 1) % OW, col1, is_signed);
+    }
+}
+
+/*
  * Slab mode (p->slab > 0, stride-w convolutions with dilation_w 1): the taps are ordered
  * (kw, c, kh), so an output pixel's column is KW consecutive slabs, one per padded input
  * column: slab s holds x[c][ih0 + kh * dh][s - pad_left] for every (c, kh) (the pad
@@ -885,6 +958,7 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
     const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
     const row_requant layer = layer_constants(&p->requant);
     int16_t *col0 = scratch, *col1 = scratch + k_padded;
+    const int unit = is_unit_pointwise(&p->input, &p->output, &p->window);
     int32_t n, px;
     if (p->slab) {
 #define Q8_I8_SLAB_ROWS(C0, C1, OUT, TWO) i8_rows(p, &layer, (C0), (C1), (OUT), pixels, (TWO), mode)
@@ -899,12 +973,8 @@ Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RES
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px < pixels; px += 2) {
             const int two = px + 1 < pixels;
-            fill(&p->input, &p->window, p->pad_value, x_n, px / OW,
-                 px % OW, col0, is_signed);
-            if (two) {
-                fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
-                     (px + 1) % OW, col1, is_signed);
-            }
+            fill_pixels(&p->input, &p->window, p->pad_value, x_n, px, OW, two, unit, col0,
+                        col1, is_signed);
             i8_rows(p, &layer, col0, two ? col1 : col0, y_n + (size_t)px, pixels, two, mode);
         }
     }
@@ -941,6 +1011,7 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
     const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
     const row_requant layer = layer_constants(&p->requant);
     int16_t *col0 = scratch, *col1 = scratch + k_padded;
+    const int unit = is_unit_pointwise(&p->input, &p->output, &p->window);
     int32_t n, px;
     if (p->slab) {
 #define Q8_W16_SLAB_ROWS(C0, C1, OUT, TWO)                                                     \
@@ -954,10 +1025,8 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px + 1 < pixels; px += 2) {
-            fill(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col0,
-                 is_signed);
-            fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
-                 (px + 1) % OW, col1, is_signed);
+            fill_pixels(&p->input, &p->window, p->pad_value, x_n, px, OW, 1, unit, col0, col1,
+                        is_signed);
             w16_rows(p, &layer, col0, col1, y_n + (size_t)px, pixels, 1, mode, layout);
         }
         if (px < pixels) { /* a last pixel alone */

@@ -161,14 +161,18 @@ def fc_weights(b: NDArray[Any], b_zp: NDArray[Any], trans_b: bool) -> NDArray[An
 
 def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
             bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray], mode: str,
-            rows: int, wide: bool) -> KernelCall:
+            rows: int, wide: bool, dsp: bool = False) -> KernelCall:
     """The fast matrix product: weights [N][K] padded to multiples of 4, each group of
     four taps in the kernel's byte order, four rows interleaved per group; the input zero
-    point folded into the bias (modulo 2^32), padded like the rows."""
+    point folded into the bias (modulo 2^32), padded like the rows. On DSP cores K is
+    padded to a multiple of 16 for the requantized products: the hand-scheduled loop
+    takes four groups a pass (fully_connected.c's fused_fc_blocks)."""
     if wide:
-        return fc_w16_call(node, a, y, weights, a_zp, bias, requant, arrays, mode, rows)
+        return fc_w16_call(node, a, y, weights, a_zp, bias, requant, arrays, mode, rows, dsp)
     n, k = weights.shape
-    k_padded, n_padded = (k + 3) // 4 * 4, (n + 3) // 4 * 4
+    tap_multiple = 16 if dsp and mode != "f32" else 4
+    k_padded = (k + tap_multiple - 1) // tap_multiple * tap_multiple
+    n_padded = (n + 3) // 4 * 4
     padded = np.zeros((n_padded, k_padded), dtype=np.int8)
     padded[:n, :k] = weights
     # [block of 4 rows][group of 4 taps][row in block][tap in group, order 0 2 1 3]
@@ -178,6 +182,8 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     folded[:n] = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,))
                   if bias is not None else 0) - a_zp * weights.astype(np.int64).sum(axis=1)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    if mode != "f32":
+        requant = bounded_requant(requant, arrays, conv_acc_bound(weights, bias))
     params = CStruct("q8_fc_params", (
         ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
@@ -191,12 +197,14 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
 
 def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
                 bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray],
-                mode: str, rows: int) -> KernelCall:
+                mode: str, rows: int, dsp: bool = False) -> KernelCall:
     """The fast matrix product with wide weights (fully_connected.c, *_w16_*): int16,
     columns in blocks of four rows interleaved per four taps, K padded to a multiple of
-    8, N to a multiple of 4 with zero rows, 8-byte aligned."""
+    8 (16 for the requantized products on DSP cores, as fc_call), N to a multiple of 4
+    with zero rows, 8-byte aligned."""
     n, k = weights.shape
-    k_padded = (k + 7) // 8 * 8
+    tap_multiple = 16 if dsp and mode != "f32" else 8
+    k_padded = (k + tap_multiple - 1) // tap_multiple * tap_multiple
     n_padded = (n + 3) // 4 * 4
     padded = np.zeros((n_padded, k_padded), dtype=np.int16)
     padded[:n, :k] = weights
@@ -283,7 +291,7 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
             rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
             a_zp = int(scalar_constant(node, graph, 2, "a_zp")[0])
             return [fc_call(node, a, y, weights, a_zp, None, requant, arrays, mode, rows,
-                            options.wide_for(node.name))]
+                            options.wide_for(node.name), options.dsp)]
     params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
                           int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           b_zp.batched, None, requant)
@@ -466,7 +474,7 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         if weights is not None:
             return [fc_call(node, a, y, weights, int(scalar_constant(node, graph, 2, "a_zp")[0]),
                             c_value, requant, arrays, mode, layout.shape.m,
-                            options.wide_for(node.name))]
+                            options.wide_for(node.name), options.dsp)]
     bias = None
     if c_value is not None:
         bias = bias_strides(node, c_value, layout.shape.m, layout.shape.n)
