@@ -175,7 +175,7 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
 
     int8 and int16 are the weights choices; auto: int16 for every layer when the 8-bit
     constants, doubled, fit in WIDE_WEIGHTS_FLASH_SHARE of the board's flash (cortex-m4f,
-    official ResNet-8, quantized I/O: 19.71 M estimated cycles with int16, 21.34 M with
+    official ResNet-8, quantized I/O: 19.26 M estimated cycles with int16, 20.83 M with
     int8); otherwise for the layers that save the most cycles per added byte first (the
     int16 loops save a roughly constant share of a cycle per MAC, so the layers with the
     most MACs per weight: convolutions over many pixels before fully connected layers)
