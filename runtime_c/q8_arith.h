@@ -181,6 +181,40 @@ Q8_INLINE int32_t q8_requant_int(int32_t acc, int32_t mult, int32_t exp, int32_t
     int32_t v;
     int n;
 
+    /* The common case without 64-bit arithmetic or bit counts (library calls on ARMv6-M):
+     * |acc| < 2^24, so (float)acc is exact, and 2^-62 <= 2^exp <= 2^-21. t, the exact
+     * product a * m * 2^exp to 20 fraction bits (truncated), decides the result unless
+     * it lies within 2^-14 of a half: the float32 rounding of the product moves it by at
+     * most 2^-15 below the saturation bound (the product has at most 30 integer bits
+     * there), and 2^-20 is the truncation. Near a half the full way below decides. */
+    if (a < 0x1000000u && exp <= -21 && exp >= -62) {
+        const int sh = -exp - 20; /* 1 .. 42 */
+        const uint32_t al = a & 0xFFFFu, ah = a >> 16, ml = m & 0xFFFFu, mh = m >> 16;
+        const uint32_t low = al * ml, mid = ah * ml + al * mh; /* mid < 2^25 */
+        const uint32_t lo32 = low + (mid << 16);
+        const uint32_t hi32 = ah * mh + (mid >> 16) + (uint32_t)(lo32 < low);
+        uint32_t t = 0u;
+        int32_t d;
+        int saturated;
+        if (sh >= 32) {
+            t = hi32 >> (sh - 32);
+            saturated = 0;
+        } else {
+            saturated = (hi32 >> sh) != 0u;
+            if (!saturated) {
+                t = (lo32 >> sh) | (hi32 << (32 - sh));
+            }
+        }
+        d = (int32_t)(t & 0xFFFFFu) - 0x80000;
+        if (saturated || (t >> 20) >= 1024u || d > 64 || d < -64) {
+            mag = saturated || (t >> 20) >= 1024u ? 1024u : (t >> 20) + (uint32_t)(d > 0);
+            v = negative ? -(int32_t)mag : (int32_t)mag;
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+            return v;
+        }
+    }
+
     /* (float)acc: round |acc| to 24 significant bits. */
     if (a >= 0x1000000u) {
         n = q8_bit_length32(a) - 24;

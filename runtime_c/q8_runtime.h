@@ -496,7 +496,8 @@ typedef struct {
  * The _ireq kernels compute the same without floats: the inner fmaf of every byte value
  * is a table of float32 bits (inner_table, indexed by the raw byte of b, or of a when
  * b_first), and the outer one rounds outer * (outer_mult * 2^outer_exp) + inner once,
- * with integers.
+ * with integers. fast_table (or NULL): the outer term of each byte, then each inner
+ * value, as floor(value * 2^20); their sum decides every element not near a half.
  */
 typedef struct {
     q8_broadcast shape;
@@ -508,6 +509,7 @@ typedef struct {
     int32_t outer_mult;
     int32_t outer_exp;
     int32_t bounded;
+    const int32_t *fast_table;
 } q8_qadd_params;
 
 void q8_qadd_u8(const q8_qadd_params *params, const uint8_t *a, const uint8_t *b,

@@ -63,6 +63,17 @@ def boundary_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]
     return acc.astype(np.int32), scale.astype(F32)
 
 
+def margin_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
+    """Accumulators below 2^24 and products within 2^-17 .. 2^-11 of k + 0.5, around the
+    2^-14 margin of q8_requant_int's fast path, and up to its saturation bound."""
+    acc = rng.integers(1, 2**24, n) * np.where(rng.random(n) < 0.5, -1, 1)
+    k = rng.integers(-1030, 1030, n).astype(np.float64)
+    offset = 2.0 ** rng.uniform(-17, -11, n) * np.where(rng.random(n) < 0.5, -1, 1)
+    scale = np.abs((k + 0.5 + offset) / acc.astype(np.float64)).astype(F32)
+    scale = np.where(scale == 0, F32(1e-30), scale).astype(F32)
+    return acc.astype(np.int32), scale
+
+
 def random_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
     exps = rng.uniform(-45, 6, n)  # scales from subnormal to 64
     scale = (2.0 ** exps).astype(F32)
@@ -71,12 +82,14 @@ def random_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
     return acc, scale
 
 
-@pytest.mark.parametrize("kind", ["boundary", "random", "extreme"])
+@pytest.mark.parametrize("kind", ["boundary", "margin", "random", "extreme"])
 def test_float_and_int_paths_match_ort_formula(driver: Path, kind: str) -> None:
-    rng = np.random.default_rng({"boundary": 1, "random": 2, "extreme": 3}[kind])
+    rng = np.random.default_rng({"boundary": 1, "random": 2, "extreme": 3, "margin": 4}[kind])
     n = 400_000
     if kind == "boundary":
         acc, scale = boundary_cases(rng, n)
+    elif kind == "margin":
+        acc, scale = margin_cases(rng, n)
     elif kind == "random":
         acc, scale = random_cases(rng, n)
     else:

@@ -149,12 +149,16 @@ def lower_qadd(node: Node, graph: Graph, spec: object,
         arrays = (CArray("inner_table", "uint32_t", inner),)
         mult, exp = float32_mult_exp(np.array([ra if not b_first else rb], F32))
         outer_mult, outer_exp = int(mult[0]), int(exp[0])
+        fast = qadd_fast_table(ra if not b_first else rb, inner, a.dtype)
+        if fast is not None:
+            arrays += (CArray("fast_table", "int32_t", fast),)
     params = CStruct("q8_qadd_params", (
         ("shape", broadcast_struct(y.shape, a.shape, b.shape)), ("b_first", int(b_first)),
         ("ratio_a", CFloat(float(ra))), ("ratio_b", CFloat(float(rb))),
         ("fixed", CFloat(float(fixed))),
         ("inner_table", CRef("inner_table") if arrays else None),
-        ("outer_mult", outer_mult), ("outer_exp", outer_exp), ("bounded", int(bounded))))
+        ("outer_mult", outer_mult), ("outer_exp", outer_exp), ("bounded", int(bounded)),
+        ("fast_table", CRef("fast_table") if len(arrays) > 1 else None)))
     suffix = "_ireq" if integer else ""
     return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
                        (y.name,), params, arrays, SOURCES, in_place=same_shape_input(a, b, y))]
@@ -168,6 +172,30 @@ def same_shape_input(a: Tensor, b: Tensor, y: Tensor) -> int | None:
     if b.shape == y.shape:
         return 1
     return None
+
+
+# The fast table's fixed point: 20 fraction bits; entries below 2^29 keep every sum of
+# two inside int32 with the bias the kernel adds (2^30).
+QADD_FAST_FRACTION_BITS = 20
+QADD_FAST_LIMIT = 2**29
+
+
+def qadd_fast_table(outer_ratio: np.float32, inner_bits: NDArray[Any],
+                    dtype: str) -> NDArray[Any] | None:
+    """For the integer QLinearAdd: floor(x * outer_ratio * 2^20) for the 256 raw bytes of
+    the outer operand, then floor(inner * 2^20) for the inner table's 256 float32 values,
+    exactly (a byte times a float32 and a float32 are exact in double, and so is their
+    scaling by 2^20). The kernel decides an element from their sum unless it lies near a
+    half (elementwise.c), or None when an entry reaches 2^29 (|t| of 512 or more)."""
+    raw = np.arange(256, dtype=np.int64)
+    values = raw.astype(np.uint8).view(np.int8).astype(np.int64) if dtype == "int8" else raw
+    scale = float(2**QADD_FAST_FRACTION_BITS)
+    outer = np.floor(values.astype(np.float64) * float(outer_ratio) * scale)
+    inner = np.floor(inner_bits.astype(np.uint32).view(F32).astype(np.float64) * scale)
+    table = np.concatenate([outer, inner])
+    if not np.all(np.isfinite(table)) or np.max(np.abs(table)) >= QADD_FAST_LIMIT:
+        return None
+    return table.astype(np.int32)
 
 
 def qadd_inner_table(ratio: np.float32, fixed: np.float32, dtype: str) -> NDArray[Any]:

@@ -129,6 +129,9 @@ static long check_round_saturate(void)
 static long check_qadd(int is_signed)
 {
     static uint32_t table[256];
+    static double fast_table[512];
+    static int32_t fast_ints[512];
+    int fast, fast_trials = 0;
     static uint8_t a[256 * 256], b[256 * 256], y_float[256 * 256], y_int[256 * 256];
     long bad = 0;
     int trial, i;
@@ -157,18 +160,44 @@ static long check_qadd(int is_signed)
         p.inner_table = table;
         p.outer_mult = outer.m;
         p.outer_exp = outer.e;
-        if (is_signed) {
-            q8_qadd_s8(&p, (const int8_t *)a, (const int8_t *)b, (int8_t *)y_float);
-            q8_qadd_s8_ireq(&p, (const int8_t *)a, (const int8_t *)b, (int8_t *)y_int);
-        } else {
-            q8_qadd_u8(&p, a, b, y_float);
-            q8_qadd_u8_ireq(&p, a, b, y_int);
-        }
-        for (i = 0; i < 256 * 256; i++) {
-            bad += y_float[i] != y_int[i];
+        for (fast = 0; fast < 2; fast++) {
+            /* fast: the generator's fast table (elementwise.py, qadd_fast_table), when
+             * every entry stays below 2^29 */
+            p.fast_table = NULL;
+            if (fast) {
+                double most = 0.0;
+                for (i = 0; i < 256; i++) {
+                    const double v = is_signed ? (double)(int8_t)i : (double)i;
+                    fast_table[i] = floor(v * (double)(p.b_first ? p.ratio_b : p.ratio_a) *
+                                          1048576.0);
+                    fast_table[256 + i] = floor((double)float_of(table[i]) * 1048576.0);
+                }
+                for (i = 0; i < 512; i++) {
+                    most = fabs(fast_table[i]) > most ? fabs(fast_table[i]) : most;
+                }
+                if (most >= 536870912.0) {
+                    continue;
+                }
+                for (i = 0; i < 512; i++) {
+                    fast_ints[i] = (int32_t)fast_table[i];
+                }
+                p.fast_table = fast_ints;
+                fast_trials++;
+            }
+            if (is_signed) {
+                q8_qadd_s8(&p, (const int8_t *)a, (const int8_t *)b, (int8_t *)y_float);
+                q8_qadd_s8_ireq(&p, (const int8_t *)a, (const int8_t *)b, (int8_t *)y_int);
+            } else {
+                q8_qadd_u8(&p, a, b, y_float);
+                q8_qadd_u8_ireq(&p, a, b, y_int);
+            }
+            for (i = 0; i < 256 * 256; i++) {
+                bad += y_float[i] != y_int[i];
+            }
         }
     }
-    return bad;
+    /* most random trials must take the fast table, or it goes untested */
+    return bad + (fast_trials < 100);
 }
 
 static long check_qmul(int is_signed)
