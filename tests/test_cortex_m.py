@@ -162,6 +162,26 @@ def test_random_matrix_products_on_the_core(board: str, weights: str) -> None:
     assert report.ok, [o.name for o in report.outputs if o.mismatches]
 
 
+@pytest.mark.parametrize("weights", ["int8", "int16"])
+def test_fused_fully_connected_blocks_on_the_core(weights: str) -> None:
+    """The fully connected block loop with its requantization in assembly (M4F): K of
+    one to nine passes of 16 taps, odd and even (the loop enters at its second half for
+    an odd count), N with and without a last block of fewer rows, int8 and uint8
+    outputs, per-tensor and per-column scales, against ORT."""
+    from test_matrix_ops import combine, qgemm_case
+
+    rng = np.random.default_rng(6161)
+    sizes = [(1, 16, 4), (2, 20, 5), (1, 33, 8), (1, 64, 13), (3, 100, 16), (1, 130, 7),
+             (1, 144, 12), (2, 17, 9)]
+    model = combine([qgemm_case(rng, i, s, fully_connected=True) for i, s in enumerate(sizes * 2)])
+    gen = generate_sources(model, Options(board="cortex-m4f", weights=weights))
+    fc = [c for c in gen.program.calls if c.function.startswith("q8_fc_")]
+    assert len(fc) == 2 * len(sizes), [c.function for c in gen.program.calls]
+    assert all(dict(c.params.fields)["requant"].fields[-1] == ("bounded", 1) for c in fc)
+    report = codegen.verify(model, board="cortex-m4f", samples=2, weights=weights)
+    assert report.ok, [o.name for o in report.outputs if o.mismatches]
+
+
 @pytest.mark.parametrize(("board", "wide"), [("cortex-m0plus", False), ("cortex-m3", False),
                                              ("cortex-m4f", True)])
 def test_auto_weights_are_never_wide_without_dsp(board: str, wide: bool) -> None:

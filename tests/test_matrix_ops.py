@@ -114,24 +114,31 @@ def test_matmul_integer(seed: int) -> None:
     assert report.ok, [o for o in report.outputs if o.mismatches]
 
 
-def qgemm_case(rng: np.random.Generator, i: int) -> tuple[Any, dict, dict, dict]:
+def qgemm_case(rng: np.random.Generator, i: int, sizes: tuple[int, int, int] | None = None,
+               fully_connected: bool = False) -> tuple[Any, dict, dict, dict]:
+    """A random QGemm; fully_connected: one the fast path takes (B's zero point 0, A not
+    transposed, a bias per column or none) with a quantized output."""
     a_dtype = str(rng.choice(["uint8", "int8"]))
     b_dtype = str(rng.choice(["uint8", "int8"])) if a_dtype == "uint8" else "int8"
-    m, k, n = (int(v) for v in rng.integers(1, 10, 3))
+    b_dtype = "int8" if fully_connected else b_dtype
+    m, k, n = sizes if sizes is not None else (int(v) for v in rng.integers(1, 10, 3))
     trans_a, trans_b = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+    trans_a = 0 if fully_connected else trans_a
     a_shape = (k, m) if trans_a else (m, k)
     b_shape = (n, k) if trans_b else (k, n)
     p = f"g{i}_"
     per_column = bool(rng.random() < 0.5)
     b_scale = rng.uniform(0.002, 0.03, size=(n,) if per_column else ()).astype(F32)
     b_zp = np.zeros((n,) if per_column else (), b_dtype)
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and not fully_connected:
         b_zp = q8(rng, b_dtype, b_zp.shape)
     inits = {f"{p}as": np.array(rng.uniform(0.005, 0.05), F32), f"{p}az": q8(rng, a_dtype, ()),
              f"{p}b": q8(rng, b_dtype, b_shape), f"{p}bs": b_scale, f"{p}bz": b_zp}
     names = [f"{p}a", f"{p}as", f"{p}az", f"{p}b", f"{p}bs", f"{p}bz"]
-    c_shape = [None, (), (n,), (1, n), (m, 1), (m, n)][int(rng.integers(0, 6))]
-    output = str(rng.choice(["quantized", "float", "float_scaled"]))
+    c_shape = [None, (), (n,), (1, n), (m, 1), (m, n)][int(rng.integers(0, 4 if fully_connected
+                                                                           else 6))]
+    output = ("quantized" if fully_connected
+              else str(rng.choice(["quantized", "float", "float_scaled"])))
     if c_shape is not None or output != "float":
         names.append(f"{p}c" if c_shape is not None else "")
         if c_shape is not None:
