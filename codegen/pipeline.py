@@ -180,8 +180,8 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
     int16 loops save a roughly constant share of a cycle per MAC, so the layers with the
     most MACs per weight: convolutions over many pixels before fully connected layers)
     while they fit. Never on a Cortex-M core without the DSP extension, whose byte kernels
-    are both smaller and faster (the AD autoencoder on M0+: 2.72 M estimated cycles and
-    287 KB of flash, against 3.38 M and 551 KB with int16 weights)."""
+    are both smaller and faster (the AD autoencoder on M0+: 2.38 M estimated cycles and
+    287 KB of flash, against 3.03 M and 551 KB with int16 weights)."""
     if choice != "auto":
         return None if choice == "int16" else frozenset()
     if board.is_cortex_m and not board.dsp:
