@@ -24,3 +24,43 @@ void q8_fill_channels(const q8_fill_channels_params *params, const void *Q8_REST
         }
     }
 }
+
+/* The planes are small (6 x 6 and below in MobileNet's late layers): the rows are written
+ * byte by byte, GCC kept from turning the loop back into memset calls, which cost more
+ * than the stores. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+void q8_fill_planes(const q8_fill_planes_params *params, const void *input, void *output)
+{
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    const int32_t H = params->height, W = params->width;
+    const size_t plane = (size_t)H * (size_t)W;
+    int32_t n, c, r, j;
+    for (n = 0; n < params->batch; n++) {
+        for (c = 0; c < params->channels; c++) {
+            const size_t at = ((size_t)n * (size_t)params->channels + (size_t)c) * plane;
+            uint8_t *o = out + at;
+            if (!params->constant[c]) {
+                if (in != out) {
+                    memcpy(o, in + at, plane);
+                }
+                continue;
+            }
+            for (r = 0; r < H; r++) {
+                /* row class: first, inner, last */
+                const uint8_t *b = params->classes + (size_t)c * 9u +
+                                   (r == 0 ? 0u : (r == H - 1 ? 6u : 3u));
+                const uint8_t inner = b[1];
+                *o++ = b[0];
+                for (j = 1; j < W - 1; j++) {
+                    *o++ = inner;
+                }
+                if (W > 1) {
+                    *o++ = b[2];
+                }
+            }
+        }
+    }
+}

@@ -373,8 +373,10 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
     uint32_t *band = (uint32_t *)(void *)scratch;
     uint8_t *pad_row = scratch + (size_t)per_pass * (size_t)PW * 8u;
     const uint32_t pad_word = rows_pack(p->pad_value, p->pad_value);
-    int32_t n, c, b, i, k;
+    int32_t n, i_c, b, i, k;
     const size_t stride = (size_t)PW * 2u;
+    /* the channels to compute: channel_list's, or all */
+    const int32_t count_c = p->channel_list != NULL ? p->channel_count : C;
     const int32_t first = p->pad_left < PW ? p->pad_left : PW;
     const int32_t last = p->pad_left + W < PW ? p->pad_left + W : PW;
 #if Q8_FUSED_BANDS
@@ -384,7 +386,8 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
     memset(pad_row, (int)(uint8_t)p->pad_value, (size_t)W);
     pad_right_columns(band, per_pass, PW, last, pad_word);
     for (n = 0; n < p->input.n; n++) {
-        for (c = 0; c < C; c++) {
+        for (i_c = 0; i_c < count_c; i_c++) {
+            const int32_t c = p->channel_list != NULL ? p->channel_list[i_c] : i_c;
             const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const int16_t *w = p->weights + (size_t)c * 9u;

@@ -162,12 +162,15 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT 
     const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
     const int32_t OH = p->output.h, OW = p->output.w;
     const int32_t PH = (OH - 1) * p->stride_h + 3, PW = (OW - 1) * p->stride_w + 3;
-    int32_t n, c;
+    /* the channels to compute: channel_list's, or all */
+    const int32_t count = p->channel_list != NULL ? p->channel_count : C;
+    int32_t n, i_c;
     if (padded) {
         pad_border(H, W, p->pad_top, p->pad_left, PH, PW, (uint8_t)p->pad_value, scratch);
     }
     for (n = 0; n < p->input.n; n++) {
-        for (c = 0; c < C; c++) {
+        for (i_c = 0; i_c < count; i_c++) {
+            const int32_t c = p->channel_list != NULL ? p->channel_list[i_c] : i_c;
             const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const int16_t *wc = p->weights + (size_t)c * 9u;

@@ -224,7 +224,7 @@ void q8_conv_s8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
 
 /*
  * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per
- * channel, dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
+ * channel (those of channel_list when it is set), dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
  * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp). The _padded
  * variants are for layers with padding: scratch holds one padded channel plane,
  * ((OH - 1) * stride_h + 3) * ((OW - 1) * stride_w + 3) bytes.
@@ -241,6 +241,10 @@ typedef struct {
     const int32_t *bias;
     q8_requant_params requant;
     int32_t bands; /* _rows variants: bands of two output rows per pass (0 elsewhere) */
+    /* the channels to compute, in order (NULL: all); the others read a constant channel
+     * and q8_fill_planes writes their outputs */
+    const int16_t *channel_list;
+    int32_t channel_count;
 } q8_dwconv_params;
 
 void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,

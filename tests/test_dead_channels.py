@@ -82,3 +82,70 @@ def test_a_dead_channel_is_its_requantized_bias() -> None:
     scale = np.full(5, 0.5, np.float32)
     assert constant_channel_bytes(bias, scale, 10, -128, 127).tolist() == [12, 14, 127,
                                                                            -128, 10]
+
+
+def pointwise_then_depthwise(seed: int, count: int) -> onnx.ModelProto:
+    """Pruned pointwise convolutions (about half their channels dead) each followed by a
+    depthwise 3x3 layer, as in MobileNet: strides 1 and 2, symmetric, asymmetric and no
+    padding, planes from 1 x 1 up, both 8-bit types."""
+    from modelgen import ONNX_TYPE, ConvConfig, conv_nodes, make_model
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    inputs, outputs = [], []
+    for i in range(count):
+        dtype = str(rng.choice(["uint8", "int8"]))
+        c_in, c = int(rng.integers(1, 9)), int(rng.integers(2, 12))
+        h, w = (int(v) for v in rng.integers(1, 14, 2))
+        stride = int(rng.choice([1, 1, 2]))
+        pads = [(1, 1, 1, 1), (0, 0, 1, 1), (1, 1, 0, 0), (0, 0, 0, 0), (1, 0, 0, 1)][
+            int(rng.integers(0, 5))]
+        h, w = max(h, 3 - pads[0] - pads[2]), max(w, 3 - pads[1] - pads[3])
+        common = dict(x_dtype=dtype, w_dtype="int8", batch=int(rng.integers(1, 3)),
+                      dilations=(1, 1), auto_pad=None, per_channel=bool(rng.random() < 0.7),
+                      bias=True, big_bias=False, kernel_shape_attr=False)
+        pw = ConvConfig(channels=c_in, out_channels=c, spatial=(h, w), kernel=(1, 1),
+                        group=1, strides=(1, 1), pads=(0, 0, 0, 0), seed=seed + 2 * i,
+                        **common)  # type: ignore[arg-type]
+        dw = ConvConfig(channels=c, out_channels=c, spatial=(h, w), kernel=(3, 3), group=c,
+                        strides=(stride, stride), pads=pads, seed=seed + 2 * i + 1,
+                        **common)  # type: ignore[arg-type]
+        pw_nodes, pw_inits = conv_nodes(pw, f"p{i}", f"x{i}", f"m{i}")
+        weights = next(t for t in pw_inits if t.name == f"p{i}_w")
+        wz = numpy_helper.to_array(next(t for t in pw_inits if t.name == f"p{i}_wz"))
+        array = numpy_helper.to_array(weights).copy()
+        dead = rng.random(c) < 0.5
+        dead[rng.integers(c)] = False
+        array[dead] = np.broadcast_to(wz.reshape(-1), (c,))[dead].reshape(-1, 1, 1, 1)
+        weights.CopyFrom(numpy_helper.from_array(array, weights.name))
+        dw_nodes, dw_inits = conv_nodes(dw, f"d{i}", f"m{i}", f"y{i}")
+        nodes += pw_nodes + dw_nodes
+        inits += pw_inits + dw_inits
+        inputs.append(helper.make_tensor_value_info(f"x{i}", ONNX_TYPE[dtype],
+                                                    [pw.batch, c_in, h, w]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", ONNX_TYPE[dtype],
+                                                     [None] * 4))
+    return make_model(nodes, inputs, outputs, inits, opset=13, name="pw_dw")
+
+
+def test_depthwise_layers_over_constant_channels_are_bit_exact_on_the_host() -> None:
+    """A depthwise layer computes only the channels that are not constant; q8_fill_planes
+    writes the others' planes (border classes included), bit-exact against ORT under the
+    sanitizers, every intermediate tensor compared."""
+    model = pointwise_then_depthwise(3500, 24)
+    gen = generate_sources(model, Options(board="cortex-m4f"))
+    assert any(c.function == "q8_fill_planes" for c in gen.program.calls)
+    assert report(model).totals.skipped_macs > 0
+    result = codegen.verify(model, samples=3, seed=4, cflags=SANITIZE, per_layer=True)
+    assert result.ok, [o.name for o in result.outputs if o.mismatches]
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_depthwise_layers_over_constant_channels_are_bit_exact_on_the_core(board: str) -> None:
+    """The same on the two-row kernel's fused loop (M4F) and the Thumb-1 one (M0+)."""
+    model = pointwise_then_depthwise(3600, 16)
+    result = codegen.verify(model, board=board, samples=2, seed=5)
+    assert result.ok, [o.name for o in result.outputs if o.mismatches]

@@ -163,6 +163,14 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
         return [fast_conv_call(x, y, window, q.x_zp, weights, bias, requant, requant_arrays,
                                node, options)]
     if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
+        constant = constant_input_channels(graph, x)
+        if constant is not None:
+            classes = constant_plane_classes(x, y, window, q, weights, w_zp, bias, constant,
+                                             (qmin, qmax))
+            if classes is not None:
+                return lower_constant_planes(node, graph, x, y, window, q.x_zp, weights, w_zp,
+                                             bias, requant, requant_arrays, mode, options,
+                                             constant, classes)
         return [dwconv_3x3_call(node, x, y, window, q.x_zp, weights, w_zp, bias, requant,
                                 requant_arrays, mode, rows=options.dsp)]
     params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
@@ -181,10 +189,11 @@ def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
 def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], w_zp: NDArray[Any], bias: NDArray[Any] | None,
                     requant: CStruct, requant_arrays: list[CArray], mode: str,
-                    rows: bool = False) -> KernelCall:
+                    rows: bool = False, channels: NDArray[Any] | None = None) -> KernelCall:
     """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
     point folded into the bias (modulo 2^32). With `rows` (cores with the DSP extension),
-    stride-1 layers take dwconv_3x3_rows.c, two output rows at a time."""
+    stride-1 layers take dwconv_3x3_rows.c, two output rows at a time. `channels`: compute
+    those only (the others read a constant channel, lower_constant_planes)."""
     c = weights.shape[0]
     centered = weights.reshape(c, 9).astype(np.int64) - np.broadcast_to(
         w_zp.astype(np.int64).reshape(-1, 1), (c, 1))
@@ -197,24 +206,31 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("stride_h", window.strides[0]), ("stride_w", window.strides[1]),
         ("pad_top", window.pads_begin[0]), ("pad_left", window.pads_begin[1]),
         ("pad_value", x_zp), ("weights", CRef("weights")), ("bias", CRef("bias")),
-        ("requant", requant), ("bands", 0)))
+        ("requant", requant), ("bands", 0),
+        ("channel_list", CRef("channel_list") if channels is not None else None),
+        ("channel_count", int(channels.size) if channels is not None else 0)))
     arrays = (CArray("weights", "int16_t", centered.astype(np.int16).reshape(-1)),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
+    if channels is not None:
+        arrays = (*arrays, CArray("channel_list", "int16_t", channels.astype(np.int16)))
+    computed = int(channels.size) if channels is not None else c
+    macs = (y.numel // c) * computed * 9
     # With padding, each channel is first copied into a scratch plane with its border.
     padded = any(window.pads_begin) or any(window.pads_end)
     plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
     if rows and tuple(window.strides) == (1, 1):
         bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
-        params = CStruct(params.ctype, (*params.fields[:-1], ("bands", bands)))
+        params = CStruct(params.ctype, tuple((k, bands if k == "bands" else v)
+                                             for k, v in params.fields))
         # The bands (four padded rows, 8 bytes per column), then a row of the padding value.
         scratch = bands * (y.shape[3] + 2) * 8 + x.shape[3]
         return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_3x3_rows_{mode}", node.name,
                           (x.name,), (y.name,), params, arrays, ("dwconv_3x3_rows.c",),
-                          y.numel * 9, scratch_bytes=scratch)
+                          macs, scratch_bytes=scratch)
     variant = "3x3_padded" if padded else "3x3"
     source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, (source,), y.numel * 9,
+                      (x.name,), (y.name,), params, arrays, (source,), macs,
                       scratch_bytes=plane if padded else 0)
 
 
@@ -288,6 +304,112 @@ def lower_live_channels(node: Node, graph: Graph, x: Tensor, y: Tensor, window: 
                        skipped_macs=dead * (y.numel // m) * int(weights[0].size),
                        skipped_weight_bytes=dead * int(weights[0].size))
     return [Intermediate(y_live), conv, place]
+
+
+@dataclass(frozen=True)
+class ConstantChannels:
+    """The channels of a tensor that are constant planes, and their values."""
+
+    mask: NDArray[Any]  # bool per channel
+    values: NDArray[Any]  # int64 per channel (meaningful where mask is set)
+
+
+def constant_input_channels(graph: Graph, x: Tensor) -> ConstantChannels | None:
+    """The channels of x that are constant planes, or None: x is the output of a group-1
+    QLinearConv whose dead weight rows (all zero, zero point 0) leave each such channel
+    at its requantized bias, as ORT computes it."""
+    producer = next((n for n in graph.nodes if x.name in n.outputs), None)
+    if (producer is None or producer.op_type != "QLinearConv" or
+            producer.domain not in ("", "ai.onnx") or producer.outputs[0] != x.name):
+        return None
+    x_in = graph.tensors[producer.inputs[0]]
+    w = graph.constants.get(producer.inputs[3])
+    if w is None or len(x_in.shape) != 4 or len(w.shape) != 4 or \
+            conv_groups(producer, x_in.shape, w.shape) != 1:
+        return None
+    q = conv_quant(producer, graph, x_in, w)
+    weights, w_zp = as_int8_weights(w, q.w_zp)
+    m = weights.shape[0]
+    dead = ~weights.reshape(m, -1).any(axis=1)
+    if np.any(w_zp) or not dead.any():
+        return None
+    bias = (np.broadcast_to(constant_input(producer, graph, 8, "B").astype(np.int64)
+                            .reshape(-1), (m,)) if producer.input(8) is not None
+            else np.zeros(m, np.int64))
+    scales = np.broadcast_to(output_scale(q.x_scale, q.w_scale, q.y_scale), (m,))
+    values = constant_channel_bytes(bias, scales, q.y_zp,
+                                    *output_range(producer, graph, x.dtype)).astype(np.int64)
+    return ConstantChannels(np.asarray(dead, dtype=bool), values)
+
+
+def constant_plane_classes(x: Tensor, y: Tensor, window: Window, q: ConvQuant,
+                           weights: NDArray[Any], w_zp: NDArray[Any],
+                           bias: NDArray[Any] | None, constant: ConstantChannels,
+                           bounds: tuple[int, int]) -> NDArray[Any] | None:
+    """The output planes of a depthwise 3x3 layer over its constant input channels, as 9
+    bytes per channel (row class first/inner/last x column class), or None when a plane
+    is not that simple. acc = B + (v - x_zp) * (the sum of the taps inside the input),
+    padding taps reading x_zp; then ORT's requantization."""
+    c, (oh, ow) = weights.shape[0], y.shape[2:]
+    h, w = x.shape[2:]
+    centered = weights.reshape(c, 3, 3).astype(np.int64) - np.broadcast_to(
+        w_zp.astype(np.int64).reshape(-1, 1, 1), (c, 1, 1))
+    rows = np.arange(oh)[:, None] * window.strides[0] - window.pads_begin[0] + np.arange(3)
+    cols = np.arange(ow)[:, None] * window.strides[1] - window.pads_begin[1] + np.arange(3)
+    row_in = (rows >= 0) & (rows < h)  # [oh, 3]
+    col_in = (cols >= 0) & (cols < w)  # [ow, 3]
+    # the sum of the taps inside the input, per channel and output pixel: [c, oh, ow]
+    inside = np.einsum("ia,jb,cab->cij", row_in.astype(np.int64), col_in.astype(np.int64),
+                       centered)
+    scales = np.broadcast_to(output_scale(q.x_scale, q.w_scale, q.y_scale), (c,))
+    biases = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (c,)) if bias is not None
+              else np.zeros(c, np.int64))
+    classes = np.zeros((c, 9), np.int64)
+    pick_r = [0, min(1, oh - 1), oh - 1]
+    pick_c = [0, min(1, ow - 1), ow - 1]
+    row_class = np.array([0 if i == 0 else (2 if i == oh - 1 else 1) for i in range(oh)])
+    col_class = np.array([0 if j == 0 else (2 if j == ow - 1 else 1) for j in range(ow)])
+    for ch in np.flatnonzero(constant.mask):
+        acc = biases[ch] + (int(constant.values[ch]) - q.x_zp) * inside[ch]
+        if np.any(np.abs(acc) >= 2**31):
+            return None
+        plane = requantize_float_reference(acc, np.broadcast_to(scales[ch], acc.shape),
+                                           q.y_zp, *bounds)
+        table = plane[np.ix_(pick_r, pick_c)]
+        if not np.array_equal(table[row_class][:, col_class], plane):
+            return None
+        classes[ch] = table.reshape(-1)
+    return classes
+
+
+def lower_constant_planes(node: Node, graph: Graph, x: Tensor, y: Tensor, window: Window,
+                          x_zp: int, weights: NDArray[Any], w_zp: NDArray[Any],
+                          bias: NDArray[Any] | None, requant: CStruct,
+                          requant_arrays: list[CArray], mode: str, options: LoweringOptions,
+                          constant: ConstantChannels, classes: NDArray[Any]) -> list[Lowered]:
+    """A depthwise 3x3 layer over a convolution's constant channels (pruned models: the
+    official VWW model's dead pointwise channels) computes its other channels only, into
+    an intermediate tensor; q8_fill_planes then writes each constant channel's output
+    plane from its class bytes (constant_plane_classes), over that tensor where the
+    planner allows. The constant channels' multiply-accumulates are gone."""
+    computed = np.flatnonzero(~constant.mask)
+    name = f"{y.name}#computed"
+    while name in graph.tensors:
+        name += "#"
+    y_computed = Tensor(name, y.dtype, y.shape, y.quant)
+    conv = dwconv_3x3_call(node, x, y_computed, window, x_zp, weights, w_zp, bias, requant,
+                           requant_arrays, mode, rows=options.dsp, channels=computed)
+    is_constant = constant.mask.astype(np.uint8)
+    params = CStruct("q8_fill_planes_params", (
+        ("batch", y.shape[0]), ("channels", y.shape[1]), ("height", y.shape[2]),
+        ("width", y.shape[3]), ("classes", CRef("classes")), ("constant", CRef("constant"))))
+    dead = int(is_constant.sum())
+    fill = KernelCall("q8_fill_planes", node.name, (y_computed.name,), (y.name,), params,
+                      (CArray("classes", "uint8_t", (classes % 256).astype(np.uint8).reshape(-1)),
+                       CArray("constant", "uint8_t", is_constant)),
+                      ("channels.c",), skipped_macs=dead * (y.numel // y.shape[1]) * 9,
+                      in_place=0)
+    return [Intermediate(y_computed), conv, fill]
 
 
 # Scratch the slab mode may take beyond the two columns of the classic im2col.
