@@ -37,21 +37,18 @@ void q8_fill_planes(const q8_fill_planes_params *params, const void *input, void
     uint8_t *out = (uint8_t *)output;
     const int32_t H = params->height, W = params->width;
     const size_t plane = (size_t)H * (size_t)W;
-    int32_t n, c, r, j;
+    int32_t n, k, r, j;
+    if (in != out) {
+        memcpy(out, in, (size_t)params->batch * (size_t)params->channels * plane);
+    }
     for (n = 0; n < params->batch; n++) {
-        for (c = 0; c < params->channels; c++) {
-            const size_t at = ((size_t)n * (size_t)params->channels + (size_t)c) * plane;
-            uint8_t *o = out + at;
-            if (!params->constant[c]) {
-                if (in != out) {
-                    memcpy(o, in + at, plane);
-                }
-                continue;
-            }
+        for (k = 0; k < params->count; k++) {
+            const uint8_t *classes = params->classes + (size_t)k * 9u;
+            uint8_t *o = out + ((size_t)n * (size_t)params->channels +
+                                (size_t)params->list[k]) * plane;
             for (r = 0; r < H; r++) {
                 /* row class: first, inner, last */
-                const uint8_t *b = params->classes + (size_t)c * 9u +
-                                   (r == 0 ? 0u : (r == H - 1 ? 6u : 3u));
+                const uint8_t *b = classes + (r == 0 ? 0u : (r == H - 1 ? 6u : 3u));
                 const uint8_t inner = b[1];
                 *o++ = b[0];
                 for (j = 1; j < W - 1; j++) {

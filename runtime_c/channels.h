@@ -21,19 +21,20 @@ void q8_fill_channels(const q8_fill_channels_params *params, const void *Q8_REST
                       void *Q8_RESTRICT output);
 
 /*
- * A depthwise convolution's output channels that read a constant channel: each plane
+ * A depthwise convolution's output channels that read a constant channel: each such plane
  * takes one byte per class of its pixels, row class (first, inner, last) by column class
  * (first, inner, last), which the generator computed and checked against the whole
- * plane; every other plane is the computed one (copied when the output is not written
- * over the input).
+ * plane. The other planes are the computed ones (copied first when the output is not
+ * written over the input).
  */
 typedef struct {
     int32_t batch;
     int32_t channels;
     int32_t height;
     int32_t width;
-    const uint8_t *classes; /* per channel: 9 bytes (constant channels), else unused */
-    const uint8_t *constant; /* per channel: 1 for a constant channel */
+    int32_t count;          /* constant channels */
+    const int16_t *list;    /* their indices */
+    const uint8_t *classes; /* 9 bytes for each */
 } q8_fill_planes_params;
 
 void q8_fill_planes(const q8_fill_planes_params *params, const void *input, void *output);

@@ -390,9 +390,9 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
             const int32_t c = p->channel_list != NULL ? p->channel_list[i_c] : i_c;
             const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
-            const int16_t *w = p->weights + (size_t)c * 9u;
-            const row_requant rq = row_constants(&p->requant, c, mode);
-            const int32_t bias = p->bias[c];
+            const int16_t *w = p->weights + (size_t)i_c * 9u;
+            const row_requant rq = row_constants(&p->requant, i_c, mode);
+            const int32_t bias = p->bias[i_c];
             uint32_t w01[3], w12[3];
             for (k = 0; k < 3; k++) {
                 w01[k] = rows_pack(w[k], w[3 + k]);

@@ -173,12 +173,13 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT 
             const int32_t c = p->channel_list != NULL ? p->channel_list[i_c] : i_c;
             const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
-            const int16_t *wc = p->weights + (size_t)c * 9u;
+            const int16_t *wc = p->weights + (size_t)i_c * 9u;
             if (padded) {
                 copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, scratch);
-                interior_rows(p, scratch, PW, 0, 0, y_c, c, wc, is_signed, mode);
+                interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
             } else {
-                interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, c, wc, is_signed, mode);
+                interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc, is_signed,
+                              mode);
             }
         }
     }

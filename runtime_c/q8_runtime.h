@@ -241,8 +241,9 @@ typedef struct {
     const int32_t *bias;
     q8_requant_params requant;
     int32_t bands; /* _rows variants: bands of two output rows per pass (0 elsewhere) */
-    /* the channels to compute, in order (NULL: all); the others read a constant channel
-     * and q8_fill_planes writes their outputs */
+    /* the channels to compute, in order (NULL: all), weights, bias and requantization
+     * constants given for those only; the others read a constant channel and
+     * q8_fill_planes writes their outputs */
     const int16_t *channel_list;
     int32_t channel_count;
 } q8_dwconv_params;

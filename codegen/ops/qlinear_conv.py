@@ -168,9 +168,9 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
             classes = constant_plane_classes(x, y, window, q, weights, w_zp, bias, constant,
                                              (qmin, qmax))
             if classes is not None:
-                return lower_constant_planes(node, graph, x, y, window, q.x_zp, weights, w_zp,
-                                             bias, requant, requant_arrays, mode, options,
-                                             constant, classes)
+                return lower_constant_planes(node, graph, x, y, window, q, weights, w_zp,
+                                             bias, (qmin, qmax), mode, options, constant,
+                                             classes)
         return [dwconv_3x3_call(node, x, y, window, q.x_zp, weights, w_zp, bias, requant,
                                 requant_arrays, mode, rows=options.dsp)]
     params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
@@ -193,7 +193,8 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
     point folded into the bias (modulo 2^32). With `rows` (cores with the DSP extension),
     stride-1 layers take dwconv_3x3_rows.c, two output rows at a time. `channels`: compute
-    those only (the others read a constant channel, lower_constant_planes)."""
+    those only (the others read a constant channel, lower_constant_planes); the weights,
+    bias and requantization constants are then those channels' alone."""
     c = weights.shape[0]
     centered = weights.reshape(c, 9).astype(np.int64) - np.broadcast_to(
         w_zp.astype(np.int64).reshape(-1, 1), (c, 1))
@@ -213,8 +214,7 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     if channels is not None:
         arrays = (*arrays, CArray("channel_list", "int16_t", channels.astype(np.int16)))
-    computed = int(channels.size) if channels is not None else c
-    macs = (y.numel // c) * computed * 9
+    macs = (y.numel // y.shape[1]) * c * 9  # c: the computed channels
     # With padding, each channel is first copied into a scratch plane with its border.
     padded = any(window.pads_begin) or any(window.pads_end)
     plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
@@ -383,32 +383,41 @@ def constant_plane_classes(x: Tensor, y: Tensor, window: Window, q: ConvQuant,
 
 
 def lower_constant_planes(node: Node, graph: Graph, x: Tensor, y: Tensor, window: Window,
-                          x_zp: int, weights: NDArray[Any], w_zp: NDArray[Any],
-                          bias: NDArray[Any] | None, requant: CStruct,
-                          requant_arrays: list[CArray], mode: str, options: LoweringOptions,
-                          constant: ConstantChannels, classes: NDArray[Any]) -> list[Lowered]:
+                          q: ConvQuant, weights: NDArray[Any], w_zp: NDArray[Any],
+                          bias: NDArray[Any] | None, bounds: tuple[int, int], mode: str,
+                          options: LoweringOptions, constant: ConstantChannels,
+                          classes: NDArray[Any]) -> list[Lowered]:
     """A depthwise 3x3 layer over a convolution's constant channels (pruned models: the
-    official VWW model's dead pointwise channels) computes its other channels only, into
-    an intermediate tensor; q8_fill_planes then writes each constant channel's output
-    plane from its class bytes (constant_plane_classes), over that tensor where the
-    planner allows. The constant channels' multiply-accumulates are gone."""
+    official VWW model's dead pointwise channels) computes its other channels only, with
+    their weights, biases and scales alone, into an intermediate tensor; q8_fill_planes
+    then writes each constant channel's output plane from its class bytes
+    (constant_plane_classes), over that tensor where the planner allows. The constant
+    channels' multiply-accumulates and weights are gone."""
     computed = np.flatnonzero(~constant.mask)
+    c = weights.shape[0]
     name = f"{y.name}#computed"
     while name in graph.tensors:
         name += "#"
     y_computed = Tensor(name, y.dtype, y.shape, y.quant)
-    conv = dwconv_3x3_call(node, x, y_computed, window, x_zp, weights, w_zp, bias, requant,
-                           requant_arrays, mode, rows=options.dsp, channels=computed)
-    is_constant = constant.mask.astype(np.uint8)
+    scales = np.broadcast_to(output_scale(q.x_scale, q.w_scale, q.y_scale), (c,))
+    requant, requant_arrays = requant_params(node, scales[computed], q.y_zp, *bounds,
+                                             options.requant)
+    zps = w_zp if w_zp.size == 1 else w_zp[computed]
+    kept_bias = (np.broadcast_to(bias.reshape(-1), (c,))[computed] if bias is not None
+                 else None)
+    conv = dwconv_3x3_call(node, x, y_computed, window, q.x_zp, weights[computed], zps,
+                           kept_bias, requant, requant_arrays, mode, rows=options.dsp,
+                           channels=computed)
+    dead = np.flatnonzero(constant.mask)
     params = CStruct("q8_fill_planes_params", (
-        ("batch", y.shape[0]), ("channels", y.shape[1]), ("height", y.shape[2]),
-        ("width", y.shape[3]), ("classes", CRef("classes")), ("constant", CRef("constant"))))
-    dead = int(is_constant.sum())
+        ("batch", y.shape[0]), ("channels", c), ("height", y.shape[2]), ("width", y.shape[3]),
+        ("count", int(dead.size)), ("list", CRef("list")), ("classes", CRef("classes"))))
     fill = KernelCall("q8_fill_planes", node.name, (y_computed.name,), (y.name,), params,
-                      (CArray("classes", "uint8_t", (classes % 256).astype(np.uint8).reshape(-1)),
-                       CArray("constant", "uint8_t", is_constant)),
-                      ("channels.c",), skipped_macs=dead * (y.numel // y.shape[1]) * 9,
-                      in_place=0)
+                      (CArray("list", "int16_t", dead.astype(np.int16)),
+                       CArray("classes", "uint8_t",
+                              (classes[dead] % 256).astype(np.uint8).reshape(-1))),
+                      ("channels.c",), skipped_macs=int(dead.size) * (y.numel // c) * 9,
+                      skipped_weight_bytes=int(dead.size) * 9, in_place=0)
     return [Intermediate(y_computed), conv, fill]
 
 
