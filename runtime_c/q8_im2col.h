@@ -237,7 +237,9 @@ Q8_INLINE void fill_pixels(const q8_dims *input, const q8_window *win, int32_t p
                            const uint8_t *x, int32_t px, int32_t OW, int two, int unit,
                            int16_t *col0, int16_t *col1, int is_signed)
 {
-    if (two && unit) {
+    /* DSP cores only: elsewhere the convolutions run other kernels (Thumb-1, M3) or the
+     * pairs would only add to the code the compiler builds (the host). */
+    if (Q8_HAS_DSP && two && unit) {
         const size_t plane = (size_t)(input->h * input->w);
         if (is_signed == 2) {
             fill_pointwise_pair_s8_offset(x + px, plane, input->c, col0, col1);
