@@ -508,28 +508,29 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
     }
 }
 
+/* The kernel called with the mode the layer settles on (fc_mode, for the float modes):
+ * one instantiation per mode, each with its mode constant. */
+#define Q8_FC_BY_MODE(KERNEL, SIGNED, MODE)                                                \
+    switch (MODE == FC_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                   \
+    case FC_SAT_S8:                                                                        \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, FC_SAT_S8);        \
+        break;                                                                             \
+    case FC_SAT_U8:                                                                        \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, FC_SAT_U8);        \
+        break;                                                                             \
+    case FC_FREQ_BOUNDED:                                                                  \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, FC_FREQ_BOUNDED);  \
+        break;                                                                             \
+    default:                                                                               \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, MODE);             \
+        break;                                                                             \
+    }
+
 #define Q8_DEFINE_FC(NAME, TX, TY, SIGNED, MODE)                                           \
     void NAME(const q8_fc_params *params, const TX *Q8_RESTRICT input,                    \
               TY *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                       \
     {                                                                                      \
-        switch (MODE == FC_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                \
-        case FC_SAT_S8:                                                                    \
-            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
-                            FC_SAT_S8);                                                    \
-            break;                                                                         \
-        case FC_SAT_U8:                                                                    \
-            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
-                            FC_SAT_U8);                                                    \
-            break;                                                                         \
-        case FC_FREQ_BOUNDED:                                                              \
-            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
-                            FC_FREQ_BOUNDED);                                              \
-            break;                                                                         \
-        default:                                                                           \
-            fully_connected(params, (const uint8_t *)input, output, scratch, SIGNED,       \
-                            MODE);                                                         \
-            break;                                                                         \
-        }                                                                                  \
+        Q8_FC_BY_MODE(fully_connected, SIGNED, MODE);                                      \
     }
 
 /* The bounded float layers over the whole range of their output type take the fused
@@ -601,24 +602,7 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
     void NAME(const q8_fc_w16_params *params, const TX *Q8_RESTRICT input,                \
               TY *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                       \
     {                                                                                      \
-        switch (MODE == FC_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                \
-        case FC_SAT_S8:                                                                    \
-            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
-                                FC_SAT_S8);                                                \
-            break;                                                                         \
-        case FC_SAT_U8:                                                                    \
-            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
-                                FC_SAT_U8);                                                \
-            break;                                                                         \
-        case FC_FREQ_BOUNDED:                                                              \
-            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
-                                FC_FREQ_BOUNDED);                                          \
-            break;                                                                         \
-        default:                                                                           \
-            fully_connected_w16(params, (const uint8_t *)input, output, scratch, SIGNED,   \
-                                MODE);                                                     \
-            break;                                                                         \
-        }                                                                                  \
+        Q8_FC_BY_MODE(fully_connected_w16, SIGNED, MODE);                                  \
     }
 
 Q8_DEFINE_FC_W16(q8_fc_u8_w16_freq, uint8_t, void, 0, FC_FREQ)
