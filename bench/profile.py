@@ -3,7 +3,7 @@ and, with --disasm FUNC, the function's disassembly with each instruction's exec
 count. A developer's tool for kernel work (QEMU TCG plugin qemu/pcprofile.c); the counts
 include the harness around one inference (input and output copies).
 
-    .venv/bin/python bench/profile.py resnet8 [--board cortex-m4f] [--variant i8-pc]
+    .venv/bin/python bench/profile.py resnet8|MODEL.onnx [--board cortex-m4f] [--variant i8-pc]
         [--top 20] [--disasm dot_2x2]
 """
 
@@ -15,6 +15,8 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+
+import onnx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -94,8 +96,9 @@ def main() -> int:
     parser.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto")
     parser.add_argument("--disasm", help="annotate this function's disassembly")
     args = parser.parse_args()
-    gen = generate_sources(zoo.quantized_model(args.model, args.variant),
-                           Options(board=args.board, weights=args.weights))
+    model = (onnx.load(args.model) if args.model.endswith(".onnx")
+             else zoo.quantized_model(args.model, args.variant))
+    gen = generate_sources(model, Options(board=args.board, weights=args.weights))
     build = build_firmware(gen.files, gen.name, gen.board, size=False)
     data = random_inputs(gen.program.inputs, 1, seed=0)
     _, log = run_firmware(build.elf, gen.board, gen.program.inputs, gen.program.outputs,

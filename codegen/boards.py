@@ -44,6 +44,11 @@ class Board:
     def is_cortex_m(self) -> bool:
         return self.kind == "cortex-m"
 
+    @property
+    def is_thumb1(self) -> bool:
+        """An ARMv6-M or ARMv8-M Baseline core: Thumb-1 with its few 32-bit instructions."""
+        return self.cpu in THUMB1_CORES
+
 KINDS = ("host", "cortex-m")
 REQUANT = ("float", "int")
 # Cores arm-none-eabi-gcc targets that the runtime supports, and which have the DSP
@@ -53,6 +58,7 @@ CORTEX_M_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m3", "corte
                   "cortex-m85")
 DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55",
              "cortex-m85")
+THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
 MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
 TOP_LEVEL_KEYS = ("description", "kind", "cpu", "cflags", "requant", "ram_bytes",
                   "flash_bytes", "fpu", "dsp", "clock_hz", "memory", "qemu")

@@ -206,7 +206,7 @@ def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     wide = wide_weight_nodes(target.weights, graph, target.board)
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
                            wide_weights=wide is None or bool(wide), wide_nodes=wide,
-                           cortex_m=target.board.is_cortex_m)
+                           cortex_m=target.board.is_cortex_m, thumb1=target.board.is_thumb1)
 
 
 def check_sizes(program: Program, plan: ArenaPlan, limits: Limits) -> None:

@@ -189,20 +189,37 @@ Q8_INLINE int32_t q8_requant_int(int32_t acc, int32_t mult, int32_t exp, int32_t
      * there), and 2^-20 is the truncation. Near a half the full way below decides. */
     if (a < 0x1000000u && exp <= -21 && exp >= -62) {
         const int sh = -exp - 20; /* 1 .. 42 */
-        const uint32_t al = a & 0xFFFFu, ah = a >> 16, ml = m & 0xFFFFu, mh = m >> 16;
-        const uint32_t low = al * ml, mid = ah * ml + al * mh; /* mid < 2^25 */
-        const uint32_t lo32 = low + (mid << 16);
-        const uint32_t hi32 = ah * mh + (mid >> 16) + (uint32_t)(lo32 < low);
         uint32_t t = 0u;
         int32_t d;
         int saturated;
-        if (sh >= 32) {
-            t = hi32 >> (sh - 32);
-            saturated = 0;
+        if (a < 0x100000u) {
+            /* |acc| < 2^20 (most accumulators): two 32-bit products with the 12-bit halves
+             * of m, x = a * (m >> 12) and y = a * (m & 0xFFF), and a * m = x * 2^12 + y;
+             * with sh >= 12, x + (y >> 12) < 2^32 is a * m / 2^12 truncated, and
+             * truncating twice is truncating once. */
+            const uint32_t x = a * (m >> 12), y = a * (m & 0xFFFu);
+            if (sh >= 12) {
+                t = (x + (y >> 12)) >> (sh - 12);
+                saturated = 0;
+            } else {
+                saturated = (x >> (18 + sh)) != 0u; /* t >= 2^30 */
+                if (!saturated) {
+                    t = (x << (12 - sh)) + (y >> sh);
+                }
+            }
         } else {
-            saturated = (hi32 >> sh) != 0u;
-            if (!saturated) {
-                t = (lo32 >> sh) | (hi32 << (32 - sh));
+            const uint32_t al = a & 0xFFFFu, ah = a >> 16, ml = m & 0xFFFFu, mh = m >> 16;
+            const uint32_t low = al * ml, mid = ah * ml + al * mh; /* mid < 2^25 */
+            const uint32_t lo32 = low + (mid << 16);
+            const uint32_t hi32 = ah * mh + (mid >> 16) + (uint32_t)(lo32 < low);
+            if (sh >= 32) {
+                t = hi32 >> (sh - 32);
+                saturated = 0;
+            } else {
+                saturated = (hi32 >> sh) != 0u;
+                if (!saturated) {
+                    t = (lo32 >> sh) | (hi32 << (32 - sh));
+                }
             }
         }
         d = (int32_t)(t & 0xFFFFFu) - 0x80000;
@@ -243,6 +260,73 @@ Q8_INLINE int32_t q8_requant_int(int32_t acc, int32_t mult, int32_t exp, int32_t
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
     return v;
+}
+
+/*
+ * q8_requant_int with a channel's work done once (q8_prepare_int_requant), for the
+ * kernels' rows. With 2^-62 <= 2^exp <= 2^-21 (sh = -exp - 20 in 1 .. 42) and m = |mult|
+ * split at s = min(sh, 12) into hi = m >> s and lo = m mod 2^s,
+ *   t = floor(a m / 2^sh) = (a hi + floor(a lo / 2^s)) >> (sh - s)
+ * (truncating twice is truncating once), q8_requant_int's truncated product, from two
+ * 32-bit products: a lo < 2^(20 + s) <= 2^32, and a hi + floor(a lo / 2^s) = floor(a m /
+ * 2^s) < 2^32 while a < 2^min(20, 8 + sh) (m < 2^24). t decides the result as there unless
+ * it lies within 2^-14 of a half; those and larger accumulators go to q8_requant_int.
+ */
+typedef struct {
+    uint32_t m_hi, m_lo; /* |mult| split at split */
+    uint32_t a_limit;    /* where the products above apply (0: nowhere) */
+    int32_t split, shift; /* s, sh - s */
+    int32_t negative;    /* mult < 0 */
+    int32_t mult, exp, lo, hi;
+} q8_int_requant;
+
+Q8_INLINE q8_int_requant q8_prepare_int_requant(int32_t mult, int32_t exp, int32_t lo,
+                                                int32_t hi)
+{
+    q8_int_requant r;
+    const uint32_t m = mult < 0 ? 0u - (uint32_t)mult : (uint32_t)mult;
+    const int32_t sh = exp <= -21 && exp >= -62 ? -exp - 20 : 0;
+    r.split = sh < 12 ? sh : 12;
+    r.shift = sh - r.split;
+    r.m_hi = m >> r.split;
+    r.m_lo = m & ((1u << r.split) - 1u);
+    r.a_limit = sh == 0 ? 0u : 1u << (sh < 12 ? 8 + sh : 20);
+    r.negative = mult < 0;
+    r.mult = mult;
+    r.exp = exp;
+    r.lo = lo;
+    r.hi = hi;
+    return r;
+}
+
+/* Out of line: the rare cases stay out of the kernels' loops. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+Q8_UNUSED static int32_t q8_requant_int_rare(int32_t acc, int32_t mult, int32_t exp,
+                                              int32_t lo, int32_t hi)
+{
+    return q8_requant_int(acc, mult, exp, lo, hi);
+}
+
+Q8_INLINE int32_t q8_requant_int_prepared(const q8_int_requant *r, int32_t acc)
+{
+    const uint32_t a = acc < 0 ? 0u - (uint32_t)acc : (uint32_t)acc;
+    if (a < r->a_limit) {
+        const uint32_t t = (a * r->m_hi + ((a * r->m_lo) >> r->split)) >> r->shift;
+        const uint32_t frac = t & 0xFFFFFu;
+        /* frac - 2^19 outside [-64, 64]: not within 2^-14 of a half */
+        if (frac - 0x7FFC0u > 128u) {
+            uint32_t mag = (t >> 20) + (uint32_t)(frac > 0x80000u);
+            int32_t v;
+            mag = mag > 1024u ? 1024u : mag;
+            v = (acc < 0) != r->negative ? -(int32_t)mag : (int32_t)mag;
+            v = v < r->lo ? r->lo : v;
+            return v > r->hi ? r->hi : v;
+        }
+    }
+    /* by value: a pointer would let the caller's constants escape */
+    return q8_requant_int_rare(acc, r->mult, r->exp, r->lo, r->hi);
 }
 
 #endif /* Q8_ARITH_H */

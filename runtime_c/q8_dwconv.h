@@ -129,23 +129,193 @@ Q8_INLINE void pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t 
 }
 
 /* GCC would turn these short copy loops back into memcpy calls, which cost more than the
- * copy itself on rows of a few bytes. */
+ * copy itself on rows of a few bytes. `flip` (0x80808080 or 0) turns int8 bytes into
+ * x + 128 for the offset plane below. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_t H, int32_t W, int32_t pt,
-                                   int32_t pl, int32_t PH, int32_t PW, uint8_t *padded)
+                                   int32_t pl, int32_t PH, int32_t PW, uint32_t flip,
+                                   uint8_t *padded)
 {
     const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
     int32_t r, i;
     for (r = 0; r < rows; r++) {
         const uint8_t *src = x_c + (size_t)r * (size_t)W;
         uint8_t *dst = padded + (size_t)(r + pt) * (size_t)PW + pl;
+#if defined(__ARM_FEATURE_UNALIGNED) || !defined(__arm__)
         for (i = 0; i + 4 <= cols; i += 4) {
-            q8_store32(dst + i, q8_load32(src + i));
+            q8_store32(dst + i, q8_load32(src + i) ^ flip);
         }
+#else
+        /* No unaligned word access (Cortex-M0/M0+): memcpy calls, not single loads. */
+        for (i = 0; i + 4 <= cols; i += 4) {
+            dst[i] = (uint8_t)(src[i] ^ flip);
+            dst[i + 1] = (uint8_t)(src[i + 1] ^ flip);
+            dst[i + 2] = (uint8_t)(src[i + 2] ^ flip);
+            dst[i + 3] = (uint8_t)(src[i + 3] ^ flip);
+        }
+#endif
         for (; i < cols; i++) {
-            dst[i] = src[i];
+            dst[i] = (uint8_t)(src[i] ^ flip);
+        }
+    }
+}
+
+/*
+ * Thumb-1 cores (Cortex-M0/M0+, q8_dwconv_*_3x3_padded_* there): LDRB and LDR take
+ * immediate offsets but LDRSB and LDRSH do not, MULS multiplies low registers only and
+ * overwrites one of them, and there is no multiply-accumulate. So the padded copy of an
+ * int8 channel holds x + 128 (one EOR per word; the padding x_zp + 128 likewise), every tap
+ * is an unsigned byte load, the nine weights are sign-extended once per channel into
+ * words, and the bias absorbs 128 * sum(w) (modulo 2^32, as the zero point's fold). Two
+ * neighbouring outputs share a column: 7 loads for 6 multiply-accumulates per kernel row
+ * at stride 1, 8 at stride 2. Elsewhere Q8_DW_OFFSET_PLANE=1 builds the same computation
+ * from C, which is how the host tests it.
+ */
+#ifndef Q8_DW_OFFSET_PLANE
+#if defined(__thumb__) && !defined(__thumb2__)
+#define Q8_DW_OFFSET_PLANE 1
+#else
+#define Q8_DW_OFFSET_PLANE 0
+#endif
+#endif
+
+#if Q8_DW_OFFSET_PLANE && defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
+    defined(__OPTIMIZE__) && !defined(Q8_NO_ASM)
+/* One kernel row of two outputs at stride 1: x0..x3 at p, weights k0..k2 at w + J. The
+ * accumulators and the row step sit in high registers ("h"), which ADD takes, so five low
+ * registers suffice beside a frame pointer. */
+#define Q8_DW_T1_ROW_S1(J0, J1, J2)                                                         \
+    "ldr %[k], [%[w], #" #J0 "]\n\t"                                                       \
+    "ldrb %[x], [%[p], #0]\n\t"                                                             \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a0], %[x]\n\t"                                                                  \
+    "ldrb %[x], [%[p], #1]\n\t"                                                             \
+    "movs %[t], %[x]\n\t"                                                                  \
+    "muls %[t], %[k]\n\t"                                                                  \
+    "add %[a1], %[t]\n\t"                                                                  \
+    "ldr %[k], [%[w], #" #J1 "]\n\t"                                                       \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a0], %[x]\n\t"                                                                  \
+    "ldrb %[x], [%[p], #2]\n\t"                                                             \
+    "movs %[t], %[x]\n\t"                                                                  \
+    "muls %[t], %[k]\n\t"                                                                  \
+    "add %[a1], %[t]\n\t"                                                                  \
+    "ldr %[k], [%[w], #" #J2 "]\n\t"                                                       \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a0], %[x]\n\t"                                                                  \
+    "ldrb %[x], [%[p], #3]\n\t"                                                             \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a1], %[x]\n\t"
+
+/* The same at stride 2: x0..x4, x2 shared. */
+#define Q8_DW_T1_ROW_S2(J0, J1, J2)                                                         \
+    "ldr %[k], [%[w], #" #J0 "]\n\t"                                                       \
+    "ldrb %[x], [%[p], #0]\n\t"                                                             \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a0], %[x]\n\t"                                                                  \
+    "ldrb %[x], [%[p], #2]\n\t"                                                             \
+    "movs %[t], %[x]\n\t"                                                                  \
+    "muls %[t], %[k]\n\t"                                                                  \
+    "add %[a1], %[t]\n\t"                                                                  \
+    "ldr %[k], [%[w], #" #J2 "]\n\t"                                                       \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a0], %[x]\n\t"                                                                  \
+    "ldrb %[x], [%[p], #4]\n\t"                                                             \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a1], %[x]\n\t"                                                                  \
+    "ldr %[k], [%[w], #" #J1 "]\n\t"                                                       \
+    "ldrb %[x], [%[p], #1]\n\t"                                                             \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a0], %[x]\n\t"                                                                  \
+    "ldrb %[x], [%[p], #3]\n\t"                                                             \
+    "muls %[x], %[k]\n\t"                                                                  \
+    "add %[a1], %[x]\n\t"
+
+#define Q8_DW_T1_PAIR(ROW)                                                                  \
+    __asm__ volatile(".syntax unified\n\t" ROW(0, 4, 8) "add %[p], %[W]\n\t"          \
+                     ROW(12, 16, 20) "add %[p], %[W]\n\t" ROW(24, 28, 32)        \
+                     : [p] "+l"(p), [a0] "+h"(a0), [a1] "+h"(a1), [x] "=&l"(x),            \
+                       [t] "=&l"(t), [k] "=&l"(k)                                          \
+                     : [w] "l"(w), [W] "h"(W)                                              \
+                     : "cc", "memory")
+
+Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_t stride,
+                           int32_t acc[2])
+{
+    int32_t a0 = acc[0], a1 = acc[1], x, t, k;
+    if (stride == 1) {
+        Q8_DW_T1_PAIR(Q8_DW_T1_ROW_S1);
+    } else if (stride == 2) {
+        Q8_DW_T1_PAIR(Q8_DW_T1_ROW_S2);
+    } else {
+        int32_t r;
+        for (r = 0; r < 3; r++, p += W) {
+            for (k = 0; k < 3; k++) {
+                a0 = (int32_t)((uint32_t)a0 + (uint32_t)w[3 * r + k] * p[k]);
+                a1 = (int32_t)((uint32_t)a1 + (uint32_t)w[3 * r + k] * p[stride + k]);
+            }
+        }
+        (void)x;
+        (void)t;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+}
+#else
+Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_t stride,
+                           int32_t acc[2])
+{
+    uint32_t a0 = (uint32_t)acc[0], a1 = (uint32_t)acc[1];
+    int32_t r, k;
+    for (r = 0; r < 3; r++) {
+        const uint8_t *row = p + (size_t)r * (size_t)W;
+        for (k = 0; k < 3; k++) {
+            a0 += (uint32_t)w[3 * r + k] * row[k];
+            a1 += (uint32_t)w[3 * r + k] * row[stride + k];
+        }
+    }
+    acc[0] = (int32_t)a0;
+    acc[1] = (int32_t)a1;
+}
+#endif
+
+/* All outputs of one channel from its offset plane (width W), two at a time; an odd
+ * row's last output is computed as a pair too, whose second lies past the row (the
+ * generator gives the plane two spare bytes for the last row's) and is not stored. */
+Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
+                           uint8_t *y_c, int32_t c, const int16_t *w16, int is_signed,
+                           int mode)
+{
+    const row_requant rq = row_constants(&p->requant, c, mode);
+    const int32_t OH = p->output.h, OW = p->output.w, sw = p->stride_w;
+    const size_t row_step = (size_t)p->stride_h * (size_t)W;
+    const int32_t pairs = OW / 2, odd = OW & 1;
+    int32_t w[9];
+    uint32_t sum = 0u, bias;
+    int32_t oh, k;
+    for (k = 0; k < 9; k++) {
+        w[k] = w16[k];
+        sum += (uint32_t)w[k];
+    }
+    bias = (uint32_t)p->bias[c] - (is_signed ? sum << 7 : 0u);
+    for (oh = 0; oh < OH; oh++) {
+        const uint8_t *x = plane + (size_t)oh * row_step;
+        uint8_t *out = y_c + (size_t)oh * (size_t)OW;
+        int32_t acc[2], i;
+        for (i = 0; i < pairs; i++) {
+            acc[0] = acc[1] = (int32_t)bias;
+            offset_pair(x, w, W, sw, acc);
+            out[0] = requantize(&rq, acc[0], mode);
+            out[1] = requantize(&rq, acc[1], mode);
+            out += 2;
+            x += 2 * sw;
+        }
+        if (odd) {
+            acc[0] = acc[1] = (int32_t)bias;
+            offset_pair(x, w, W, sw, acc);
+            out[0] = requantize(&rq, acc[0], mode);
         }
     }
 }
@@ -165,8 +335,11 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT 
     /* the channels to compute: channel_list's, or all */
     const int32_t count = p->channel_list != NULL ? p->channel_count : C;
     int32_t n, i_c;
+    /* the offset plane's bytes: int8 as x + 128 */
+    const uint32_t flip = Q8_DW_OFFSET_PLANE && is_signed ? 0x80808080u : 0u;
     if (padded) {
-        pad_border(H, W, p->pad_top, p->pad_left, PH, PW, (uint8_t)p->pad_value, scratch);
+        pad_border(H, W, p->pad_top, p->pad_left, PH, PW,
+                   (uint8_t)((uint32_t)p->pad_value ^ flip), scratch);
     }
     for (n = 0; n < p->input.n; n++) {
         for (i_c = 0; i_c < count; i_c++) {
@@ -175,8 +348,12 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT 
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const int16_t *wc = p->weights + (size_t)i_c * 9u;
             if (padded) {
-                copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, scratch);
+                copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, flip, scratch);
+#if Q8_DW_OFFSET_PLANE
+                offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
+#else
                 interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
+#endif
             } else {
                 interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc, is_signed,
                               mode);

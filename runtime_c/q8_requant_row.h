@@ -34,6 +34,7 @@ typedef struct {
     float scale, lo_f, hi_f;
     int32_t mult, exp, lo, hi, zero_point;
     int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
+    q8_int_requant ints;                       /* Q8_RQ_IREQ's */
 } row_requant;
 
 /*
@@ -54,6 +55,7 @@ Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
     r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
     r.scale = 0.0f;
     r.mult = r.exp = 0;
+    r.ints = q8_prepare_int_requant(0, 0, r.lo, r.hi);
     return r;
 }
 
@@ -63,6 +65,7 @@ Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const
     if (mode == Q8_RQ_IREQ) {
         r.mult = mult[ch];
         r.exp = exp[ch];
+        r.ints = q8_prepare_int_requant(r.mult, r.exp, r.lo, r.hi);
     } else {
         r.scale = scale[ch];
     }
@@ -76,6 +79,9 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
     r.scale = mode != Q8_RQ_IREQ ? rq->scale[ch] : 0.0f;
     r.mult = mode == Q8_RQ_IREQ ? rq->mult[ch] : 0;
     r.exp = mode == Q8_RQ_IREQ ? rq->exp[ch] : 0;
+    if (mode == Q8_RQ_IREQ) {
+        r.ints = q8_prepare_int_requant(r.mult, r.exp, r.lo, r.hi);
+    }
     return r;
 }
 
@@ -128,7 +134,7 @@ Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
         b = b > r->hi_bits ? r->hi_bits : b;
         return (uint8_t)(b + r->zero_point_bits);
     }
-    return (uint8_t)((mode == Q8_RQ_IREQ ? q8_requant_int(acc, r->mult, r->exp, r->lo, r->hi)
+    return (uint8_t)((mode == Q8_RQ_IREQ ? q8_requant_int_prepared(&r->ints, acc)
                                           : q8_requant_f32(acc, r->scale, r->lo_f, r->hi_f)) +
                      r->zero_point);
 }

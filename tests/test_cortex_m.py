@@ -223,6 +223,23 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(board: str,
                                                          if r.mismatches]
 
 
+def test_thumb1_depthwise_kernel_against_ort_in_qemu() -> None:
+    """Cortex-M0+'s depthwise kernel (Thumb-1 assembly at strides 1 and 2, C at 3) from
+    its offset planes, padded or not, and the prepared integer requantization, against ORT."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_qlinear_conv_random import offset_plane_configs
+
+    configs = offset_plane_configs(16, 5300)
+    model = conv_batch_model(configs)
+    kernels = {c.function for c in
+               generate_sources(model, Options(board="cortex-m0plus")).program.calls}
+    assert kernels and all("_3x3_padded_" in k for k in kernels), kernels
+    report = codegen.verify(model, board="cortex-m0plus", samples=2, seed=3)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("board,requant", [("cortex-m4f", "float"), ("cortex-m4f", "int"),
                                            ("cortex-m33", "float")])
 def test_depthwise_rows_kernel_against_ort_in_qemu(board: str, requant: str) -> None:

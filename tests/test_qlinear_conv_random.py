@@ -136,6 +136,28 @@ def test_depthwise_3x3_kernel_against_ort(requant: str) -> None:
     assert not bad, bad
 
 
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_depthwise_offset_planes_against_ort(requant: str) -> None:
+    """Thumb-1's depthwise path from its C (Q8_DW_OFFSET_PLANE=1 on the host): int8 copied
+    as x + 128, the bias offset by 128 * sum(w), outputs in pairs, under the sanitizers."""
+    configs = offset_plane_configs(24, 3300)
+    model = conv_batch_model(configs)
+    report = codegen.verify(model, samples=2, seed=5, requant=requant,
+                            cflags=(*SANITIZE, "-DQ8_DW_OFFSET_PLANE=1"))
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad
+
+
+def offset_plane_configs(count: int, seed: int) -> list[ConvConfig]:
+    """Depthwise 3x3 layers for Thumb-1's kernel (q8_dwconv.h's offset planes): strides 1,
+    2 (its assembly) and 3 (its C loop), odd and even output widths."""
+    configs = depthwise_3x3_configs(count, seed)
+    third = replace(configs[0], strides=(3, 3), spatial=(11, 13), pads=(1, 2, 1, 0),
+                    seed=seed - 1)
+    return [*configs, third]
+
+
 def depthwise_rows_configs(count: int, seed: int) -> list[ConvConfig]:
     """Stride-1 depthwise 3x3 layers for the two-row kernel (dwconv_3x3_rows.c): odd and
     even heights, narrow and wide planes, one band per pass and several."""

@@ -43,7 +43,7 @@ def run_driver(driver: Path, acc: NDArray[Any], scale: NDArray[Any],
     rec["acc"], rec["scale"], rec["mult"], rec["exp"] = acc, scale, mult, exp
     rec["lo"], rec["hi"] = lo, hi
     out = subprocess.run([str(driver)], input=rec.tobytes(), capture_output=True, check=True)
-    return np.frombuffer(out.stdout, dtype="<i4").reshape(-1, 2)
+    return np.frombuffer(out.stdout, dtype="<i4").reshape(-1, 3)
 
 
 def boundary_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
@@ -63,10 +63,13 @@ def boundary_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]
     return acc.astype(np.int32), scale.astype(F32)
 
 
-def margin_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
-    """Accumulators below 2^24 and products within 2^-17 .. 2^-11 of k + 0.5, around the
-    2^-14 margin of q8_requant_int's fast path, and up to its saturation bound."""
-    acc = rng.integers(1, 2**24, n) * np.where(rng.random(n) < 0.5, -1, 1)
+def margin_cases(rng: np.random.Generator, n: int,
+                 acc_bits: int | NDArray[Any] = 24) -> tuple[NDArray[Any], ...]:
+    """Accumulators below 2^acc_bits and products within 2^-17 .. 2^-11 of k + 0.5, around
+    the 2^-14 margin of q8_requant_int's fast path (and of q8_requant_int_prepared's, for
+    accumulators below 2^20), and up to its saturation bound."""
+    top = np.left_shift(1, np.asarray(acc_bits, dtype=np.int64))
+    acc = rng.integers(1, top, n) * np.where(rng.random(n) < 0.5, -1, 1)
     k = rng.integers(-1030, 1030, n).astype(np.float64)
     offset = 2.0 ** rng.uniform(-17, -11, n) * np.where(rng.random(n) < 0.5, -1, 1)
     scale = np.abs((k + 0.5 + offset) / acc.astype(np.float64)).astype(F32)
@@ -82,14 +85,17 @@ def random_cases(rng: np.random.Generator, n: int) -> tuple[NDArray[Any], ...]:
     return acc, scale
 
 
-@pytest.mark.parametrize("kind", ["boundary", "margin", "random", "extreme"])
+@pytest.mark.parametrize("kind", ["boundary", "margin", "small-margin", "random", "extreme"])
 def test_float_and_int_paths_match_ort_formula(driver: Path, kind: str) -> None:
-    rng = np.random.default_rng({"boundary": 1, "random": 2, "extreme": 3, "margin": 4}[kind])
+    rng = np.random.default_rng({"boundary": 1, "random": 2, "extreme": 3, "margin": 4,
+                                 "small-margin": 5}[kind])
     n = 400_000
     if kind == "boundary":
         acc, scale = boundary_cases(rng, n)
     elif kind == "margin":
         acc, scale = margin_cases(rng, n)
+    elif kind == "small-margin":
+        acc, scale = margin_cases(rng, n, acc_bits=rng.integers(4, 21, n))
     elif kind == "random":
         acc, scale = random_cases(rng, n)
     else:
@@ -108,6 +114,7 @@ def test_float_and_int_paths_match_ort_formula(driver: Path, kind: str) -> None:
     want = np.rint(np.minimum(np.maximum(v, lo.astype(F32)), hi.astype(F32))).astype(np.int64)
     assert np.array_equal(got[:, 0], want), np.flatnonzero(got[:, 0] != want)[:10]
     assert np.array_equal(got[:, 1], want), np.flatnonzero(got[:, 1] != want)[:10]
+    assert np.array_equal(got[:, 2], want), np.flatnonzero(got[:, 2] != want)[:10]
 
 
 @settings(max_examples=3000, deadline=None)

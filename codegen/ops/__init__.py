@@ -45,6 +45,8 @@ class LoweringOptions:
     # A microcontroller (not the host): without DSP it gets the unsigned-byte kernels,
     # which suit Thumb-1's addressing.
     cortex_m: bool = False
+    # A Thumb-1 core (M0/M0+): its depthwise kernel always works from a padded copy.
+    thumb1: bool = False
 
     def wide_for(self, node: str) -> bool:
         """Whether the layer `node` stores its weights as int16."""

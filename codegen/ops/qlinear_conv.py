@@ -172,7 +172,7 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
                                              bias, (qmin, qmax), mode, options, constant,
                                              classes)
         return [dwconv_3x3_call(node, x, y, window, q.x_zp, weights, w_zp, bias, requant,
-                                requant_arrays, mode, rows=options.dsp)]
+                                requant_arrays, mode, options)]
     params = conv_params(x, y, window, groups, q.x_zp, w_zp, node.input(8) is not None,
                          requant)
     return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_{mode}", node.name, (x.name,),
@@ -189,10 +189,12 @@ def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
 def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], w_zp: NDArray[Any], bias: NDArray[Any] | None,
                     requant: CStruct, requant_arrays: list[CArray], mode: str,
-                    rows: bool = False, channels: NDArray[Any] | None = None) -> KernelCall:
+                    options: LoweringOptions, channels: NDArray[Any] | None = None
+                    ) -> KernelCall:
     """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
-    point folded into the bias (modulo 2^32). With `rows` (cores with the DSP extension),
-    stride-1 layers take dwconv_3x3_rows.c, two output rows at a time. `channels`: compute
+    point folded into the bias (modulo 2^32). On cores with the DSP extension, stride-1
+    layers take dwconv_3x3_rows.c, two output rows at a time; on Thumb-1 cores every layer
+    takes the padded kernel, whose copy turns int8 into unsigned bytes. `channels`: compute
     those only (the others read a constant channel, lower_constant_planes); the weights,
     bias and requantization constants are then those channels' alone."""
     c = weights.shape[0]
@@ -216,9 +218,9 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         arrays = (*arrays, CArray("channel_list", "int16_t", channels.astype(np.int16)))
     macs = (y.numel // y.shape[1]) * c * 9  # c: the computed channels
     # With padding, each channel is first copied into a scratch plane with its border.
-    padded = any(window.pads_begin) or any(window.pads_end)
+    padded = any(window.pads_begin) or any(window.pads_end) or options.thumb1
     plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
-    if rows and tuple(window.strides) == (1, 1):
+    if options.dsp and tuple(window.strides) == (1, 1):
         bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
         params = CStruct(params.ctype, tuple((k, bands if k == "bands" else v)
                                              for k, v in params.fields))
@@ -229,9 +231,11 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                           macs, scratch_bytes=scratch)
     variant = "3x3_padded" if padded else "3x3"
     source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
+    # stride_w spare bytes: Thumb-1's kernel computes an odd row's last output as a pair,
+    # whose second output reads past the plane's last row (and is not stored).
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, (source,), macs,
-                      scratch_bytes=plane if padded else 0)
+                      scratch_bytes=plane + window.strides[1] if padded else 0)
 
 
 # Scratch the two-row depthwise kernel may take beyond the padded plane of the other one.
@@ -406,7 +410,7 @@ def lower_constant_planes(node: Node, graph: Graph, x: Tensor, y: Tensor, window
     kept_bias = (np.broadcast_to(bias.reshape(-1), (c,))[computed] if bias is not None
                  else None)
     conv = dwconv_3x3_call(node, x, y_computed, window, q.x_zp, weights[computed], zps,
-                           kept_bias, requant, requant_arrays, mode, rows=options.dsp,
+                           kept_bias, requant, requant_arrays, mode, options,
                            channels=computed)
     dead = np.flatnonzero(constant.mask)
     params = CStruct("q8_fill_planes_params", (
