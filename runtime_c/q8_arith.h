@@ -264,13 +264,15 @@ Q8_INLINE int32_t q8_requant_int(int32_t acc, int32_t mult, int32_t exp, int32_t
 
 /*
  * q8_requant_int with a channel's work done once (q8_prepare_int_requant), for the
- * kernels' rows. With 2^-62 <= 2^exp <= 2^-21 (sh = -exp - 20 in 1 .. 42) and m = |mult|
- * split at s = min(sh, 12) into hi = m >> s and lo = m mod 2^s,
+ * kernels' rows. With 2^-62 <= 2^exp <= 2^-21 (sh = -exp - 20 in 1 .. 42), mult > 0 and
+ * m = mult split at s = min(sh, 12) into hi = m >> s and lo = m mod 2^s,
  *   t = floor(a m / 2^sh) = (a hi + floor(a lo / 2^s)) >> (sh - s)
  * (truncating twice is truncating once), q8_requant_int's truncated product, from two
- * 32-bit products: a lo < 2^(20 + s) <= 2^32, and a hi + floor(a lo / 2^s) = floor(a m /
- * 2^s) < 2^32 while a < 2^min(20, 8 + sh) (m < 2^24). t decides the result as there unless
- * it lies within 2^-14 of a half; those and larger accumulators go to q8_requant_int.
+ * 32-bit products: a lo < 2^(19 + s) and a hi + floor(a lo / 2^s) = floor(a m / 2^s) <
+ * 2^31 while a < 2^min(19, 7 + sh) (m < 2^24). t decides the result as there unless it
+ * lies within 2^-14 of a half, and then t + 2^19 < 2^32 rounds it. The rest (larger
+ * accumulators, negative scales, the near halves) goes to q8_requant_int. The clamp
+ * bounds lie within +-1024 (8-bit outputs), so no saturation step is needed first.
  */
 typedef struct {
     uint32_t m_hi, m_lo; /* |mult| split at split */
@@ -290,7 +292,7 @@ Q8_INLINE q8_int_requant q8_prepare_int_requant(int32_t mult, int32_t exp, int32
     r.shift = sh - r.split;
     r.m_hi = m >> r.split;
     r.m_lo = m & ((1u << r.split) - 1u);
-    r.a_limit = sh == 0 ? 0u : 1u << (sh < 12 ? 8 + sh : 20);
+    r.a_limit = sh == 0 || mult < 0 ? 0u : 1u << (sh < 12 ? 7 + sh : 19);
     r.negative = mult < 0;
     r.mult = mult;
     r.exp = exp;
@@ -311,18 +313,15 @@ Q8_UNUSED static int32_t q8_requant_int_rare(int32_t acc, int32_t mult, int32_t 
 
 Q8_INLINE int32_t q8_requant_int_prepared(const q8_int_requant *r, int32_t acc)
 {
-    const uint32_t a = acc < 0 ? 0u - (uint32_t)acc : (uint32_t)acc;
+    const uint32_t sign = (uint32_t)(acc >> 31); /* all ones for acc < 0 */
+    const uint32_t a = ((uint32_t)acc ^ sign) - sign;
     if (a < r->a_limit) {
         const uint32_t t = (a * r->m_hi + ((a * r->m_lo) >> r->split)) >> r->shift;
-        const uint32_t frac = t & 0xFFFFFu;
-        /* frac - 2^19 outside [-64, 64]: not within 2^-14 of a half */
-        if (frac - 0x7FFC0u > 128u) {
-            uint32_t mag = (t >> 20) + (uint32_t)(frac > 0x80000u);
-            int32_t v;
-            mag = mag > 1024u ? 1024u : mag;
-            v = (acc < 0) != r->negative ? -(int32_t)mag : (int32_t)mag;
-            v = v < r->lo ? r->lo : v;
-            return v > r->hi ? r->hi : v;
+        /* (t mod 2^20) - 2^19 outside [-64, 64]: not within 2^-14 of a half */
+        if ((t & 0xFFFFFu) - 0x7FFC0u > 128u) {
+            const uint32_t mag = (t + 0x80000u) >> 20;
+            const int32_t v = (int32_t)((mag ^ sign) - sign);
+            return v < r->lo ? r->lo : (v > r->hi ? r->hi : v);
         }
     }
     /* by value: a pointer would let the caller's constants escape */

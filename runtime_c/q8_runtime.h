@@ -196,7 +196,7 @@ void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
  * The unsigned-byte variant for cores without the DSP extension (conv_im2col.c):
  * weights u = W + 128 (uint8) [M][k_padded], padding taps 0; k_padded a multiple of
  * 8; bias[m] = B[m] - (x_zp + off) * sum W[m] (modulo 2^32), off = 128 for int8 inputs,
- * else 0. scratch: 2 * k_padded int16.
+ * else 0. scratch: columns * k_padded int16.
  */
 typedef struct {
     q8_dims input;
@@ -204,6 +204,7 @@ typedef struct {
     q8_window window;
     int32_t pad_value; /* x_zp + off: the columns hold x + off */
     int32_t k_padded;
+    int32_t columns; /* pixels per pass: 2, or 4 (Thumb-1 cores, short enough columns) */
     const uint8_t *weights;
     const int32_t *bias;
     q8_requant_params requant;

@@ -258,7 +258,7 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     mode = "ireq" if options.requant == "int" else "freq"
     if options.cortex_m and not options.dsp:
         return im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
-                              requant_arrays, mode)
+                              requant_arrays, mode, options.thumb1)
     if options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
         return im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
                                requant_arrays, mode, pairs=options.dsp)
@@ -562,13 +562,20 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                       y.numel * k, scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
 
 
+# The largest scratch (four int16 columns) a Thumb-1 convolution takes for four pixels per
+# pass: columns up to 256 taps (a 3 x 3 window over 28 channels).
+B8_QUAD_SCRATCH_BYTES = 2048
+
+
 def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                    weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
-                   requant_arrays: list[CArray], mode: str) -> KernelCall:
+                   requant_arrays: list[CArray], mode: str, thumb1: bool = False
+                   ) -> KernelCall:
     """The unsigned-byte im2col path for cores without DSP (conv_im2col_w16b.c, *_b8_*):
     weights stored as w + 128 (uint8; padding taps 0), row by row; the columns hold
     x + 128 for int8 inputs, and the bias takes
-    (x_zp + 128 or x_zp) * sum(w) out (see the kernel)."""
+    (x_zp + 128 or x_zp) * sum(w) out (see the kernel). Thumb-1 cores take four pixels
+    per pass where their columns fit in B8_QUAD_SCRATCH_BYTES, else two."""
     m = weights.shape[0]
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
@@ -576,18 +583,19 @@ def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     offset = 128 if x.dtype == "int8" else 0
     stored = np.zeros((m, k_padded), dtype=np.uint8)
     stored[:, :k] = rows + 128
+    columns = 4 if thumb1 and 4 * k_padded * 2 <= B8_QUAD_SCRATCH_BYTES else 2
     requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
     params = CStruct("q8_conv_im2col_b8_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp + offset),
-        ("k_padded", k_padded), ("weights", CRef("weights")), ("bias", CRef("bias")),
-        ("requant", requant)))
+        ("k_padded", k_padded), ("columns", columns), ("weights", CRef("weights")),
+        ("bias", CRef("bias")), ("requant", requant)))
     arrays = (CArray("weights", "uint8_t", stored.reshape(-1)),
               CArray("bias", "int32_t", folded_bias(bias, rows, x_zp + offset)),
               *requant_arrays)
     return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, ("conv_im2col_b8.c",), y.numel * k,
-                      scratch_bytes=2 * k_padded * 2)
+                      scratch_bytes=columns * k_padded * 2)
 
 
 def conv_params(x: Tensor, y: Tensor, window: Window, groups: int, x_zp: int,
