@@ -270,9 +270,9 @@ Q8_INLINE int32_t q8_requant_int(int32_t acc, int32_t mult, int32_t exp, int32_t
  * (truncating twice is truncating once), q8_requant_int's truncated product, from two
  * 32-bit products: a lo < 2^(19 + s) and a hi + floor(a lo / 2^s) = floor(a m / 2^s) <
  * 2^31 while a < 2^min(19, 7 + sh) (m < 2^24). t decides the result as there unless it
- * lies within 2^-14 of a half, and then t + 2^19 < 2^32 rounds it. The rest (larger
- * accumulators, negative scales, the near halves) goes to q8_requant_int. The clamp
- * bounds lie within +-1024 (8-bit outputs), so no saturation step is needed first.
+ * lies within 2^-14 of a half. The rest (larger accumulators, negative scales, the near
+ * halves) goes to q8_requant_int. The clamp bounds lie within +-1024 (8-bit outputs), so
+ * no saturation step is needed first.
  */
 typedef struct {
     uint32_t m_hi, m_lo; /* |mult| split at split */
@@ -317,10 +317,12 @@ Q8_INLINE int32_t q8_requant_int_prepared(const q8_int_requant *r, int32_t acc)
     const uint32_t a = ((uint32_t)acc ^ sign) - sign;
     if (a < r->a_limit) {
         const uint32_t t = (a * r->m_hi + ((a * r->m_lo) >> r->split)) >> r->shift;
-        /* (t mod 2^20) - 2^19 outside [-64, 64]: not within 2^-14 of a half */
-        if ((t & 0xFFFFFu) - 0x7FFC0u > 128u) {
-            const uint32_t mag = (t + 0x80000u) >> 20;
-            const int32_t v = (int32_t)((mag ^ sign) - sign);
+        /* With d = (t mod 2^20) - 2^19, w mod 2^20 < 128 exactly when d lies in [-64, 63]
+         * (near a half: farther than 2^-14 decides, 34 * 2^-20 would do); elsewhere
+         * w >> 20 is t / 2^20 rounded. */
+        const uint32_t w = t + 0x80040u;
+        if (((w << 12) >> 19) != 0u) {
+            const int32_t v = (int32_t)(((w >> 20) ^ sign) - sign);
             return v < r->lo ? r->lo : (v > r->hi ? r->hi : v);
         }
     }
