@@ -182,7 +182,7 @@ Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_t H, int32_t W, int
 #endif
 
 #if Q8_DW_OFFSET_PLANE && defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(Q8_NO_ASM)
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
 /* One kernel row of two outputs at stride 1: x0..x3 at p, weights k0..k2 at w + J. The
  * accumulators and the row step sit in high registers ("h"), which ADD takes, so five low
  * registers suffice beside a frame pointer. */

@@ -1061,8 +1061,9 @@ Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t
  * and bias[m] = B[m] - (x_zp + off) * sum w[m] (modulo 2^32) completes the accumulator.
  */
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(Q8_NO_ASM)
-/* Thumb-1 by hand (GCC 12 spills in this loop: 68 instructions per 16 MACs): per tap one
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
+/* Thumb-1 by hand (GCC 12 spills in this loop: 68 instructions per 16 MACs; at -Os GCC
+ * keeps the high registers out of use, and the C loop runs): per tap one
  * byte and two halfword loads with immediate offsets, two MULS, two ADDs; 60 instructions
  * and about 87 cycles per 16 MACs on Cortex-M0+. The accumulators and the end sit in
  * high registers ("h": ADD and CMP take them; in Thumb-1 "r" means r0-r7), so six low
@@ -1144,7 +1145,7 @@ Q8_UNUSED static void dot_b8_1x2(const uint8_t *w, const int16_t *c0, const int1
  * bias, call) is shared by four outputs. Seven low registers: all of r0-r6 beside the
  * frame pointer; the accumulators and the end in high ones. */
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(Q8_NO_ASM)
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
 #define Q8_B8_TAP4_ASM(J, J2)                                                               \
     "ldrb %[u], [%[w], #" #J "]\n\t"                                                        \
     "ldrh %[x], [%[c0], #" #J2 "]\n\t"                                                      \
@@ -1160,7 +1161,7 @@ Q8_UNUSED static void dot_b8_1x2(const uint8_t *w, const int16_t *c0, const int1
     "muls %[x], %[u]\n\t"                                                                  \
     "add %[a3], %[x]\n\t"
 
-Q8_UNUSED static void dot_b8_1x4(const uint8_t *w, const int16_t *const cols[4],
+Q8_INLINE void dot_b8_1x4(const uint8_t *w, const int16_t *const cols[4],
                                  int32_t blocks, uint32_t acc[4])
 {
     const int16_t *c0 = cols[0], *c1 = cols[1], *c2 = cols[2], *c3 = cols[3];
