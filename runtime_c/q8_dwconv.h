@@ -281,9 +281,36 @@ Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_
 }
 #endif
 
-/* All outputs of one channel from its offset plane (width W), two at a time; an odd
- * row's last output is computed as a pair too, whose second lies past the row (the
- * generator gives the plane two spare bytes for the last row's) and is not stored. */
+/* The outputs of one channel from its offset plane (width W), two at a time, at stride
+ * sw (a constant where the caller passes one); an odd row's last output is computed as a
+ * pair too, whose second lies past the row (the generator gives the plane stride_w spare
+ * bytes for the last row's) and is not stored. */
+Q8_INLINE void offset_plane_rows(const row_requant *rq, const uint8_t *x, int32_t W,
+                                 int32_t sw, size_t row_step, int32_t OH, int32_t OW,
+                                 const int32_t w[9], uint32_t bias, uint8_t *out, int mode)
+{
+    const size_t pairs_step = (size_t)(OW / 2) * (size_t)(2 * sw);
+    int32_t oh;
+    for (oh = 0; oh < OH; oh++, x += row_step) {
+        const uint8_t *p = x;
+        const uint8_t *const pairs_end = x + pairs_step;
+        int32_t acc[2];
+        for (; p < pairs_end; p += 2 * sw, out += 2) {
+            acc[0] = acc[1] = (int32_t)bias;
+            offset_pair(p, w, W, sw, acc);
+            out[0] = requantize(rq, acc[0], mode);
+            out[1] = requantize(rq, acc[1], mode);
+        }
+        if (OW & 1) {
+            acc[0] = acc[1] = (int32_t)bias;
+            offset_pair(p, w, W, sw, acc);
+            *out++ = requantize(rq, acc[0], mode);
+        }
+    }
+}
+
+/* All outputs of one channel: its weights as words, its bias offset by 128 * sum(w) for
+ * int8 inputs. */
 Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
                            uint8_t *y_c, int32_t c, const int16_t *w16, int is_signed,
                            int mode)
@@ -291,32 +318,20 @@ Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int3
     const row_requant rq = row_constants(&p->requant, c, mode);
     const int32_t OH = p->output.h, OW = p->output.w, sw = p->stride_w;
     const size_t row_step = (size_t)p->stride_h * (size_t)W;
-    const int32_t pairs = OW / 2, odd = OW & 1;
     int32_t w[9];
     uint32_t sum = 0u, bias;
-    int32_t oh, k;
+    int32_t k;
     for (k = 0; k < 9; k++) {
         w[k] = w16[k];
         sum += (uint32_t)w[k];
     }
     bias = (uint32_t)p->bias[c] - (is_signed ? sum << 7 : 0u);
-    for (oh = 0; oh < OH; oh++) {
-        const uint8_t *x = plane + (size_t)oh * row_step;
-        uint8_t *out = y_c + (size_t)oh * (size_t)OW;
-        int32_t acc[2], i;
-        for (i = 0; i < pairs; i++) {
-            acc[0] = acc[1] = (int32_t)bias;
-            offset_pair(x, w, W, sw, acc);
-            out[0] = requantize(&rq, acc[0], mode);
-            out[1] = requantize(&rq, acc[1], mode);
-            out += 2;
-            x += 2 * sw;
-        }
-        if (odd) {
-            acc[0] = acc[1] = (int32_t)bias;
-            offset_pair(x, w, W, sw, acc);
-            out[0] = requantize(&rq, acc[0], mode);
-        }
+    if (sw == 1) {
+        offset_plane_rows(&rq, plane, W, 1, row_step, OH, OW, w, bias, y_c, mode);
+    } else if (sw == 2) {
+        offset_plane_rows(&rq, plane, W, 2, row_step, OH, OW, w, bias, y_c, mode);
+    } else {
+        offset_plane_rows(&rq, plane, W, sw, row_step, OH, OW, w, bias, y_c, mode);
     }
 }
 

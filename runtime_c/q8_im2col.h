@@ -1140,8 +1140,8 @@ Q8_UNUSED static void dot_b8_1x2(const uint8_t *w, const int16_t *c0, const int1
 #endif
 
 /* One row by four columns (Thumb-1 cores, columns == 4): the weight byte is loaded once
- * for four taps, 13 instructions per four multiply-accumulates against 14 for two calls
- * of the 1 x 2 loop, and the per-row work of the caller (requantization constants,
+ * for four taps, 13 instructions per four multiply-accumulates against 14 for two
+ * passes of the 1 x 2 loop, and the per-row work of the caller (requantization constants,
  * bias, call) is shared by four outputs. Seven low registers: all of r0-r6 beside the
  * frame pointer; the accumulators and the end in high ones. */
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
@@ -1162,13 +1162,26 @@ Q8_UNUSED static void dot_b8_1x2(const uint8_t *w, const int16_t *c0, const int1
     "add %[a3], %[x]\n\t"
 
 Q8_INLINE void dot_b8_1x4(const uint8_t *w, const int16_t *const cols[4],
-                                 int32_t blocks, uint32_t acc[4])
+                          int32_t blocks, uint32_t acc[4])
 {
     const int16_t *c0 = cols[0], *c1 = cols[1], *c2 = cols[2], *c3 = cols[3];
     uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], u, x;
     const uint8_t *const end = w + (size_t)blocks * 8u;
+    /* Sixteen taps a pass; an odd count of 8-tap blocks (bit 3 of end - w, shifted out
+     * into the carry) enters at the second half with the pointers 8 taps back. The loop
+     * is too long for a conditional branch back. */
     __asm__ volatile(
-        ".syntax unified\n"
+        ".syntax unified\n\t"
+        "mov %[u], %[end]\n\t"
+        "subs %[u], %[u], %[w]\n\t"
+        "lsrs %[u], %[u], #4\n\t"
+        "bcc 1f\n\t"
+        "subs %[w], #8\n\t"
+        "subs %[c0], #16\n\t"
+        "subs %[c1], #16\n\t"
+        "subs %[c2], #16\n\t"
+        "subs %[c3], #16\n\t"
+        "b 2f\n"
         "1:\n\t"
         Q8_B8_TAP4_ASM(0, 0)
         Q8_B8_TAP4_ASM(1, 2)
@@ -1178,13 +1191,24 @@ Q8_INLINE void dot_b8_1x4(const uint8_t *w, const int16_t *const cols[4],
         Q8_B8_TAP4_ASM(5, 10)
         Q8_B8_TAP4_ASM(6, 12)
         Q8_B8_TAP4_ASM(7, 14)
-        "adds %[w], #8\n\t"
-        "adds %[c0], #16\n\t"
-        "adds %[c1], #16\n\t"
-        "adds %[c2], #16\n\t"
-        "adds %[c3], #16\n\t"
+        "2:\n\t"
+        Q8_B8_TAP4_ASM(8, 16)
+        Q8_B8_TAP4_ASM(9, 18)
+        Q8_B8_TAP4_ASM(10, 20)
+        Q8_B8_TAP4_ASM(11, 22)
+        Q8_B8_TAP4_ASM(12, 24)
+        Q8_B8_TAP4_ASM(13, 26)
+        Q8_B8_TAP4_ASM(14, 28)
+        Q8_B8_TAP4_ASM(15, 30)
+        "adds %[w], #16\n\t"
+        "adds %[c0], #32\n\t"
+        "adds %[c1], #32\n\t"
+        "adds %[c2], #32\n\t"
+        "adds %[c3], #32\n\t"
         "cmp %[w], %[end]\n\t"
-        "bne 1b\n"
+        "beq 3f\n\t"
+        "b 1b\n"
+        "3:\n"
         : [w] "+l"(w), [c0] "+l"(c0), [c1] "+l"(c1), [c2] "+l"(c2), [c3] "+l"(c3),
           [a0] "+h"(a0), [a1] "+h"(a1), [a2] "+h"(a2), [a3] "+h"(a3), [u] "=&l"(u),
           [x] "=&l"(x)
@@ -1255,12 +1279,15 @@ Q8_UNUSED static void dot_b8_2x2(const uint8_t *w0, int32_t k_padded, const int1
 #define Q8_B8_ROW_PAIRS 1
 #endif
 
+/* k_padded is a multiple of 8: eight taps a pass, with immediate offsets. */
 Q8_UNUSED static uint32_t column_sum(const int16_t *column, int32_t k_padded)
 {
     uint32_t sum = 0;
-    int32_t k;
-    for (k = 0; k < k_padded; k++) {
-        sum += (uint16_t)column[k];
+    const int16_t *const end = column + k_padded;
+    for (; column < end; column += 8) {
+        sum += (uint32_t)(uint16_t)column[0] + (uint16_t)column[1] + (uint16_t)column[2] +
+               (uint16_t)column[3] + (uint16_t)column[4] + (uint16_t)column[5] +
+               (uint16_t)column[6] + (uint16_t)column[7];
     }
     return sum;
 }
