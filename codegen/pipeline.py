@@ -145,11 +145,26 @@ def resolve_target(options: Options) -> Target:
 WIDE_WEIGHT_OPS = {"QLinearConv": 3, "QGemm": 3, "QLinearMatMul": 3}
 
 
+# The estimated cycles int16 weights save per MAC on a DSP core, by layer kind: the least
+# of what the cycle model measured layer by layer (cortex-m4f, --weights int8 against
+# int16, the four official MLPerf Tiny models; bench/wide_gain.py prints it):
+# convolutions 0.13-0.20 per MAC, 0.03-0.05 where a column holds fewer than 32 taps
+# (first layers over three channels, whose blocks' bookkeeping outweighs the widening);
+# fully connected layers 0.19, 0.08-0.32 below 4096 MACs.
+WIDE_GAIN_PER_MAC = {"conv": 0.12, "conv_short": 0.03, "fc": 0.19, "fc_small": 0.08}
+
+
 @dataclass(frozen=True)
 class WeightLayer:
     node: str
     weight_bytes: int  # the 8-bit weights; int16 storage adds as many
     reuse: int  # MACs per weight: output pixels of a convolution, rows of a product
+    kind: str  # a key of WIDE_GAIN_PER_MAC
+
+    @property
+    def cycles_saved(self) -> float:
+        """What the cycle model expects int16 weights to save in this layer (DSP cores)."""
+        return WIDE_GAIN_PER_MAC[self.kind] * self.reuse * self.weight_bytes
 
 
 def weight_layers(graph: Graph) -> list[WeightLayer]:
@@ -164,9 +179,16 @@ def weight_layers(graph: Graph) -> list[WeightLayer]:
         y = graph.tensors.get(node.outputs[0])
         if weights.dtype not in (np.int8, np.uint8) or y is None or not y.shape:
             continue
-        features = y.shape[1] if node.op_type == "QLinearConv" else y.shape[-1]
-        reuse = int(np.prod(y.shape, dtype=np.int64)) // max(1, features)
-        layers.append(WeightLayer(node.name, int(weights.nbytes), max(1, reuse)))
+        conv = node.op_type == "QLinearConv"
+        if conv and int(node.attrs.get("group", 1)) != 1:
+            continue  # grouped and depthwise kernels have no int16-weight variant
+        features = y.shape[1] if conv else y.shape[-1]
+        reuse = max(1, int(np.prod(y.shape, dtype=np.int64)) // max(1, features))
+        taps = int(weights.size) // max(1, int(weights.shape[0])) if conv else 0
+        macs = reuse * int(weights.size)
+        kind = (("conv_short" if taps < 32 else "conv") if conv else
+                ("fc_small" if macs < 4096 else "fc"))
+        layers.append(WeightLayer(node.name, int(weights.nbytes), reuse, kind))
     return layers
 
 
@@ -176,12 +198,13 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
     int8 and int16 are the weights choices; auto: int16 for every layer when the 8-bit
     constants, doubled, fit in WIDE_WEIGHTS_FLASH_SHARE of the board's flash (cortex-m4f,
     official ResNet-8, quantized I/O: 19.26 M estimated cycles with int16, 20.83 M with
-    int8); otherwise for the layers that save the most cycles per added byte first (the
-    int16 loops save a roughly constant share of a cycle per MAC, so the layers with the
-    most MACs per weight: convolutions over many pixels before fully connected layers)
-    while they fit. Never on a Cortex-M core without the DSP extension, whose byte kernels
-    are both smaller and faster (the AD autoencoder on M0+: 2.38 M estimated cycles and
-    287 KB of flash, against 3.03 M and 551 KB with int16 weights)."""
+    int8); otherwise for the layers the cycle model expects to save the most cycles per
+    added byte first (WIDE_GAIN_PER_MAC times their MACs per weight: convolutions over
+    many pixels before fully connected layers, a first layer over three channels late)
+    while they fit, and none it expects no saving from. Never on a Cortex-M core without
+    the DSP extension, whose byte kernels are both smaller and faster (the AD autoencoder
+    on M0+: 2.36 M estimated cycles and 287 KB of flash, against 3.01 M and 551 KB with
+    int16 weights)."""
     if choice != "auto":
         return None if choice == "int16" else frozenset()
     if board.is_cortex_m and not board.dsp:
@@ -194,8 +217,10 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
     if eight_bit <= budget:
         return None
     chosen = []
-    for layer in sorted(weight_layers(graph), key=lambda w: (-w.reuse, w.node)):
-        if layer.weight_bytes <= budget:
+    by_gain = sorted(weight_layers(graph),
+                     key=lambda w: (-w.cycles_saved / w.weight_bytes, w.node))
+    for layer in by_gain:
+        if layer.cycles_saved > 0 and layer.weight_bytes <= budget:
             chosen.append(layer.node)
             budget -= layer.weight_bytes
     return frozenset(chosen)
