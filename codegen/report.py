@@ -313,9 +313,10 @@ def format_totals(report: Report) -> list[str]:
              "weight bytes"]
     if t.skipped_macs:
         lines.append(f"skipped: {t.skipped_macs} MACs and {t.skipped_weight_bytes} weight "
-                     "bytes of output channels whose weights are all zero and of the "
+                     "bytes of output channels whose weights are all zero, of the "
                      "depthwise channels that read them (each filled with its constant "
-                     "plane)")
+                     "plane) and of the pointwise inputs that hold one value (taken into "
+                     "the bias)")
     if t.flash_bytes is not None and t.code_bytes is not None:
         lines.append(f"flash: weights {t.weight_bytes} + code {t.code_bytes} = "
                      f"{t.flash_bytes} bytes of {t.flash_budget} "

@@ -1,5 +1,6 @@
-/* channels.c - q8_fill_channels (channels.h): NCHW planes copied from the computed
- * channels or filled with a constant channel's byte. */
+/* channels.c - q8_fill_channels, q8_fill_planes and q8_select_channels (channels.h): NCHW
+ * planes copied from the computed channels or filled with a constant channel's bytes, and
+ * the planes a pointwise convolution reads. */
 #include <string.h>
 
 #include "channels.h"
@@ -58,6 +59,22 @@ void q8_fill_planes(const q8_fill_planes_params *params, const void *input, void
                     *o++ = b[2];
                 }
             }
+        }
+    }
+}
+
+void q8_select_channels(const q8_select_channels_params *params,
+                        const void *Q8_RESTRICT input, void *Q8_RESTRICT output)
+{
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    const size_t plane = (size_t)params->pixels;
+    int32_t n, k;
+    for (n = 0; n < params->batch; n++) {
+        const uint8_t *in_n = in + (size_t)n * (size_t)params->channels * plane;
+        for (k = 0; k < params->count; k++) {
+            memcpy(out, in_n + (size_t)params->list[k] * plane, plane);
+            out += plane;
         }
     }
 }

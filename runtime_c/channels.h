@@ -39,4 +39,20 @@ typedef struct {
 
 void q8_fill_planes(const q8_fill_planes_params *params, const void *input, void *output);
 
+/*
+ * The channels a pointwise convolution reads, when the others hold one value at every
+ * pixel and the generator took their contribution into its bias: list[k] is the input
+ * channel of output channel k.
+ */
+typedef struct {
+    int32_t batch;
+    int32_t channels; /* of the input */
+    int32_t count;    /* of the output */
+    int32_t pixels;   /* H * W */
+    const int16_t *list;
+} q8_select_channels_params;
+
+void q8_select_channels(const q8_select_channels_params *params,
+                        const void *Q8_RESTRICT input, void *Q8_RESTRICT output);
+
 #endif /* Q8_CHANNELS_H */

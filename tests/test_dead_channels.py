@@ -84,10 +84,14 @@ def test_a_dead_channel_is_its_requantized_bias() -> None:
                                                                            -128, 10]
 
 
-def pointwise_then_depthwise(seed: int, count: int) -> onnx.ModelProto:
+def pointwise_then_depthwise(seed: int, count: int,
+                             consumer: bool = False) -> onnx.ModelProto:
     """Pruned pointwise convolutions (about half their channels dead) each followed by a
     depthwise 3x3 layer, as in MobileNet: strides 1 and 2, symmetric, asymmetric and no
-    padding, planes from 1 x 1 up, both 8-bit types."""
+    padding, planes from 1 x 1 up, both 8-bit types. With `consumer`, a pointwise layer
+    (weight zero point 0) reads each depthwise output, and about half the dead channels
+    have a zero bias and the depthwise input zero point as their value, so that their
+    depthwise planes are uniform (the ReLU case) and fold into that layer's bias."""
     from modelgen import ONNX_TYPE, ConvConfig, conv_nodes, make_model
     from onnx import helper
 
@@ -123,10 +127,29 @@ def pointwise_then_depthwise(seed: int, count: int) -> onnx.ModelProto:
         dw_nodes, dw_inits = conv_nodes(dw, f"d{i}", f"m{i}", f"y{i}")
         nodes += pw_nodes + dw_nodes
         inits += pw_inits + dw_inits
+        out = f"y{i}"
+        if consumer:
+            by_name = {t.name: t for t in pw_inits + dw_inits}
+            y_zp = numpy_helper.to_array(by_name[f"p{i}_yz"])
+            by_name[f"d{i}_xz"].CopyFrom(numpy_helper.from_array(y_zp, f"d{i}_xz"))
+            b = numpy_helper.to_array(by_name[f"p{i}_b"]).copy()
+            b[dead & (rng.random(c) < 0.6)] = 0
+            by_name[f"p{i}_b"].CopyFrom(numpy_helper.from_array(b, f"p{i}_b"))
+            oh = (h + pads[0] + pads[2] - 3) // stride + 1
+            ow = (w + pads[1] + pads[3] - 3) // stride + 1
+            pq = ConvConfig(channels=c, out_channels=int(rng.integers(1, 10)), spatial=(oh, ow),
+                            kernel=(1, 1), group=1, strides=(1, 1), pads=(0, 0, 0, 0),
+                            seed=seed + 2 * i + 1000, **common)  # type: ignore[arg-type]
+            q_nodes, q_inits = conv_nodes(pq, f"q{i}", f"y{i}", f"z{i}")
+            wz = next(t for t in q_inits if t.name == f"q{i}_wz")
+            wz.CopyFrom(numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(wz)),
+                                                wz.name))
+            nodes += q_nodes
+            inits += q_inits
+            out = f"z{i}"
         inputs.append(helper.make_tensor_value_info(f"x{i}", ONNX_TYPE[dtype],
                                                     [pw.batch, c_in, h, w]))
-        outputs.append(helper.make_tensor_value_info(f"y{i}", ONNX_TYPE[dtype],
-                                                     [None] * 4))
+        outputs.append(helper.make_tensor_value_info(out, ONNX_TYPE[dtype], [None] * 4))
     return make_model(nodes, inputs, outputs, inits, opset=13, name="pw_dw")
 
 
@@ -148,4 +171,33 @@ def test_depthwise_layers_over_constant_channels_are_bit_exact_on_the_core(board
     """The same on the two-row kernel's fused loop (M4F) and the Thumb-1 one (M0+)."""
     model = pointwise_then_depthwise(3600, 16)
     result = codegen.verify(model, board=board, samples=2, seed=5)
+    assert result.ok, [o.name for o in result.outputs if o.mismatches]
+
+
+def test_uniform_planes_fold_into_the_next_pointwise_layer_on_the_host() -> None:
+    """Depthwise planes that hold one value (a dead channel at the padding's zero point)
+    leave the next pointwise layer: their contribution goes into its bias, exactly, and
+    q8_select_channels hands it the other channels; bit-exact against ORT under the
+    sanitizers, every intermediate tensor compared, the skipped MACs counted."""
+    model = pointwise_then_depthwise(3700, 20, consumer=True)
+    gen = generate_sources(model, Options())
+    assert sum(c.function == "q8_select_channels" for c in gen.program.calls) >= 5
+    selects = [c for c in gen.program.calls if c.function == "q8_select_channels"]
+    assert all(c.skipped_macs > 0 and c.skipped_weight_bytes > 0 for c in selects)
+    totals = report(model).totals
+    whole = generate_sources(model, Options(kernels="reference"))
+    assert totals.macs + totals.skipped_macs == sum(c.macs for c in whole.program.calls)
+    result = codegen.verify(model, samples=3, seed=6, cflags=SANITIZE, per_layer=True)
+    assert result.ok, [o.name for o in result.outputs if o.mismatches]
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize(("board", "weights"), [("cortex-m4f", "int8"),
+                                                ("cortex-m0plus", "int8")])
+def test_uniform_planes_fold_into_the_next_pointwise_layer_on_the_core(board: str,
+                                                                       weights: str) -> None:
+    model = pointwise_then_depthwise(3800, 14, consumer=True)
+    gen = generate_sources(model, Options(board=board, weights=weights))
+    assert any(c.function == "q8_select_channels" for c in gen.program.calls)
+    result = codegen.verify(model, board=board, weights=weights, samples=2, seed=7)
     assert result.ok, [o.name for o in result.outputs if o.mismatches]

@@ -156,12 +156,16 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
     mode = "ireq" if options.requant == "int" else "freq"
     bias = constant_input(node, graph, 8, "B") if node.input(8) is not None else None
     if options.kernels == "fast" and groups == 1 and not np.any(w_zp):
+        prefix: list[Lowered] = []
+        folded = fold_uniform_inputs(node, graph, x, y, window, q.x_zp, weights, bias)
+        if folded is not None:
+            prefix, x, weights, bias = folded
         live = np.flatnonzero(weights.reshape(weights.shape[0], -1).any(axis=1))
         if 0 < live.size < weights.shape[0]:
-            return lower_live_channels(node, graph, x, y, window, q, weights, bias, live,
-                                       (qmin, qmax), options)
-        return [fast_conv_call(x, y, window, q.x_zp, weights, bias, requant, requant_arrays,
-                               node, options)]
+            return [*prefix, *lower_live_channels(node, graph, x, y, window, q, weights, bias,
+                                                  live, (qmin, qmax), options)]
+        return [*prefix, fast_conv_call(x, y, window, q.x_zp, weights, bias, requant,
+                                        requant_arrays, node, options)]
     if options.kernels == "fast" and is_depthwise_3x3(x, y, window, groups):
         constant = constant_input_channels(graph, x)
         if constant is not None:
@@ -344,6 +348,83 @@ def constant_input_channels(graph: Graph, x: Tensor) -> ConstantChannels | None:
     values = constant_channel_bytes(bias, scales, q.y_zp,
                                     *output_range(producer, graph, x.dtype)).astype(np.int64)
     return ConstantChannels(np.asarray(dead, dtype=bool), values)
+
+
+def uniform_input_channels(graph: Graph, x: Tensor) -> ConstantChannels | None:
+    """The channels of x that hold one value over every pixel, or None: the constant
+    channels of a group-1 convolution's dead rows (constant_input_channels), or the planes
+    a depthwise 3x3 layer makes of them where every border class holds the same byte
+    (its input's constant equals the padding's zero point, the usual ReLU case)."""
+    direct = constant_input_channels(graph, x)
+    if direct is not None:
+        return direct
+    producer = next((n for n in graph.nodes if x.name in n.outputs), None)
+    if (producer is None or producer.op_type != "QLinearConv" or
+            producer.domain not in ("", "ai.onnx") or producer.outputs[0] != x.name):
+        return None
+    x_in = graph.tensors[producer.inputs[0]]
+    w = graph.constants.get(producer.inputs[3])
+    if w is None or len(x_in.shape) != 4 or len(w.shape) != 4:
+        return None
+    window = conv_window(producer, x_in.shape, w.shape)
+    if not is_depthwise_3x3(x_in, x, window, conv_groups(producer, x_in.shape, w.shape)):
+        return None
+    constant = constant_input_channels(graph, x_in)
+    if constant is None:
+        return None
+    q = conv_quant(producer, graph, x_in, w)
+    weights, w_zp = as_int8_weights(w, q.w_zp)
+    bias = (constant_input(producer, graph, 8, "B") if producer.input(8) is not None
+            else None)
+    classes = constant_plane_classes(x_in, x, window, q, weights, w_zp, bias, constant,
+                                     output_range(producer, graph, x.dtype))
+    if classes is None:
+        return None
+    uniform = constant.mask & np.all(classes == classes[:, :1], axis=1)
+    return ConstantChannels(uniform, classes[:, 0]) if uniform.any() else None
+
+
+def fold_uniform_inputs(node: Node, graph: Graph, x: Tensor, y: Tensor, window: Window,
+                        x_zp: int, weights: NDArray[Any], bias: NDArray[Any] | None
+                        ) -> tuple[list[Lowered], Tensor, NDArray[Any], NDArray[Any]] | None:
+    """A pointwise layer (1x1, no padding, weight zero point 0) over input channels that
+    hold one value u everywhere (uniform_input_channels: the planes after a pruned
+    model's dead channels) takes their contribution w * (u - x_zp), the same at every
+    pixel, into its bias, exactly, and reads the other channels only: q8_select_channels
+    copies those into an intermediate tensor, and the weights keep their columns. Returns
+    (the select step, that tensor, the weights, the bias), or None."""
+    if (len(x.shape) != 4 or tuple(window.kernel) != (1, 1) or any(window.pads_begin) or
+            any(window.pads_end)):
+        return None
+    uniform = uniform_input_channels(graph, x)
+    if uniform is None:
+        return None
+    c = x.shape[1]
+    kept = np.flatnonzero(~uniform.mask)
+    if kept.size == 0:
+        return None
+    m = weights.shape[0]
+    rows = weights.reshape(m, c).astype(np.int64)
+    folded = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (m,)) if bias is not None
+              else np.zeros(m, np.int64))
+    folded = folded + rows[:, uniform.mask] @ (uniform.values[uniform.mask] - x_zp)
+    if np.any(np.abs(folded) >= 2**31):
+        return None
+    name = f"{x.name}#kept"
+    while name in graph.tensors:
+        name += "#"
+    x_kept = Tensor(name, x.dtype, (x.shape[0], int(kept.size), *x.shape[2:]), x.quant)
+    pixels = int(np.prod(x.shape[2:], dtype=np.int64))
+    dropped = c - int(kept.size)
+    params = CStruct("q8_select_channels_params", (
+        ("batch", x.shape[0]), ("channels", c), ("count", int(kept.size)),
+        ("pixels", pixels), ("list", CRef("list"))))
+    select = KernelCall("q8_select_channels", node.name, (x.name,), (x_kept.name,), params,
+                        (CArray("list", "int16_t", kept.astype(np.int16)),), ("channels.c",),
+                        skipped_macs=dropped * (y.numel // y.shape[1]) * m,
+                        skipped_weight_bytes=dropped * m)
+    return ([Intermediate(x_kept), select], x_kept,
+            np.ascontiguousarray(weights[:, kept]), folded.astype(np.int32))
 
 
 def constant_plane_classes(x: Tensor, y: Tensor, window: Window, q: ConvQuant,
