@@ -7,9 +7,11 @@ import re
 from dataclasses import replace
 
 import numpy as np
+import onnx
 import pytest
 from conftest import SANITIZE
 from modelgen import ConvConfig, conv_batch_model, random_conv_config
+from onnx import numpy_helper
 
 import codegen
 from codegen.api import run_generated
@@ -228,3 +230,46 @@ def test_slab_mode_is_bit_identical_to_the_reference(requant: str, weights: str,
     assert {int(c) for _, c in slabs} > {2}, slabs  # several pixels per fill too
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
     assert_same_outputs(fast, reference, seed=13)
+
+
+def thumb1_sources_on_the_host(model: onnx.ModelProto) -> Generated:
+    """The model's sources as generated for Cortex-M0+ (byte convolutions four pixels per
+    pass where their columns allow, every depthwise layer from a padded copy, the integer
+    requantization) in the host's project: the Thumb-1 layouts' portable C, runnable
+    under the sanitizers."""
+    host = generate_sources(model, Options(requant="int"))
+    m0 = generate_sources(model, Options(board="cortex-m0plus"))
+    files = dict(host.files)
+    files.update({name: data for name, data in m0.files.items()
+                  if name in (f"{m0.name}.c", f"{m0.name}.h") or name.startswith("runtime/")})
+    return replace(host, files=files, program=m0.program)
+
+
+def test_thumb1_layouts_are_bit_identical_to_the_reference_on_the_host() -> None:
+    """Cortex-M0+'s kernel choices from their C on the host under the sanitizers: the
+    four-pixel byte convolution (1 x 4 loop, sixteen taps a pass and an odd block's
+    entry, a last pass of one to three pixels) and the two-pixel one for long columns,
+    the depthwise offset planes (Q8_DW_OFFSET_PLANE=1), the prepared integer
+    requantization; against the plain loops."""
+    rng = np.random.default_rng(5500)
+    configs = [random_conv_config(rng, 5500 + i) for i in range(20)]
+    configs += offset_plane_configs(8, 5600)
+    configs.append(replace(configs[0], channels=40, out_channels=6, group=1, kernel=(3, 3),
+                           spatial=(5, 7), seed=5699))  # 360 taps: two pixels per pass
+    model = conv_batch_model(configs)
+    # the last one's weights centred (zero point 0, 128 for uint8): the byte kernel
+    inits = {i.name: i for i in model.graph.initializer}
+    wz = inits[model.graph.node[-1].input[5]]
+    zp = numpy_helper.to_array(wz)
+    centred = np.full_like(zp, 128 if zp.dtype == np.uint8 else 0)
+    wz.CopyFrom(numpy_helper.from_array(centred, wz.name))
+    thumb1 = thumb1_sources_on_the_host(model)
+    source = thumb1.files[f"{thumb1.name}.c"].decode()
+    assert ".columns = 4" in source and ".columns = 2" in source
+    reference = generate_sources(model, Options(requant="int", kernels="reference"))
+    data = random_inputs(reference.program.inputs, 2, seed=13)
+    ours = run_generated(thumb1, data, (*SANITIZE, "-DQ8_DW_OFFSET_PLANE=1"))
+    theirs = run_generated(reference, data, SANITIZE)
+    for got, want in zip(ours, theirs, strict=True):
+        for name, value in got.items():
+            assert np.array_equal(value, want[name]), name
