@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from .boards import Board
 from .build import build_host, run_binary
 from .cycles import cycle_model_for
+from .dataset import fit_batch_axis
 from .emitter import emit_shared_runtime, own_runtime_files
 from .errors import BudgetError, InputDataError, OptionError, OutputError
 from .firmware import (
@@ -38,6 +39,7 @@ from .verify import (
     Reference,
     VerifyReport,
     compare_outputs,
+    differing_samples,
     distance_in_steps,
     layer_reports,
     ort_version,
@@ -362,6 +364,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
             ref_model = with_outputs(ref_model, gen.graph.outputs)
     outputs: list[OutputReport] = []
     compared: list[OutputReport] = []
+    differing: set[int] = set()
     feeds: Samples = []
     ours: Samples = []
     for entry in harness_entries(gen.program):
@@ -369,7 +372,8 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
             data = random_inputs(entry.inputs, samples, seed)
         else:
             names = [t.name for t in entry.inputs]
-            data = [match_inputs(sample, names) for sample in given]
+            data = [fit_batch_axis(match_inputs(sample, names), entry.inputs)
+                    for sample in given]
         what = " (quantized entry point)" if entry.quantized else ""
         report(f"building and running the generated C{what} on {len(data)} sample(s)")
         entry_ours = run_generated(gen, data, [*cflags, *entry.cflags], entry)
@@ -398,6 +402,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
                                f"{', '.join(sorted(missing)) or '(none)'}")
         outputs += entry_outputs
         compared += entry_compared
+        differing.update(differing_samples(entry_outputs, entry_ours, refs))
         if not feeds:
             feeds, ours = entry_feeds, entry_ours
     used_seed = seed if inputs is None else None
@@ -413,7 +418,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
                         notes=[*gen.graph.notes, *reference.notes], details=reference.details,
                         cpu_differences=reference.cpu_differences,
                         layers=layer_reports(gen.graph, compared) if per_layer else None,
-                        original=original)
+                        original=original, differing=sorted(differing))
 
 
 CONVERTED = "the model as converted by onnx2mcu (--integer-only, QOperator)"

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from . import api
 from .boards import list_boards
 from .cycles import ASSUMPTIONS
+from .dataset import load_dataset
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
 from .interface import ARENA_KINDS, IO_KINDS, Interface
@@ -156,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="compare the generated C with ONNX Runtime bit for bit")
     _common(v)
     v.add_argument("--inputs", help=".npz with one array per model input (default: random)")
+    v.add_argument("--dataset", metavar="DATA",
+                   help="many samples: an .npz keyed by input name, or a folder of NAME.npy "
+                        "files, the first axis counting the samples (an input's leading "
+                        "axes of 1 may be left out); all run in one process")
     v.add_argument("--samples", type=int, default=10, help="random samples (default 10)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     v.add_argument("--ort-level", choices=sorted(ORT_LEVELS), default="all",
@@ -249,6 +254,9 @@ def print_report(report: VerifyReport, verbose: bool = False) -> None:
                   f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
     if report.original is not None:
         print_distance(report.original)
+    if report.differing:
+        print(f"samples: {len(report.differing)} of {report.samples} differ from ONNX "
+              f"Runtime, the first sample {report.differing[0]} (counting from 0)")
     if not total:
         print("result: NOTHING COMPARED (no output element was compared with ONNX Runtime)")
     elif report.ok:
@@ -445,7 +453,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     options = _options(args)
-    inputs = _load_npz(args.inputs) if args.inputs else None
+    if args.inputs and args.dataset:
+        raise InputDataError("--inputs and --dataset: give one (--inputs is one sample, "
+                             "--dataset many)")
+    inputs: dict[str, NDArray[Any]] | list[dict[str, Any]] | None = (
+        _load_npz(args.inputs) if args.inputs else
+        load_dataset(args.dataset) if args.dataset else None)
     report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
                         per_layer=args.per_layer, progress=_terminal_progress(),
                         ort_level=args.ort_level, **options)

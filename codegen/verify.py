@@ -344,6 +344,8 @@ class VerifyReport:
     # --integer-only: how far the result is from ORT on the original model, whose float
     # islands ORT computes in float (informational; `ok` judges the converted model).
     original: Distance | None = None
+    # The samples (0-based, in the order given) in which any output differs.
+    differing: list[int] = field(default_factory=list)
 
     @property
     def compared_elements(self) -> int:
@@ -390,6 +392,14 @@ def compare_outputs(outputs: Sequence[Tensor], ours: Sequence[Mapping[str, NDArr
             elements += a[name].size
         reports.append(OutputReport(name, t.dtype, elements, mismatches, max_diff))
     return reports
+
+
+def differing_samples(outputs: Sequence[OutputReport],
+                      ours: Sequence[Mapping[str, NDArray[Any]]],
+                      refs: Sequence[Mapping[str, NDArray[Any]]]) -> list[int]:
+    """The samples in which any of `outputs` differs."""
+    return [i for i, (a, b) in enumerate(zip(ours, refs, strict=True))
+            if any(compare_arrays(a[o.name], b[o.name])[0] for o in outputs)]
 
 
 def _steps(t: Tensor, ours: NDArray[Any], ref: NDArray[Any]) -> int | None:
