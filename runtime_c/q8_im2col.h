@@ -133,18 +133,8 @@ Q8_INLINE void fill_column(const q8_dims *input, const q8_window *win, int32_t p
     }
 }
 
-/* The padding taps of both columns (k .. k_padded) meet zero weights; they must hold
+/* The padding taps of the columns (k .. k_padded) meet zero weights; they must hold
  * finite values, and the fills never write them, so they are zeroed once per call. */
-Q8_INLINE void zero_column_tails(int16_t *scratch, int32_t k, int32_t k_padded)
-{
-    int32_t i;
-    for (i = k; i < k_padded; i++) {
-        scratch[i] = 0;
-        scratch[k_padded + i] = 0;
-    }
-}
-
-/* The same for `columns` columns. */
 Q8_INLINE void zero_tails_of(int16_t *scratch, int32_t columns, int32_t k, int32_t k_padded)
 {
     int32_t col, i;
@@ -153,6 +143,11 @@ Q8_INLINE void zero_tails_of(int16_t *scratch, int32_t columns, int32_t k, int32
             scratch[(size_t)col * (size_t)k_padded + (size_t)i] = 0;
         }
     }
+}
+
+Q8_INLINE void zero_column_tails(int16_t *scratch, int32_t k, int32_t k_padded)
+{
+    zero_tails_of(scratch, 2, k, k_padded);
 }
 
 /*

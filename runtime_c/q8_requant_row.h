@@ -32,7 +32,7 @@ Q8_INLINE int32_t q8_round_scaled(int32_t acc, float scale)
 /* An output channel's requantization constants, read once per row. */
 typedef struct {
     float scale, lo_f, hi_f;
-    int32_t mult, exp, lo, hi, zero_point;
+    int32_t lo, hi, zero_point;
     int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
     q8_int_requant ints;                       /* Q8_RQ_IREQ's */
 } row_requant;
@@ -54,7 +54,6 @@ Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
     r.hi_bits = r.hi + Q8_ROUNDING_BITS;
     r.zero_point_bits = r.zero_point - Q8_ROUNDING_BITS;
     r.scale = 0.0f;
-    r.mult = r.exp = 0;
     r.ints = q8_prepare_int_requant(0, 0, r.lo, r.hi);
     return r;
 }
@@ -63,9 +62,7 @@ Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const
                                         const int32_t *exp, int32_t ch, int mode)
 {
     if (mode == Q8_RQ_IREQ) {
-        r.mult = mult[ch];
-        r.exp = exp[ch];
-        r.ints = q8_prepare_int_requant(r.mult, r.exp, r.lo, r.hi);
+        r.ints = q8_prepare_int_requant(mult[ch], exp[ch], r.lo, r.hi);
     } else {
         r.scale = scale[ch];
     }
@@ -77,10 +74,8 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
     row_requant r = layer_constants(rq);
     const int32_t ch = rq->per_channel ? m : 0;
     r.scale = mode != Q8_RQ_IREQ ? rq->scale[ch] : 0.0f;
-    r.mult = mode == Q8_RQ_IREQ ? rq->mult[ch] : 0;
-    r.exp = mode == Q8_RQ_IREQ ? rq->exp[ch] : 0;
     if (mode == Q8_RQ_IREQ) {
-        r.ints = q8_prepare_int_requant(r.mult, r.exp, r.lo, r.hi);
+        r.ints = q8_prepare_int_requant(rq->mult[ch], rq->exp[ch], r.lo, r.hi);
     }
     return r;
 }

@@ -322,18 +322,29 @@ class ConstantChannels:
     values: NDArray[Any]  # int64 per channel (meaningful where mask is set)
 
 
-def constant_input_channels(graph: Graph, x: Tensor) -> ConstantChannels | None:
-    """The channels of x that are constant planes, or None: x is the output of a group-1
-    QLinearConv whose dead weight rows (all zero, zero point 0) leave each such channel
-    at its requantized bias, as ORT computes it."""
+def conv_producer(graph: Graph, x: Tensor) -> tuple[Node, Tensor, NDArray[Any]] | None:
+    """The 2-D QLinearConv with constant weights whose first output is x: (the node, its
+    input, its weights), or None."""
     producer = next((n for n in graph.nodes if x.name in n.outputs), None)
     if (producer is None or producer.op_type != "QLinearConv" or
             producer.domain not in ("", "ai.onnx") or producer.outputs[0] != x.name):
         return None
     x_in = graph.tensors[producer.inputs[0]]
     w = graph.constants.get(producer.inputs[3])
-    if w is None or len(x_in.shape) != 4 or len(w.shape) != 4 or \
-            conv_groups(producer, x_in.shape, w.shape) != 1:
+    if w is None or len(x_in.shape) != 4 or len(w.shape) != 4:
+        return None
+    return producer, x_in, w
+
+
+def constant_input_channels(graph: Graph, x: Tensor) -> ConstantChannels | None:
+    """The channels of x that are constant planes, or None: x is the output of a group-1
+    QLinearConv whose dead weight rows (all zero, zero point 0) leave each such channel
+    at its requantized bias, as ORT computes it."""
+    found = conv_producer(graph, x)
+    if found is None:
+        return None
+    producer, x_in, w = found
+    if conv_groups(producer, x_in.shape, w.shape) != 1:
         return None
     q = conv_quant(producer, graph, x_in, w)
     weights, w_zp = as_int8_weights(w, q.w_zp)
@@ -358,14 +369,10 @@ def uniform_input_channels(graph: Graph, x: Tensor) -> ConstantChannels | None:
     direct = constant_input_channels(graph, x)
     if direct is not None:
         return direct
-    producer = next((n for n in graph.nodes if x.name in n.outputs), None)
-    if (producer is None or producer.op_type != "QLinearConv" or
-            producer.domain not in ("", "ai.onnx") or producer.outputs[0] != x.name):
+    found = conv_producer(graph, x)
+    if found is None:
         return None
-    x_in = graph.tensors[producer.inputs[0]]
-    w = graph.constants.get(producer.inputs[3])
-    if w is None or len(x_in.shape) != 4 or len(w.shape) != 4:
-        return None
+    producer, x_in, w = found
     window = conv_window(producer, x_in.shape, w.shape)
     if not is_depthwise_3x3(x_in, x, window, conv_groups(producer, x_in.shape, w.shape)):
         return None
