@@ -197,7 +197,7 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
 
     int8 and int16 are the weights choices; auto: int16 for every layer when the 8-bit
     constants, doubled, fit in WIDE_WEIGHTS_FLASH_SHARE of the board's flash (cortex-m4f,
-    official ResNet-8, quantized I/O: 19.26 M estimated cycles with int16, 20.83 M with
+    official ResNet-8, quantized I/O: 19.25 M estimated cycles with int16, 20.83 M with
     int8); otherwise for the layers the cycle model expects to save the most cycles per
     added byte first (WIDE_GAIN_PER_MAC times their MACs per weight: convolutions over
     many pixels before fully connected layers, a first layer over three channels late)
