@@ -5,11 +5,14 @@ A sample may leave out an input's leading axes of 1 (fit_batch_axis)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 from numpy.typing import NDArray
+from onnx import helper
 
 from .errors import InputDataError
 from .ir import Tensor
@@ -86,3 +89,109 @@ def fit_batch_axis(sample: Mapping[str, Any], inputs: Sequence[Tensor]) -> dict[
         if any(tuple(array.shape) == tuple(t.shape[k:]) for k in range(1, ones + 1)):
             fitted[t.name] = array.reshape(t.shape)
     return fitted
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A model input as an ONNX file declares it: a dimension without a fixed size is
+    None (a symbolic batch, say)."""
+
+    name: str
+    dtype: np.dtype[Any]
+    shape: tuple[int | None, ...]
+
+    def describe(self) -> str:
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.dtype} [{dims}]"
+
+
+def model_input_specs(model: onnx.ModelProto) -> list[InputSpec]:
+    """The graph inputs that are not initializers (older exporters list weights too)."""
+    weights = {t.name for t in model.graph.initializer}
+    specs = []
+    for value in model.graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        except Exception:
+            raise InputDataError(f"model input '{value.name}' has an element type numpy "
+                                 "cannot hold") from None
+        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                      for d in tensor.shape.dim)
+        specs.append(InputSpec(value.name, dtype, shape))
+    return specs
+
+
+def _fits(shape: tuple[int, ...], expected: tuple[int | None, ...]) -> bool:
+    return len(shape) == len(expected) and all(e is None or e == s
+                                               for s, e in zip(shape, expected, strict=True))
+
+
+def conform_arrays(arrays: Mapping[str, NDArray[Any]], specs: Sequence[InputSpec],
+                   source: str) -> dict[str, NDArray[Any]]:
+    """The data set's arrays for the model's inputs: each [samples, *input shape] in the
+    input's dtype. A sample may leave out the input's leading axes of 1 (or of free
+    size, a batch, taken as 1); numbers convert to a float input's type, and integers to
+    an integer input's when they are in its range. Anything else is refused in one line
+    naming the input and what it expects."""
+    fitted = {}
+    for spec in specs:
+        if spec.name not in arrays:
+            raise InputDataError(f"{source}: no array for model input '{spec.name}' "
+                                 f"({spec.describe()}); the data has "
+                                 f"{', '.join(sorted(arrays)) or 'nothing'}")
+        array = np.asarray(arrays[spec.name])
+        fitted[spec.name] = _conform_dtype(_conform_shape(array, spec, source), spec, source)
+    return fitted
+
+
+def _conform_shape(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
+    sample = tuple(array.shape[1:])
+    leading = 0
+    while leading < len(spec.shape) and spec.shape[leading] in (1, None):
+        leading += 1
+    for dropped in range(leading + 1):
+        if _fits(sample, spec.shape[dropped:]):
+            return array.reshape((array.shape[0], *(1,) * dropped, *sample))
+    raise InputDataError(f"{source}: model input '{spec.name}' expects samples of shape "
+                         f"{spec.describe()}; array '{spec.name}' has {list(array.shape)}, "
+                         f"samples of {list(sample)} (the first axis counts the samples)")
+
+
+def _conform_dtype(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
+    if array.dtype == spec.dtype:
+        return array
+    if spec.dtype.kind == "f" and array.dtype.kind in "fiu":
+        return array.astype(spec.dtype)
+    if spec.dtype.kind in "iu" and array.dtype.kind in "iu":
+        info = np.iinfo(spec.dtype)
+        if not array.size or (array.min() >= info.min and array.max() <= info.max):
+            return array.astype(spec.dtype)
+    raise InputDataError(f"{source}: model input '{spec.name}' expects {spec.describe()}; "
+                         f"array '{spec.name}' holds {array.dtype}"
+                         + (" values outside that range" if array.dtype.kind in "iu" else ""))
+
+
+def load_labels(path: str, count: int) -> NDArray[np.int64]:
+    """Class labels, one per sample: an .npy (or an .npz of one array) of integer class
+    indices [samples], or of one-hot or score rows [samples, classes] (their argmax)."""
+    where = Path(path)
+    arrays = {where.stem: _load_npy(where)} if where.is_file() and where.suffix == ".npy" \
+        else load_arrays(path)
+    if where.is_dir() or len(arrays) != 1:
+        raise InputDataError(f"{path}: labels are one array (an .npy, or an .npz holding "
+                             "one array) of class indices, one per sample")
+    labels = next(iter(arrays.values()))
+    if labels.ndim == 2 and labels.shape[1] > 1:
+        labels = np.argmax(labels, axis=1)
+    elif labels.ndim == 2:
+        labels = labels[:, 0]
+    if labels.ndim != 1 or labels.dtype.kind not in "iub":
+        raise InputDataError(f"{path}: labels are integer class indices [samples] or "
+                             f"one-hot rows [samples, classes], not {labels.dtype} "
+                             f"{list(labels.shape)}")
+    if labels.shape[0] != count:
+        raise InputDataError(f"{path}: {labels.shape[0]} labels for {count} samples")
+    return labels.reshape(-1).astype(np.int64)

@@ -211,6 +211,12 @@ def format_inspection(result: Inspection) -> str:
                      f"MACs {s.macs} | weights {s.weight_bytes} B")
     for rule, changed in result.rewrites.items():
         lines.append(f"rewrite {rule}: {', '.join(changed)}")
+    lines.extend(summary_lines(result))
+    return "\n".join(visible(line) for line in lines)  # one line per entry, whatever the names
+
+
+def summary_lines(result: Inspection) -> list[str]:
+    """The totals, the float islands and what cannot be generated."""
     macs = sum(s.macs for s in result.nodes)
     weights = sum(s.weight_bytes for s in result.nodes)
     nodes = sum(1 for s in result.nodes if s.node.op_type != COPY_OP)
@@ -221,11 +227,22 @@ def format_inspection(result: Inspection) -> str:
         total += f", {calls} kernel calls"
         total += (f", arena {result.arena_bytes} bytes (lower bound "
                   f"{result.arena_lower_bound})")
-    lines.append(total)
+    lines = [total]
     if result.float_islands:
         lines.append(f"float islands: {len(result.float_islands)} node(s)")
         lines.extend(f"  {p}" for p in result.float_islands)
     if result.problems:
         lines.append(f"unsupported: {len(result.problems)} node(s)")
         lines.extend(f"  {p}" for p in result.problems)
-    return "\n".join(visible(line) for line in lines)  # one line per entry, whatever the names
+    return lines
+
+
+def format_inspection_summary(result: Inspection) -> str:
+    """inspect's first line and summary, without the node list: what `quantize` ends
+    with. It says so when there is no float island, since that is what was asked."""
+    g = result.graph
+    lines = [f"model '{g.name}': {len(g.inputs)} input(s), {len(g.outputs)} output(s); "
+             f"board {result.board}, requant {result.requant}", *summary_lines(result)]
+    if not result.float_islands and not result.problems:
+        lines.append("float islands: none (every operator runs in integer kernels)")
+    return "\n".join(visible(line) for line in lines)

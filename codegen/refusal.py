@@ -50,10 +50,11 @@ def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
         return (f"model {quoted(name)} is a float model with 8-bit I/O adapters (Cast/Sub/Mul "
                 "on its inputs, QuantizeLinear on its outputs, as tf2onnx --dequantize writes "
                 "them): its weights and activations are float; convert the TFLite model "
-                "without --dequantize, or quantize it with "
-                "onnxruntime.quantization.quantize_static")
-    return (f"model {quoted(name)} is a float model: onnx2mcu needs a quantized one; "
-            "quantize it with onnxruntime.quantization.quantize_static (QDQ or QOperator)")
+                "without --dequantize, or quantize the float model with "
+                "`onnx2mcu quantize MODEL.onnx -o QUANTIZED.onnx --calibration DATA`")
+    return (f"model {quoted(name)} is a float model, not quantized: quantize it with "
+            "`onnx2mcu quantize MODEL.onnx -o QUANTIZED.onnx --calibration DATA` (ONNX "
+            "Runtime's quantizer, with samples of your data)")
 
 
 def integer_only_takes(model: onnx.ModelProto, options: Options) -> bool:

@@ -173,8 +173,9 @@ def refusal(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0].removeprefix("onnx2mcu: error: ")
 
 
-FLOAT_MODEL = ("is a float model: onnx2mcu needs a quantized one; quantize it with "
-               "onnxruntime.quantization.quantize_static (QDQ or QOperator)")
+FLOAT_MODEL = ("is a float model, not quantized: quantize it with `onnx2mcu quantize "
+               "MODEL.onnx -o QUANTIZED.onnx --calibration DATA` (ONNX Runtime's quantizer, "
+               "with samples of your data)")
 
 
 @pytest.mark.parametrize("build,name", [(plain_float_cnn, "float_cnn"),
