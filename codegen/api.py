@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from .boards import Board
 from .build import build_host, run_binary
 from .cycles import cycle_model_for
-from .dataset import fit_batch_axis
+from .dataset import conform_arrays, fit_batch_axis, split_samples
 from .emitter import emit_shared_runtime, own_runtime_files
 from .errors import BudgetError, InputDataError, OptionError, OutputError
 from .firmware import (
@@ -33,6 +33,7 @@ from .project import check_output_dir, write_project
 from .qemu import InstructionCounts, run_firmware
 from .qemu import count_instructions as qemu_count
 from .report import Report, build_report
+from .validate import ValidateReport, is_classifier, validate_output
 from .verify import (
     Distance,
     OutputReport,
@@ -335,9 +336,11 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            integer_only: bool = False, qdq_rules: str = "auto",
            weights: str = "auto", native: bool = False,
            limits: Limits = DEFAULT_LIMITS,
-           interface: Interface = DEFAULT_INTERFACE) -> VerifyReport:
+           interface: Interface = DEFAULT_INTERFACE,
+           labels: NDArray[Any] | None = None) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
-    With per_layer, every intermediate tensor is compared too."""
+    With per_layer, every intermediate tensor is compared too. With labels (one class
+    index per given sample), the accuracy of each output that looks like class scores."""
     options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
                                weights, native, limits, interface),
                       expose_intermediates=per_layer)
@@ -352,6 +355,10 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
             raise InputDataError("no input samples given: there would be nothing to compare")
     elif samples < 1:
         raise InputDataError("--samples must be at least 1")
+    if labels is not None and (inputs is None or len(labels) != len(given)):
+        raise InputDataError("labels go with the given samples, one each"
+                             + (f" ({len(labels)} labels for {len(given)} samples)"
+                                if inputs is not None else ""))
     if integer_only:
         # ORT on the original model computes what --integer-only fuses in float; the
         # oracle is the model as `convert --integer-only` writes it.
@@ -418,7 +425,20 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
                         notes=[*gen.graph.notes, *reference.notes], details=reference.details,
                         cpu_differences=reference.cpu_differences,
                         layers=layer_reports(gen.graph, compared) if per_layer else None,
-                        original=original, differing=sorted(differing))
+                        original=original, differing=sorted(differing),
+                        accuracy=[] if labels is None else label_accuracy(gen, ours, labels))
+
+
+def label_accuracy(gen: Generated, ours: Samples,
+                   labels: NDArray[Any]) -> list[tuple[str, float]]:
+    """The top-1 accuracy of each float output that looks like class scores."""
+    from .validate import top1
+
+    entry = harness_entries(gen.program)[0]
+    sizes = [int(np.prod(t.shape)) for t in entry.inputs]
+    truth = np.asarray(labels).reshape(-1)
+    return [(t.onnx_name, float(np.mean(top1(ours, t.onnx_name) == truth)))
+            for t in entry.outputs if is_classifier(t.shape, sizes)]
 
 
 CONVERTED = "the model as converted by onnx2mcu (--integer-only, QOperator)"
@@ -461,3 +481,73 @@ def distance_to_original(gen: Generated, feeds: Samples, ours: Samples,
     model_outputs = {o.name for o in gen.model.graph.output}
     tensors = [t for t in gen.program.outputs if t.onnx_name in model_outputs]
     return Distance(ORIGINAL, distance_in_steps(tensors, ours, theirs))
+
+
+def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mapping[str, Any], *,
+             labels: str | NDArray[Any] | None = None, board: str = "host",
+             requant: str | None = None,
+             input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+             cflags: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+             integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
+             native: bool = False, limits: Limits = DEFAULT_LIMITS) -> ValidateReport:
+    """The generated C of the quantized `model` against the float model it was made from,
+    on every sample of `dataset` (a data set path, or arrays keyed by input name with the
+    samples on the first axis): see codegen.validate for the figures. On a Cortex-M board
+    the C runs in QEMU."""
+    from .dataset import load_arrays, load_labels, model_input_specs
+    from .importer import load_model
+
+    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
+                                           qdq_rules, weights, native, limits))
+    float_proto = load_model(float_model, limits)
+    source = dataset if isinstance(dataset, str) else "the data set"
+    arrays = load_arrays(dataset) if isinstance(dataset, str) else \
+        {k: np.asarray(v) for k, v in dataset.items()}
+    samples = split_samples(conform_arrays(arrays, model_input_specs(float_proto), source),
+                            source)
+    truth = None if labels is None else (
+        load_labels(labels, len(samples)) if isinstance(labels, str) else
+        np.asarray(labels, dtype=np.int64).reshape(-1))
+    if truth is not None and len(truth) != len(samples):
+        raise InputDataError(f"{len(truth)} labels for {len(samples)} samples")
+    say = progress or (lambda message: None)
+    entry = harness_entries(gen.program)[0]
+    names = [t.name for t in entry.inputs]
+    data = [fit_batch_axis(match_inputs(s, names), entry.inputs) for s in samples]
+    where = f"in QEMU ({gen.board.name}; slower than the host)" if gen.board.is_cortex_m \
+        else "on the host"
+    say(f"building and running the generated C {where} on {len(data)} sample(s)")
+    ours = run_generated(gen, data, cflags, entry)
+    reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
+    feeds = graph_feeds(gen.program, entry, data)
+    quantized = run_ort(reference.model, feeds, "all",
+                        lambda i, n: say(f"ONNX Runtime, quantized model: sample {i + 1}/{n}"),
+                        reference.config)
+    float_feeds = [{spec.name: sample[spec.name].reshape(
+        [d if d is not None else 1 for d in spec.shape])
+        for spec in model_input_specs(float_proto)} for sample in samples]
+    floats = run_ort(float_proto, float_feeds, "all",
+                     lambda i, n: say(f"ONNX Runtime, float model: sample {i + 1}/{n}"))
+    pairs = output_pairs(gen, float_proto)
+    input_sizes = [int(np.prod(t.shape)) for t in entry.inputs]
+    outputs = tuple(
+        validate_output(name, ours, quantized, floats, float_name,
+                        is_classifier(next(t.shape for t in entry.outputs
+                                           if t.onnx_name == name), input_sizes), truth)
+        for name, float_name in pairs)
+    return ValidateReport(len(samples), gen.board.name, gen.program.requant, ort_version(),
+                          reference.description, outputs,
+                          (*gen.graph.notes, *reference.notes))
+
+
+def output_pairs(gen: Generated, float_model: Any) -> list[tuple[str, str]]:
+    """Each output of the quantized model with the float model's: by name (quantizers
+    keep the names), else by position when both have as many."""
+    ours = [o.name for o in gen.model.graph.output]
+    theirs = [o.name for o in float_model.graph.output]
+    if set(ours) <= set(theirs):
+        return [(n, n) for n in ours]
+    if len(ours) == len(theirs):
+        return list(zip(ours, theirs, strict=True))
+    raise InputDataError(f"the float model's outputs ({', '.join(theirs)}) do not match the "
+                         f"quantized model's ({', '.join(ours)})")

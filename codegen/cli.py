@@ -1,5 +1,5 @@
-"""Command-line interface: onnx2mcu generate | run | verify | inspect | report | convert |
-runtime | boards.
+"""Command-line interface: onnx2mcu quantize | generate | run | verify | validate | inspect |
+report | convert | runtime | boards.
 
 Every error a user can cause prints one line and exits with status 2.
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,15 +33,21 @@ from numpy.typing import NDArray
 from . import api
 from .boards import list_boards
 from .cycles import ASSUMPTIONS
-from .dataset import load_dataset
+from .dataset import load_dataset, load_labels
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
 from .importer import parse_input_shape
 from .interface import ARENA_KINDS, IO_KINDS, Interface
 from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
 from .pipeline import Options, resolve_target
-from .verify import ORT_LEVELS, Distance, VerifyReport
+from .quantize import ACTIVATION_TYPES, CALIBRATION_METHODS, QUANT_FORMATS
+from .validate import VALIDATION_FORMATS
+from .verify import ORT_LEVELS, Distance, VerifyReport, ort_version
 from .version import __version__
+
+if TYPE_CHECKING:
+    from .boards import Board
+    from .inspection import Inspection
 
 
 def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | None:
@@ -161,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="many samples: an .npz keyed by input name, or a folder of NAME.npy "
                         "files, the first axis counting the samples (an input's leading "
                         "axes of 1 may be left out); all run in one process")
+    v.add_argument("--labels", metavar="LABELS",
+                   help="with --dataset: class labels (.npy of class indices, one per "
+                        "sample, or one-hot rows); prints the accuracy of each output that "
+                        "looks like class scores")
     v.add_argument("--samples", type=int, default=10, help="random samples (default 10)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     v.add_argument("--ort-level", choices=sorted(ORT_LEVELS), default="all",
@@ -203,6 +213,42 @@ def build_parser() -> argparse.ArgumentParser:
                          "time at the board's clock")
     rp.add_argument("--inputs", help="with --count-instructions or --count-cycles: .npz with "
                                      "one array per model input (default: random, seed 0)")
+
+    q = sub.add_parser("quantize", help="quantize a float model with calibration data "
+                                        "(ONNX Runtime's quantizer, settings for MCUs)")
+    q.add_argument("model", help="float ONNX model (.onnx)")
+    q.add_argument("-o", "--output", required=True, help="the quantized .onnx file to write")
+    q.add_argument("--calibration", required=True, metavar="DATA",
+                   help="calibration samples: an .npz keyed by input name, or a folder of "
+                        "NAME.npy files, the first axis counting the samples")
+    q.add_argument("--format", choices=QUANT_FORMATS, default="qdq",
+                   help="qdq (default): QuantizeLinear/DequantizeLinear around float "
+                        "operators, which onnx2mcu fuses; qoperator: QLinearConv and friends")
+    q.add_argument("--method", choices=CALIBRATION_METHODS, default="minmax",
+                   help="calibration: minmax (default), entropy or percentile")
+    q.add_argument("--activations", choices=ACTIVATION_TYPES, default="int8",
+                   help="activation type (default int8: exact in ORT on every CPU)")
+    q.add_argument("--per-tensor", action="store_true",
+                   help="one weight scale per tensor instead of one per output channel")
+    q.add_argument("--samples", type=int, metavar="N",
+                   help="calibrate on the first N samples only")
+    q.add_argument("--board", default="host",
+                   help="the board the summary is for (see `onnx2mcu boards`)")
+    q.add_argument("--force", action="store_true", help="replace an existing file")
+
+    va = sub.add_parser("validate", help="the generated C against the float model on a data "
+                                         "set: error, cosine, SNR, top-1 agreement, accuracy")
+    _common(va)
+    va.add_argument("--float-model", required=True, metavar="FLOAT",
+                    help="the float model the quantized one was made from")
+    va.add_argument("--dataset", required=True, metavar="DATA",
+                    help="the samples: an .npz keyed by input name, or a folder of NAME.npy "
+                         "files, the first axis counting the samples")
+    va.add_argument("--labels", metavar="LABELS",
+                    help="class labels (.npy of class indices, one per sample, or one-hot "
+                         "rows): adds the accuracy of the float model, of the C and of ORT")
+    va.add_argument("--format", choices=sorted(VALIDATION_FORMATS), default="text",
+                    help="text (default) or json (the same numbers)")
 
     sub.add_parser("boards", help="list the known boards")
     return parser
@@ -254,6 +300,9 @@ def print_report(report: VerifyReport, verbose: bool = False) -> None:
                   f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
     if report.original is not None:
         print_distance(report.original)
+    for name, share in report.accuracy:
+        print(f"accuracy: {100.0 * share:.2f}% of {report.samples} samples (top-1 of output "
+              f"'{visible(name)}' against the labels)")
     if report.differing:
         print(f"samples: {len(report.differing)} of {report.samples} differ from ONNX "
               f"Runtime, the first sample {report.differing[0]} (counting from 0)")
@@ -456,12 +505,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.inputs and args.dataset:
         raise InputDataError("--inputs and --dataset: give one (--inputs is one sample, "
                              "--dataset many)")
+    if args.labels and not args.dataset:
+        raise InputDataError("--labels goes with --dataset (one label per sample)")
     inputs: dict[str, NDArray[Any]] | list[dict[str, Any]] | None = (
         _load_npz(args.inputs) if args.inputs else
         load_dataset(args.dataset) if args.dataset else None)
+    labels = load_labels(args.labels, len(inputs)) if args.labels and inputs is not None \
+        else None
     report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
                         per_layer=args.per_layer, progress=_terminal_progress(),
-                        ort_level=args.ort_level, **options)
+                        ort_level=args.ort_level, labels=labels, **options)
     _terminal_progress_done()
     print_report(report, verbose=args.verbose)
     return 0 if report.ok else 1
@@ -480,8 +533,73 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_quantize(args: argparse.Namespace) -> int:
+    from .inspection import format_inspection_summary, inspect_model
+    from .quantize import QuantizeSettings, quantize
+
+    settings = QuantizeSettings(quant_format=args.format, method=args.method,
+                                activations=args.activations, per_channel=not args.per_tensor)
+    board = resolve_target(Options(board=args.board)).board  # fails before any work
+    result = quantize(args.model, args.output, args.calibration, settings,
+                      max_samples=args.samples, force=args.force,
+                      progress=_progress_bar("calibrating"))
+    _terminal_progress_done()
+    print_notes(result.notes)
+    print(f"wrote {result.out}: {settings.describe()} on {result.samples} sample(s) "
+          f"(onnxruntime.quantization {ort_version()})")
+    inspection = inspect_model(result.out, Options(board=args.board))
+    print(format_inspection_summary(inspection))
+    for line in board_fit_lines(inspection, board):
+        print(line)
+    return 1 if inspection.problems or inspection.arena_bytes is None else 0
+
+
+def board_fit_lines(inspection: Inspection, board: Board) -> list[str]:
+    """What the quantized model needs of a Cortex-M board, from the plan: the arena and
+    the weights are lower bounds of its RAM and flash (report measures the build)."""
+    if not board.is_cortex_m or inspection.arena_bytes is None or board.memory is None:
+        return []
+    ram, flash = board.memory.ram_length, board.memory.flash_length
+    weights = inspection.weight_bytes or 0
+    fits = inspection.arena_bytes <= ram and weights <= flash
+    lines = [f"board {board.name}: arena {inspection.arena_bytes} of {ram} bytes of RAM, "
+             f"weights {weights} of {flash} bytes of flash ("
+             + ("fits, before code, stack and I/O; `onnx2mcu report` measures them)" if fits
+                else "does NOT fit)")]
+    if inspection.float_islands and not board.fpu:
+        lines.append(f"board {board.name} has no FPU: each float island runs in software "
+                     "floating point")
+    return lines
+
+
+def _progress_bar(what: str) -> Callable[[int, int], None] | None:
+    """A bar over samples on one overwritten stderr line, only on a terminal."""
+    show = _terminal_progress()
+    if show is None:
+        return None
+
+    def bar(done: int, total: int) -> None:
+        filled = 30 * done // max(total, 1)
+        show(f"{what} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} samples")
+
+    return bar
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    options = _options(args)
+    if options["interface"].io != "float" or options["interface"].arena != "static":
+        raise InputDataError("validate runs the float entry point: use it with the default "
+                             "--io float and --arena static")
+    report = api.validate(args.model, args.float_model, args.dataset, labels=args.labels,
+                          progress=_terminal_progress(),
+                          **{k: v for k, v in options.items() if k != "interface"})
+    _terminal_progress_done()
+    sys.stdout.write(VALIDATION_FORMATS[args.format](report))
+    return 0 if report.bit_exact else 1
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "convert": cmd_convert,
+    "convert": cmd_convert, "quantize": cmd_quantize, "validate": cmd_validate,
     "boards": cmd_boards, "inspect": cmd_inspect, "generate": cmd_generate, "run": cmd_run,
     "runtime": cmd_runtime,
     "verify": cmd_verify, "report": cmd_report,

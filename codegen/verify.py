@@ -346,6 +346,9 @@ class VerifyReport:
     original: Distance | None = None
     # The samples (0-based, in the order given) in which any output differs.
     differing: list[int] = field(default_factory=list)
+    # With labels: (output, share of samples whose top-1 class is the label), for each
+    # output that looks like class scores.
+    accuracy: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def compared_elements(self) -> int:

@@ -103,3 +103,19 @@ def test_the_differing_samples_are_counted_and_the_first_named(
     out = capsys.readouterr().out
     assert "samples: 2 of 3 differ from ONNX Runtime, the first sample 1" in out
     assert "result: MISMATCH" in out
+
+
+def test_labels_give_the_accuracy_and_need_a_data_set(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    data, labels = tmp_path / "data.npz", tmp_path / "labels.npy"
+    np.savez(data, input=images(6, 3))
+    np.save(labels, np.array([0, 1, 2, 3, 4, 5]))
+    assert main(["verify", str(EXAMPLE), "--labels", str(labels)]) == 2
+    assert "--labels goes with --dataset" in capsys.readouterr().err
+    # tiny_cnn's output is a [1, 10, 8, 8] map, not class scores: no accuracy line.
+    assert main(["verify", str(EXAMPLE), "--dataset", str(data), "--labels", str(labels)]) == 0
+    assert "accuracy:" not in capsys.readouterr().out
+    np.save(labels, np.zeros((6, 2, 2)))
+    assert main(["verify", str(EXAMPLE), "--dataset", str(data), "--labels", str(labels)]) == 2
+    assert "labels are integer class indices [samples] or one-hot rows" in \
+        capsys.readouterr().err
