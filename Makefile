@@ -13,7 +13,7 @@ JOBS ?= auto
 FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
-.PHONY: demo test lint pytest fuzz example clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
+.PHONY: demo test lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
 	test-interfaces
 
 $(BIN)/python:
@@ -103,6 +103,10 @@ test-corpus-makefiles: $(VENV)/.installed-test
 # prints its case number: replay it with tests/fuzz_models.py --seed S --case N.
 fuzz: $(VENV)/.installed-test
 	$(BIN)/python tests/fuzz_models.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED)
+
+# The worked example: a float CNN quantized, generated, verified and validated.
+stripes: $(VENV)/.installed cortex-m-tools
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/stripes/walkthrough.sh build/stripes
 
 # Rebuild the shipped example model (needs only this package's dependencies).
 example: $(VENV)/.installed
