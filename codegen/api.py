@@ -29,6 +29,7 @@ from .interface import DEFAULT_INTERFACE, Interface, shared_runtime_path
 from .io_boundary import Entry, graph_feeds, harness_entries
 from .limits import DEFAULT_LIMITS, Limits
 from .pipeline import Generated, Options, generate_sources, resolve_target
+from .progress import progress_bar
 from .project import check_output_dir, write_project
 from .qemu import InstructionCounts, run_firmware
 from .qemu import count_instructions as qemu_count
@@ -390,7 +391,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
             if entry.quantized else []
         refs = run_ort(with_outputs(ref_model, quantized) if quantized else ref_model,
                        entry_feeds, ort_level,
-                       lambda i, n: report(f"running ONNX Runtime: sample {i + 1}/{n}"),
+                       lambda i, n: report(progress_bar("ONNX Runtime", i + 1, n)),
                        reference.config)
         if entry.quantized:
             check_quantized_inputs(entry, data, refs)
@@ -521,13 +522,13 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
     feeds = graph_feeds(gen.program, entry, data)
     quantized = run_ort(reference.model, feeds, "all",
-                        lambda i, n: say(f"ONNX Runtime, quantized model: sample {i + 1}/{n}"),
+                        lambda i, n: say(progress_bar("ONNX Runtime, quantized model", i + 1, n)),
                         reference.config)
     float_feeds = [{spec.name: sample[spec.name].reshape(
         [d if d is not None else 1 for d in spec.shape])
         for spec in model_input_specs(float_proto)} for sample in samples]
     floats = run_ort(float_proto, float_feeds, "all",
-                     lambda i, n: say(f"ONNX Runtime, float model: sample {i + 1}/{n}"))
+                     lambda i, n: say(progress_bar("ONNX Runtime, float model", i + 1, n)))
     pairs = output_pairs(gen, float_proto)
     input_sizes = [int(np.prod(t.shape)) for t in entry.inputs]
     outputs = tuple(

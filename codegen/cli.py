@@ -40,6 +40,7 @@ from .interface import ARENA_KINDS, IO_KINDS, Interface
 from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from .names import visible
 from .pipeline import Options, resolve_target
+from .progress import progress_bar
 from .quantize import ACTIVATION_TYPES, CALIBRATION_METHODS, QUANT_FORMATS
 from .validate import VALIDATION_FORMATS
 from .verify import ORT_LEVELS, Distance, VerifyReport, ort_version
@@ -579,8 +580,7 @@ def _progress_bar(what: str) -> Callable[[int, int], None] | None:
         return None
 
     def bar(done: int, total: int) -> None:
-        filled = 30 * done // max(total, 1)
-        show(f"{what} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} samples")
+        show(progress_bar(what, done, total))
 
     return bar
 

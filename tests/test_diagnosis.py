@@ -82,10 +82,12 @@ def test_cli_per_layer_summary() -> None:
     assert result.stderr == ""  # not a terminal: no progress
 
 
-def test_progress_on_a_terminal() -> None:
+def run_on_a_terminal(*args: str) -> tuple[int, str, bytes]:
+    """Run the CLI with stderr on a pseudo-terminal: its status, what the terminal
+    showed, and stdout."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "codegen.cli", "verify", str(EXAMPLE),
-                             "--samples", "3"], stdout=subprocess.PIPE, stderr=follower)
+    proc = subprocess.Popen([sys.executable, "-m", "codegen.cli", *args],
+                            stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     chunks = []
     while True:
@@ -98,10 +100,23 @@ def test_progress_on_a_terminal() -> None:
         chunks.append(data)
     stdout, _ = proc.communicate()
     os.close(leader)
-    terminal = b"".join(chunks).decode()
-    assert proc.returncode == 0, terminal
-    assert "running ONNX Runtime: sample 3/3" in terminal
+    return proc.returncode, b"".join(chunks).decode(), stdout
+
+
+def test_progress_on_a_terminal(tmp_path: Path) -> None:
+    status, terminal, stdout = run_on_a_terminal("verify", str(EXAMPLE), "--samples", "3")
+    assert status == 0, terminal
+    assert f"ONNX Runtime [{'#' * 30}] 3/3 samples" in terminal
+    assert f"ONNX Runtime [{'#' * 10}{'.' * 20}] 1/3 samples" in terminal
     assert b"BIT-EXACT" in stdout
+    stripes = EXAMPLE.parent / "stripes"
+    status, terminal, stdout = run_on_a_terminal(
+        "quantize", str(stripes / "stripes_cnn.onnx"), "-o", str(tmp_path / "q.onnx"),
+        "--calibration", str(stripes / "stripes.npz"), "--samples", "12")
+    assert status == 0, terminal
+    assert f"calibrating [{'#' * 30}] 12/12 samples" in terminal
+    assert "\r\033[K" in terminal.replace("\r\n", "")  # the line is cleared at the end
+    assert b"on 12 sample(s)" in stdout
 
 
 # The im2col kernels' slab buffer (up to 1 KB) takes more than the byte kernel's four
