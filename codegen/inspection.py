@@ -242,7 +242,8 @@ def format_inspection_summary(result: Inspection) -> str:
     with. It says so when there is no float island, since that is what was asked."""
     g = result.graph
     lines = [f"model '{g.name}': {len(g.inputs)} input(s), {len(g.outputs)} output(s); "
-             f"board {result.board}, requant {result.requant}", *summary_lines(result)]
+             f"board {result.board}, requant {result.requant}",
+             *(f"note: {note}" for note in g.notes), *summary_lines(result)]
     if not result.float_islands and not result.problems:
         lines.append("float islands: none (every operator runs in integer kernels)")
     return "\n".join(visible(line) for line in lines)
