@@ -1,8 +1,9 @@
 /*
  * q8_im2col.h - the im2col convolution paths (QLinearConv, group 1, weight zero point 0)
- * shared by conv_im2col.c (int8 weights), conv_im2col_w16.c (int16 weights in row pairs,
- * for the DSP extension), conv_im2col_w16b.c (int16 weights in blocks of 8 taps, plain C
- * compilers vectorize) and conv_im2col_b8.c (unsigned bytes, for cores without DSP).
+ * exported one function per file (conv_s8_im2col_freq.c holds q8_conv_s8_im2col_freq):
+ * int8 weights (*_im2col_*), int16 weights in row pairs for the DSP extension
+ * (*_im2col_w16_*), int16 weights in blocks of 8 taps, plain C compilers vectorize
+ * (*_im2col_w16b_*), and unsigned bytes for cores without DSP (*_im2col_b8_*).
  * Each file instantiates only its own variants, so a project compiles only what it uses.
  *
  * QLinearConv as a matrix product on 16-bit operands: the fast paths beside the
@@ -1423,8 +1424,43 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
     }
 }
 
-/* The exported wide-weight kernels (conv_im2col_w16.c, conv_im2col_w16b.c): the bounded
- * float requantization is chosen per call, from the parameters. */
+/* The exported kernels, one per file named after the function (conv_s8_im2col_freq.c for
+ * q8_conv_s8_im2col_freq, ...), so that a project compiles only the variants it calls: the
+ * bounded float requantization is chosen per call, from the parameters. */
+#define Q8_DEFINE_IM2COL(NAME, TX, SIGNED, MODE)                                             \
+    void NAME(const q8_conv_im2col_params *params, const TX *Q8_RESTRICT input,              \
+              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    {                                                                                        \
+        const uint8_t *x = (const uint8_t *)input;                                           \
+        uint8_t *y = (uint8_t *)output;                                                      \
+        switch (layer_requant_mode(&params->requant, MODE)) {                                \
+        Q8_SATURATING_CASES(                                                                 \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8),               \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8))               \
+        case Q8_RQ_FREQ_BOUNDED:                                                             \
+            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);                  \
+            break;                                                                           \
+        default:                                                                             \
+            conv_im2col(params, x, y, scratch, SIGNED, MODE);                                \
+            break;                                                                           \
+        }                                                                                    \
+    }
+
+#define Q8_DEFINE_IM2COL_B8(NAME, TX, SIGNED, MODE)                                          \
+    void NAME(const q8_conv_im2col_b8_params *params, const TX *Q8_RESTRICT input,           \
+              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    {                                                                                        \
+        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
+            conv_im2col_b8(params, (const uint8_t *)input, (uint8_t *)output, scratch,       \
+                           SIGNED, Q8_RQ_FREQ_BOUNDED);                                     \
+        } else {                                                                             \
+            conv_im2col_b8(params, (const uint8_t *)input, (uint8_t *)output, scratch,       \
+                           SIGNED, MODE);                                                    \
+        }                                                                                    \
+    }
+
+/* The wide-weight kernels: LAYOUT is W16_PAIRS (rows interleaved in pairs for the DSP
+ * loop, *_w16_*) or W16_BLOCKS (blocks of 8 taps, plain C compilers vectorize, *_w16b_*). */
 #define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
     void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
               void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \

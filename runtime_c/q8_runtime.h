@@ -113,7 +113,7 @@ void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT inp
                      void *Q8_RESTRICT output);
 
 /*
- * QLinearConv, fast path (conv_im2col.c): group 1, weight zero point 0. Weights are
+ * QLinearConv, fast path (conv_*_im2col_*.c): group 1, weight zero point 0. Weights are
  * int8, each row the k = C*KH*KW taps in (c, kh, kw) order, zero-padded to a multiple of
  * 4, each group of four stored as w0, w2, w1, w3; the rows in pairs (an odd count padded
  * with a zero row) interleaved per group: [M/2][k_padded/4][2][4], 8-byte aligned.
@@ -147,7 +147,7 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
                             int16_t *Q8_RESTRICT scratch);
 
 /*
- * The same with wide weights (conv_im2col.c): int16, output channels in pairs (an odd
+ * The same with wide weights (conv_*_im2col_w16*_*.c): int16, output channels in pairs (an odd
  * count padded with a zero row; bias has one entry per padded row), each pair's rows
  * interleaved per two taps: [m][k, k+1], [m+1][k, k+1], [m][k+2, k+3], ...; k_padded a
  * multiple of 8 (below 2^16); weights and scratch 8-byte aligned. The _w16b_ variants
@@ -193,7 +193,7 @@ void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
                                  int16_t *Q8_RESTRICT scratch);
 
 /*
- * The unsigned-byte variant for cores without the DSP extension (conv_im2col.c):
+ * The unsigned-byte variant for cores without the DSP extension (conv_*_im2col_b8_*.c):
  * weights u = W + 128 (uint8) [M][k_padded], padding taps 0; k_padded a multiple of
  * 8; bias[m] = B[m] - (x_zp + off) * sum W[m] (modulo 2^32), off = 128 for int8 inputs,
  * else 0. scratch: columns * k_padded int16.

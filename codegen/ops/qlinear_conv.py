@@ -44,7 +44,7 @@ from .clamp import output_range
 SOURCES = ("qlinear_conv.c",)
 F32 = np.float32
 INT8_TYPES = frozenset({"uint8", "int8"})
-# The _w16b_ kernel sums a row's products in int32 from zero (conv_im2col_w16b.c,
+# The _w16b_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16b_*.c,
 # dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
 # uint8 or int8), so K < 2^16 keeps |sum| <= 65535 * 32640 < 2^31: no signed overflow.
 # Larger layers take the int8 im2col kernel, which accumulates modulo 2^32.
@@ -562,7 +562,7 @@ def slab_order(rows: NDArray[Any], channels: int, kernel: tuple[int, int],
 def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                 weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                 requant_arrays: list[CArray], mode: str) -> KernelCall:
-    """The im2col + 16-bit SIMD path (conv_im2col.c): weight rows of k taps padded to a
+    """The im2col + 16-bit SIMD path (conv_*_im2col_*.c): weight rows of k taps padded to a
     multiple of 4, output channels to an even count (a zero row), each pair of rows
     interleaved per group of four taps; the input zero point folded into the bias (modulo
     2^32), padded like the rows."""
@@ -591,9 +591,16 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     # 8-byte aligned: the kernel reads a pair of rows' words with one LDRD.
     arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
-    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}", node.name, (x.name,),
-                      (y.name,), params, arrays, ("conv_im2col.c",), y.numel * k,
+    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}"
+    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
+                      (source_of(function),), y.numel * k,
                       scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
+
+
+def source_of(function: str) -> str:
+    """The runtime file of an im2col kernel: one function per file, named after it, so a
+    project compiles only the variants it calls (each instantiates the whole kernel)."""
+    return function.removeprefix("q8_") + ".c"
 
 
 def im2col_scratch_bytes(window: Window, k_padded: int,
@@ -617,7 +624,7 @@ def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDA
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                     requant_arrays: list[CArray], mode: str, pairs: bool) -> KernelCall:
-    """The im2col path with wide weights (conv_im2col_w16.c, conv_im2col_w16b.c): int16
+    """The im2col path with wide weights (conv_*_im2col_w16_*.c, conv_*_im2col_w16b_*.c): int16
     rows of k taps padded to a multiple of 8, output channels padded to an even count with
     zero rows, 8-byte aligned; each pair of rows interleaved per two taps for the DSP loop
     (*_w16_*), or in blocks of 8 taps for plain, vectorizable C (*_w16b_*)."""
@@ -645,9 +652,10 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", bias_even), *requant_arrays)
     variant = "w16" if pairs else "w16b"
-    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, (f"conv_im2col_{variant}.c",),
-                      y.numel * k, scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
+    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}"
+    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
+                      (source_of(function),), y.numel * k,
+                      scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
 
 
 # The largest scratch (four int16 columns) a Thumb-1 convolution takes for four pixels per
@@ -659,7 +667,7 @@ def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                    weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                    requant_arrays: list[CArray], mode: str, thumb1: bool = False
                    ) -> KernelCall:
-    """The unsigned-byte im2col path for cores without DSP (conv_im2col_w16b.c, *_b8_*):
+    """The unsigned-byte im2col path for cores without DSP (conv_*_im2col_b8_*.c):
     weights stored as w + 128 (uint8; padding taps 0), row by row; the columns hold
     x + 128 for int8 inputs, and the bias takes
     (x_zp + 128 or x_zp) * sum(w) out (see the kernel). Thumb-1 cores take four pixels
@@ -681,9 +689,9 @@ def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     arrays = (CArray("weights", "uint8_t", stored.reshape(-1)),
               CArray("bias", "int32_t", folded_bias(bias, rows, x_zp + offset)),
               *requant_arrays)
-    return KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, ("conv_im2col_b8.c",), y.numel * k,
-                      scratch_bytes=columns * k_padded * 2)
+    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}"
+    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
+                      (source_of(function),), y.numel * k, scratch_bytes=columns * k_padded * 2)
 
 
 def conv_params(x: Tensor, y: Tensor, window: Window, groups: int, x_zp: int,

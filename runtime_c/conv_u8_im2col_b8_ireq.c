@@ -1,0 +1,8 @@
+/*
+ * conv_u8_im2col_b8_ireq.c - q8_conv_u8_im2col_b8_ireq: the im2col convolution on unsigned
+ * bytes, for cores without the DSP extension; u8 activations, integer requantization.
+ * The kernel is in q8_im2col.h; one function per file, so a project compiles what it calls.
+ */
+#include "q8_im2col.h"
+
+Q8_DEFINE_IM2COL_B8(q8_conv_u8_im2col_b8_ireq, uint8_t, 0, Q8_RQ_IREQ)
