@@ -4,7 +4,7 @@ changing models fails the campaign; a deliberately broken one shows it), the com
 on a sample of them, and the resource limits and external-data rules the campaign relies
 on, each checked directly.
 
-The campaign: ONNX2MCU_FUZZ_COUNT models (default 4000, about 25 s alone on one core),
+The campaign: ONNX2MCU_FUZZ_COUNT models (default 2500, about 30 s alone on one core),
 seed ONNX2MCU_FUZZ_SEED (default 0), stopped after ONNX2MCU_FUZZ_SECONDS (default 120)
 if the machine is slow; `make fuzz` runs a longer one.
 """
@@ -40,7 +40,7 @@ from codegen.errors import LimitError, ModelError
 from codegen.limits import Limits, format_bytes, parse_size
 from codegen.pipeline import Options, generate_sources
 
-COUNT = int(os.environ.get("ONNX2MCU_FUZZ_COUNT", "4000"))
+COUNT = int(os.environ.get("ONNX2MCU_FUZZ_COUNT", "2500"))
 SEED = int(os.environ.get("ONNX2MCU_FUZZ_SEED", "0"))
 TIME_BUDGET_S = float(os.environ.get("ONNX2MCU_FUZZ_SECONDS", "120"))
 MIN_MODELS = 2000  # below this the campaign proves too little: a slow machine is a failure
