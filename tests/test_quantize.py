@@ -163,3 +163,42 @@ def test_existing_files_and_quantized_models_are_refused(
     assert err.startswith("onnx2mcu: error: model 'q' is already quantized (it has "
                           "DequantizeLinear, QuantizeLinear)"), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q.onnx"]
+
+
+def conv_bn_relu_model() -> onnx.ModelProto:
+    """Conv -> BatchNormalization -> Relu -> GlobalAveragePool -> Flatten -> Gemm, as
+    torch.onnx.export writes a model in eval mode before its BatchNormalization is folded."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    init = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (
+        ("w", rng.normal(0, 0.4, (8, 3, 3, 3))), ("scale", rng.uniform(0.5, 1.5, 8)),
+        ("shift", rng.normal(0, 0.1, 8)), ("mean", rng.normal(0, 0.2, 8)),
+        ("var", rng.uniform(0.5, 2.0, 8)), ("fc_w", rng.normal(0, 0.5, (4, 8))),
+        ("fc_b", rng.normal(0, 0.1, 4)))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"],
+                              ["b"]),
+             helper.make_node("Relu", ["b"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "conv_bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_batch_normalization_is_folded_before_quantizing(tmp_path: Path) -> None:
+    """quant_pre_process folds BatchNormalization into the Conv (ORT's graph optimizer),
+    so the quantized model has one QLinearConv and no float island."""
+    onnx.save(conv_bn_relu_model(), tmp_path / "bn.onnx")
+    np.savez(tmp_path / "data.npz",
+             x=np.random.default_rng(3).uniform(-1, 1, (16, 3, 8, 8)).astype(np.float32))
+    quantize(tmp_path / "bn.onnx", tmp_path / "q.onnx", str(tmp_path / "data.npz"))
+    ops = [n.op_type for n in onnx.load(tmp_path / "q.onnx").graph.node]
+    assert "BatchNormalization" not in ops and ops.count("Conv") == 1, ops
+    report = api.verify(str(tmp_path / "q.onnx"), samples=4)
+    assert report.ok and not any("float island" in n for n in report.notes), report.notes
