@@ -1,11 +1,15 @@
 """Static memory planning: every intermediate activation gets an offset in one arena.
 
 Lifetimes come from the call order. An elementwise kernel whose input dies at the call
-writes its output over that input (in place), so the two share one buffer. Buffers are
-placed one by one at the lowest offset that does not overlap a buffer live at the same
-time (first fit), in several orders (largest first, longest-lived first, ...); the
-smallest arena is kept. The lower bound is the peak of bytes live at one call before
-in-place sharing, so an arena may end below it.
+writes its output over that input (in place), so the two share one buffer. A kernel that
+reads an input in a known order (a depthwise convolution channel by channel, a pointwise
+one pixel by pixel) may write its output over the part of that input it has finished
+with, when the input dies at the call: its Overlap bounds the output's offset relative
+to the input's. Buffers are placed one by one at the lowest offset that does not overlap
+a buffer live at the same time, except as such a bound allows (first fit), in several
+orders (largest first, longest-lived first, ...); the smallest arena is kept. The lower
+bound is the peak of bytes live at one call with whole tensors, so an arena may end below
+it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .program import Program
+from .program import Overlap, Program
 
 ALIGNMENT = 8
 
@@ -37,6 +41,8 @@ class ArenaPlan:
     lower_bound: int
     # tensor -> the tensor whose buffer it reuses (written in place)
     shared: dict[str, str] = field(default_factory=dict)
+    # output -> the input whose finished bytes it overwrites (placed overlapping it)
+    overlapped: dict[str, str] = field(default_factory=dict)
 
     def offset(self, tensor: str) -> int:
         return self.placements[tensor].offset
@@ -110,21 +116,72 @@ def buffer_lifetimes(lifetimes: dict[str, tuple[int, int]],
     return merged
 
 
+# (output buffer, input buffer) -> the Overlap that bounds their offsets
+Pairs = dict[tuple[str, str], Overlap]
+
+
+def overlap_pairs(program: Program, lifetimes: dict[str, tuple[int, int]],
+                  storage: dict[str, str], buffers: dict[str, tuple[int, int]]) -> Pairs:
+    """The buffers a call's Overlap lets overlap: its output's, which starts at the call,
+    and its input's, which ends there (no later call reads it, and no other input of the
+    call is held in it)."""
+    pairs: Pairs = {}
+    for step, call in enumerate(program.calls):
+        if call.overlap is None or len(call.outputs) != 1:
+            continue
+        out, source = call.outputs[0], program.root(call.inputs[call.overlap.input])
+        if out not in lifetimes or source not in lifetimes:
+            continue
+        y, x = storage.get(out, out), storage.get(source, source)
+        others = {storage.get(program.root(t), program.root(t))
+                  for i, t in enumerate(call.inputs) if i != call.overlap.input}
+        if y != x and x not in others and buffers[x][1] == step and buffers[y][0] == step:
+            pairs[(y, x)] = call.overlap
+    return pairs
+
+
+def forbidden_starts(name: str, size: int, other: Placement,
+                     pairs: Pairs) -> list[tuple[int, int]]:
+    """The open intervals of offsets at which `name` (size bytes) may not start, given
+    `other`, live at the same time: where the two would overlap, less what an Overlap
+    between them allows."""
+    low, high = other.offset - size, other.offset + other.size
+    if (name, other.tensor) in pairs:  # name is the output: name - other <= max_shift
+        bound, exact = pairs[(name, other.tensor)].max_shift, pairs[(name, other.tensor)].exact
+        point = other.offset + bound
+    elif (other.tensor, name) in pairs:  # name is the input: other - name <= max_shift
+        bound, exact = pairs[(other.tensor, name)].max_shift, pairs[(other.tensor, name)].exact
+        point = other.offset - bound
+        if not exact:
+            return [(low, min(high, point))]
+    else:
+        return [(low, high)]
+    if exact:
+        return [(low, min(high, point)), (max(low, point), high)]
+    return [(max(low, point), high)]
+
+
+def lowest_free_start(intervals: list[tuple[int, int]], alignment: int) -> int:
+    """The lowest aligned offset >= 0 inside none of the open intervals."""
+    candidates = sorted({0, *(_align(max(b, 0), alignment) for a, b in intervals if a < b)})
+    for c in candidates:
+        if not any(a < c < b for a, b in intervals):
+            return c
+    raise AssertionError("no free offset")  # the end of the last interval is free
+
+
 def place_first_fit(order: list[str], lifetimes: dict[str, tuple[int, int]],
-                    sizes: dict[str, int]) -> list[Placement]:
+                    sizes: dict[str, int], pairs: Pairs | None = None,
+                    alignment: int = ALIGNMENT) -> list[Placement]:
     """Each tensor, in `order`, at the lowest offset free during its whole lifetime."""
     placed: list[Placement] = []
     for name in order:
         first, last = lifetimes[name]
         size = sizes[name]
-        busy = sorted((p.offset, p.offset + p.size) for p in placed
-                      if p.first <= last and first <= p.last)
-        offset = 0
-        for begin, end in busy:
-            if offset + size <= begin:
-                break
-            offset = max(offset, end)
-        placed.append(Placement(name, offset, size, first, last))
+        intervals = [interval for p in placed if p.first <= last and first <= p.last
+                     for interval in forbidden_starts(name, size, p, pairs or {})]
+        placed.append(Placement(name, lowest_free_start(intervals, alignment), size, first,
+                                last))
     return placed
 
 
@@ -147,11 +204,12 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = Tr
                           alignment) for name in lifetimes}
     storage = in_place_storage(program, lifetimes, sizes) if in_place else {}
     buffers = buffer_lifetimes(lifetimes, storage)
+    pairs = overlap_pairs(program, lifetimes, storage, buffers) if in_place else {}
     best: list[Placement] | None = None
     best_total = 0
     for _, key in ORDERS:
         order = sorted(buffers, key=lambda n: key(n, buffers, sizes))
-        placed = place_first_fit(order, buffers, sizes)
+        placed = place_first_fit(order, buffers, sizes, pairs, alignment)
         total = max((p.offset + p.size for p in placed), default=0)
         if best is None or total < best_total:
             best, best_total = placed, total
@@ -162,5 +220,7 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = Tr
     offsets = {p.tensor: p.offset for p in best}
     placements = {name: Placement(name, offsets[storage.get(name, name)], sizes[name], a, b)
                   for name, (a, b) in lifetimes.items()}
+    overlapped = {y: x for (y, x) in pairs
+                  if offsets[y] < offsets[x] + sizes[x] and offsets[x] < offsets[y] + sizes[y]}
     return ArenaPlan(placements, best_total, max(live_bytes, default=0),
-                     {name: owner for name, owner in storage.items()})
+                     {name: owner for name, owner in storage.items()}, overlapped)

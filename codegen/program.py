@@ -67,6 +67,20 @@ CValue = int | CFloat | CDouble | CRef | CInts | CStruct | None
 
 
 @dataclass(frozen=True)
+class Overlap:
+    """Where a kernel's output may lie over the bytes of one of its inputs that dies at
+    the call: the kernel reads that input in a known order and overwrites only bytes it
+    has finished with. With s the output's offset minus the input's, the overlap is safe
+    when s <= max_shift (the output ahead of the input by at most max_shift bytes; a
+    negative bound keeps it that far behind), or, with exact, only when s == max_shift.
+    Buffers that do not overlap at all are always safe."""
+
+    input: int  # index in KernelCall.inputs
+    max_shift: int
+    exact: bool = False
+
+
+@dataclass(frozen=True)
 class KernelCall:
     """One call of a runtime kernel: function(&params, inputs..., outputs...)."""
 
@@ -85,6 +99,9 @@ class KernelCall:
     # here: the kernel reads element i of it before writing element i of the output, and
     # both have the same size (elementwise operators, clamps, tables).
     in_place: int | None = None
+    # An input whose bytes the output may partly overwrite (sub-tensor lifetimes: a
+    # depthwise convolution's finished channels, a pointwise convolution's finished pixels).
+    overlap: Overlap | None = None
     # Work and weights the node no longer needs (output channels whose weights are all
     # zero, filled with their constant): what `report` says was removed.
     skipped_macs: int = 0

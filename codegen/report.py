@@ -73,6 +73,9 @@ class Buffer:
     first: int  # the step that writes it
     last: int  # the last step that reads it
     aliases: tuple[str, ...]  # tensors sharing its storage (Reshape, Flatten, ...)
+    # The input whose finished bytes this output overwrites (in place, or placed
+    # overlapping it: a depthwise or pointwise convolution's sub-tensor lifetimes).
+    over: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,8 +189,23 @@ def build_buffers(gen: Generated) -> tuple[Buffer, ...]:
                         key=lambda p: (p.offset, p.first, p.tensor))
     return tuple(Buffer(p.tensor, "scratch" if p.tensor.startswith(SCRATCH_PREFIX) else
                         "tensor", p.offset, p.size, p.first, p.last,
-                        tuple(sorted(aliases.get(p.tensor, ()))))
+                        tuple(sorted(aliases.get(p.tensor, ()))),
+                        gen.plan.overlapped.get(p.tensor) or gen.plan.shared.get(p.tensor))
                  for p in placements)
+
+
+def below_bound_note(report: Report) -> str:
+    """Why the arena ends below the lower bound (the most bytes of whole tensors live at
+    one step), when it does."""
+    t = report.totals
+    if t.arena_bytes >= t.arena_lower_bound:
+        return ""
+    over = sum(1 for b in report.buffers if b.over is not None)
+    return (f"arena below the lower bound by {t.arena_lower_bound - t.arena_bytes} bytes: "
+            f"the bound counts whole tensors, and {over} output(s) are written over the "
+            "bytes of their input that the kernel has finished with (elementwise kernels "
+            "in place, depthwise convolutions channel by channel, pointwise ones pixel by "
+            "pixel)")
 
 
 def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:
@@ -332,6 +350,9 @@ def format_totals(report: Report) -> list[str]:
                      "(stack not measured)")
     lines.append(f"arena: {t.arena_bytes} bytes, lower bound {t.arena_lower_bound} bytes; "
                  f"{len(report.buffers)} buffers over {len(report.steps)} steps")
+    below = below_bound_note(report)
+    if below:
+        lines.append(below)
     if t.instructions is not None:
         per_mac = f", {t.instructions / t.macs:.2f} per MAC" if t.macs else ""
         lines.append(f"instructions: {t.instructions} per inference{per_mac} (entry and "
@@ -496,11 +517,16 @@ def render_arena_svg(report: Report, standalone: bool = True) -> str:
         by, bh = y(b.offset + b.size), b.size * dy
         life = f"step {b.first}" if b.first == b.last else f"steps {b.first}-{b.last}"
         alias = f"; also {', '.join(b.aliases)}" if b.aliases else ""
-        tip = f"{_label(b, report.layers)}: {b.size} bytes at {b.offset}, {life}{alias}"
+        over = f"; written over the finished bytes of {b.over}" if b.over else ""
+        tip = (f"{_label(b, report.layers)}: {b.size} bytes at {b.offset}, {life}{alias}"
+               f"{over}")
         dash = ' stroke-dasharray="3 2"' if b.kind == "scratch" else ""
-        out.append(f'<g class="{b.kind}"><title>{xml_escape(tip)}</title>'
+        # An output over its input: translucent, so the input shows through it.
+        opacity = "0.55" if b.over else "0.85"
+        kind = f"{b.kind} overlapped" if b.over else b.kind
+        out.append(f'<g class="{kind}"><title>{xml_escape(tip)}</title>'
                    f'<rect class="buffer" x="{_n(bx)}" y="{_n(by)}" width="{_n(bw)}" '
-                   f'height="{_n(bh)}" fill="{_color(b)}" fill-opacity="0.85" '
+                   f'height="{_n(bh)}" fill="{_color(b)}" fill-opacity="{opacity}" '
                    f'stroke="#333" stroke-width="0.5"{dash} data-offset="{b.offset}" '
                    f'data-size="{b.size}" data-first="{b.first}" data-last="{b.last}"/>')
         chars = int((bw - 4) / CHAR_WIDTH)

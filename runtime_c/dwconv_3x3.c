@@ -6,8 +6,8 @@
 
 /* Layers without padding read the input directly. */
 #define Q8_DEFINE_DWCONV(NAME, TX, SIGNED, MODE)                                         \
-    void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
-              void *Q8_RESTRICT output)                                                  \
+    void NAME(const q8_dwconv_params *params, const TX *input,                           \
+              void *output)                                                              \
     {                                                                                    \
         if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, SIGNED, \

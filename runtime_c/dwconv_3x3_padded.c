@@ -7,8 +7,8 @@
 /* Padded layers copy each channel into the scratch plane
  * ((OH - 1) * stride_h + 3) x ((OW - 1) * stride_w + 3) bytes. */
 #define Q8_DEFINE_DWCONV_PADDED(NAME, TX, SIGNED, MODE)                                  \
-    void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,               \
-              void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                       \
+    void NAME(const q8_dwconv_params *params, const TX *input,                           \
+              void *output, void *Q8_RESTRICT scratch)                                   \
     {                                                                                    \
         if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output,                \

@@ -363,8 +363,8 @@ Q8_INLINE void fused_bands(const uint32_t *band, int32_t count, int32_t OW,
 #define Q8_FUSED_BANDS 0
 #endif
 
-Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT x,
-                               uint8_t *Q8_RESTRICT y, uint8_t *Q8_RESTRICT scratch,
+Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *x,
+                               uint8_t *y, uint8_t *Q8_RESTRICT scratch,
                                int is_signed, int mode)
 {
     const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
@@ -425,8 +425,8 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *Q8_REST
 
 /* The requantization mode is settled per pass of bands (requantize_bands). */
 #define Q8_DEFINE_DWCONV_ROWS(NAME, TX, SIGNED, MODE)                                     \
-    void NAME(const q8_dwconv_params *params, const TX *Q8_RESTRICT input,                \
-              void *Q8_RESTRICT output, void *Q8_RESTRICT scratch)                        \
+    void NAME(const q8_dwconv_params *params, const TX *input,                            \
+              void *output, void *Q8_RESTRICT scratch)                                    \
     {                                                                                     \
         dwconv_3x3_rows(params, (const uint8_t *)input, (uint8_t *)output,                \
                         (uint8_t *)scratch, SIGNED, MODE);                                \

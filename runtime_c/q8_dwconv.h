@@ -340,8 +340,8 @@ Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int3
  * the outputs read the input directly; otherwise the channel is first copied into the
  * scratch plane with its padding, so no output needs bounds checks.
  */
-Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *Q8_RESTRICT x,
-                          uint8_t *Q8_RESTRICT y, uint8_t *Q8_RESTRICT scratch, int padded,
+Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
+                          uint8_t *y, uint8_t *Q8_RESTRICT scratch, int padded,
                           int is_signed, int mode)
 {
     const int32_t C = p->input.c, H = p->input.h, W = p->input.w;

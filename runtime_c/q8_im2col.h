@@ -958,8 +958,8 @@ Q8_INLINE void i8_rows(const q8_conv_im2col_params *p, const row_requant *layer,
     conv_rows(&job, layer, col0, c1, y0, pixels, two, mode, DOT_I8);
 }
 
-Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *Q8_RESTRICT x,
-                           uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch, int is_signed,
+Q8_INLINE void conv_im2col(const q8_conv_im2col_params *p, const uint8_t *x,
+                           uint8_t *y, int16_t *Q8_RESTRICT scratch, int is_signed,
                            int mode)
 {
     const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
@@ -1011,8 +1011,8 @@ Q8_INLINE void w16_rows(const q8_conv_im2col_w16_params *p, const row_requant *l
               layout == W16_PAIRS ? DOT_W16_PAIRS : DOT_W16_BLOCKS);
 }
 
-Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *Q8_RESTRICT x,
-                               uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+Q8_INLINE void conv_im2col_w16(const q8_conv_im2col_w16_params *p, const uint8_t *x,
+                               uint8_t *y, int16_t *Q8_RESTRICT scratch,
                                int is_signed, int mode, int layout)
 {
     const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
@@ -1292,8 +1292,8 @@ Q8_UNUSED static uint32_t column_sum(const int16_t *column, int32_t k_padded)
  * then every output channel's row against all four, with the channel's requantization
  * prepared once per pass. A last pass of three repeats the first column as the fourth
  * (its output is not stored); one of one or two pixels takes the 1 x 2 loop. */
-Q8_INLINE void conv_b8_quads(const q8_conv_im2col_b8_params *p, const uint8_t *Q8_RESTRICT x,
-                             uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+Q8_INLINE void conv_b8_quads(const q8_conv_im2col_b8_params *p, const uint8_t *x,
+                             uint8_t *y, int16_t *Q8_RESTRICT scratch,
                              int fill_mode, int mode)
 {
     const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
@@ -1350,8 +1350,8 @@ Q8_INLINE void conv_b8_quads(const q8_conv_im2col_b8_params *p, const uint8_t *Q
     }
 }
 
-Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *Q8_RESTRICT x,
-                              uint8_t *Q8_RESTRICT y, int16_t *Q8_RESTRICT scratch,
+Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *x,
+                              uint8_t *y, int16_t *Q8_RESTRICT scratch,
                               int is_signed, int mode)
 {
     const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
@@ -1428,8 +1428,8 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
  * q8_conv_s8_im2col_freq, ...), so that a project compiles only the variants it calls: the
  * bounded float requantization is chosen per call, from the parameters. */
 #define Q8_DEFINE_IM2COL(NAME, TX, SIGNED, MODE)                                             \
-    void NAME(const q8_conv_im2col_params *params, const TX *Q8_RESTRICT input,              \
-              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    void NAME(const q8_conv_im2col_params *params, const TX *input,                          \
+              void *output, int16_t *Q8_RESTRICT scratch)                                    \
     {                                                                                        \
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \
@@ -1447,8 +1447,8 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
     }
 
 #define Q8_DEFINE_IM2COL_B8(NAME, TX, SIGNED, MODE)                                          \
-    void NAME(const q8_conv_im2col_b8_params *params, const TX *Q8_RESTRICT input,           \
-              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    void NAME(const q8_conv_im2col_b8_params *params, const TX *input,                       \
+              void *output, int16_t *Q8_RESTRICT scratch)                                    \
     {                                                                                        \
         if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
             conv_im2col_b8(params, (const uint8_t *)input, (uint8_t *)output, scratch,       \
@@ -1462,8 +1462,8 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
 /* The wide-weight kernels: LAYOUT is W16_PAIRS (rows interleaved in pairs for the DSP
  * loop, *_w16_*) or W16_BLOCKS (blocks of 8 taps, plain C compilers vectorize, *_w16b_*). */
 #define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
-    void NAME(const q8_conv_im2col_w16_params *params, const TX *Q8_RESTRICT input,          \
-              void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch)                        \
+    void NAME(const q8_conv_im2col_w16_params *params, const TX *input,                      \
+              void *output, int16_t *Q8_RESTRICT scratch)                                    \
     {                                                                                        \
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \

@@ -113,7 +113,10 @@ void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT inp
                      void *Q8_RESTRICT output);
 
 /*
- * QLinearConv, fast path (conv_*_im2col_*.c): group 1, weight zero point 0. Weights are
+ * QLinearConv, fast path (conv_*_im2col_*.c): group 1, weight zero point 0. The input
+ * and the output may overlap: a 1x1 convolution with stride 1 and no padding may write
+ * its output at the input's address (codegen plans it so: a pixel's input is gathered
+ * before its outputs are written), so they are not restrict-qualified. Weights are
  * int8, each row the k = C*KH*KW taps in (c, kh, kw) order, zero-padded to a multiple of
  * 4, each group of four stored as w0, w2, w1, w3; the rows in pairs (an odd count padded
  * with a zero row) interleaved per group: [M/2][k_padded/4][2][4], 8-byte aligned.
@@ -134,16 +137,16 @@ typedef struct {
 } q8_conv_im2col_params;
 
 void q8_conv_u8_im2col_freq(const q8_conv_im2col_params *params,
-                            const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            const uint8_t *input, void *output,
                             int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_freq(const q8_conv_im2col_params *params,
-                            const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            const int8_t *input, void *output,
                             int16_t *Q8_RESTRICT scratch);
 void q8_conv_u8_im2col_ireq(const q8_conv_im2col_params *params,
-                            const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            const uint8_t *input, void *output,
                             int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
-                            const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                            const int8_t *input, void *output,
                             int16_t *Q8_RESTRICT scratch);
 
 /*
@@ -168,28 +171,28 @@ typedef struct {
 } q8_conv_im2col_w16_params;
 
 void q8_conv_u8_im2col_w16_freq(const q8_conv_im2col_w16_params *params,
-                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const uint8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_w16_freq(const q8_conv_im2col_w16_params *params,
-                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const int8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_u8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
-                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const uint8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_w16_params *params,
-                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const int8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_u8_im2col_w16b_freq(const q8_conv_im2col_w16_params *params,
-                                 const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 const uint8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_w16b_freq(const q8_conv_im2col_w16_params *params,
-                                 const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 const int8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
 void q8_conv_u8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
-                                 const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 const uint8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_w16_params *params,
-                                 const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                 const int8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
 
 /*
@@ -211,20 +214,23 @@ typedef struct {
 } q8_conv_im2col_b8_params;
 
 void q8_conv_u8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
-                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const uint8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
-                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const int8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_u8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
-                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const uint8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 void q8_conv_s8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
-                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const int8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
 
 /*
- * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3.c): one filter per
+ * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3*.c): channel by channel,
+ * so the output may overlap the input channels already done (and, for the variants that
+ * read a channel whole into scratch first, that channel too); input and output are not
+ * restrict-qualified. One filter per
  * channel (those of channel_list when it is set), dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
  * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp). The _padded
  * variants are for layers with padding: scratch holds one padded channel plane,
@@ -249,39 +255,39 @@ typedef struct {
     int32_t channel_count;
 } q8_dwconv_params;
 
-void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
-                           void *Q8_RESTRICT output);
+void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *input,
+                           void *output);
 void q8_dwconv_u8_3x3_padded_freq(const q8_dwconv_params *params,
-                                  const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  const uint8_t *input, void *output,
                                   void *Q8_RESTRICT scratch);
-void q8_dwconv_s8_3x3_freq(const q8_dwconv_params *params, const int8_t *Q8_RESTRICT input,
-                           void *Q8_RESTRICT output);
+void q8_dwconv_s8_3x3_freq(const q8_dwconv_params *params, const int8_t *input,
+                           void *output);
 void q8_dwconv_s8_3x3_padded_freq(const q8_dwconv_params *params,
-                                  const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  const int8_t *input, void *output,
                                   void *Q8_RESTRICT scratch);
-void q8_dwconv_u8_3x3_ireq(const q8_dwconv_params *params, const uint8_t *Q8_RESTRICT input,
-                           void *Q8_RESTRICT output);
+void q8_dwconv_u8_3x3_ireq(const q8_dwconv_params *params, const uint8_t *input,
+                           void *output);
 void q8_dwconv_u8_3x3_padded_ireq(const q8_dwconv_params *params,
-                                  const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  const uint8_t *input, void *output,
                                   void *Q8_RESTRICT scratch);
-void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *Q8_RESTRICT input,
-                           void *Q8_RESTRICT output);
+void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *input,
+                           void *output);
 void q8_dwconv_s8_3x3_padded_ireq(const q8_dwconv_params *params,
-                                  const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                  const int8_t *input, void *output,
                                   void *Q8_RESTRICT scratch);
 /* Stride 1 on cores with the DSP extension: two output rows at a time
  * (dwconv_3x3_rows.c); scratch bands * (OW + 2) * 8 + W bytes, 8-byte aligned. */
 void q8_dwconv_u8_3x3_rows_freq(const q8_dwconv_params *params,
-                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const uint8_t *input, void *output,
                                 void *Q8_RESTRICT scratch);
 void q8_dwconv_s8_3x3_rows_freq(const q8_dwconv_params *params,
-                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const int8_t *input, void *output,
                                 void *Q8_RESTRICT scratch);
 void q8_dwconv_u8_3x3_rows_ireq(const q8_dwconv_params *params,
-                                const uint8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const uint8_t *input, void *output,
                                 void *Q8_RESTRICT scratch);
 void q8_dwconv_s8_3x3_rows_ireq(const q8_dwconv_params *params,
-                                const int8_t *Q8_RESTRICT input, void *Q8_RESTRICT output,
+                                const int8_t *input, void *output,
                                 void *Q8_RESTRICT scratch);
 
 /*

@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 import codegen
 from codegen.api import run_generated
+from codegen.interface import DEFAULT_INTERFACE, Interface
 from codegen.pipeline import Generated, Options, generate_sources
 from codegen.verify import random_inputs
 
@@ -232,17 +233,18 @@ def test_slab_mode_is_bit_identical_to_the_reference(requant: str, weights: str,
     assert_same_outputs(fast, reference, seed=13)
 
 
-def thumb1_sources_on_the_host(model: onnx.ModelProto) -> Generated:
+def thumb1_sources_on_the_host(model: onnx.ModelProto,
+                               interface: Interface = DEFAULT_INTERFACE) -> Generated:
     """The model's sources as generated for Cortex-M0+ (byte convolutions four pixels per
     pass where their columns allow, every depthwise layer from a padded copy, the integer
     requantization) in the host's project: the Thumb-1 layouts' portable C, runnable
     under the sanitizers."""
-    host = generate_sources(model, Options(requant="int"))
-    m0 = generate_sources(model, Options(board="cortex-m0plus"))
+    host = generate_sources(model, Options(requant="int", interface=interface))
+    m0 = generate_sources(model, Options(board="cortex-m0plus", interface=interface))
     files = dict(host.files)
     files.update({name: data for name, data in m0.files.items()
                   if name in (f"{m0.name}.c", f"{m0.name}.h") or name.startswith("runtime/")})
-    return replace(host, files=files, program=m0.program)
+    return replace(host, files=files, program=m0.program, plan=m0.plan)
 
 
 def test_thumb1_layouts_are_bit_identical_to_the_reference_on_the_host() -> None:

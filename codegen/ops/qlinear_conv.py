@@ -4,7 +4,7 @@ uint8/int8 activations, uint8/int8 weights, per-tensor or per-channel weight sca
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ from ..errors import ModelError, UnsupportedError
 from ..exporter import ProductSlots, Writer, export_product
 from ..ir import Graph, Node, QuantParams, Tensor
 from ..pattern import Index, Quantized, dtype_of, per_tensor, qparams, scale_axis
-from ..program import Alias, CArray, CRef, CStruct, Intermediate, KernelCall, Lowered
+from ..program import Alias, CArray, CRef, CStruct, Intermediate, KernelCall, Lowered, Overlap
 from ..requant import output_scale, requantize_float_reference
 from . import GENERIC_UNFUSED, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
@@ -230,16 +230,20 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                                              for k, v in params.fields))
         # The bands (four padded rows, 8 bytes per column), then a row of the padding value.
         scratch = bands * (y.shape[3] + 2) * 8 + x.shape[3]
+        # One pass over all of a channel's bands packs the whole plane before writing.
+        whole = 2 * bands >= y.shape[2]
         return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_3x3_rows_{mode}", node.name,
                           (x.name,), (y.name,), params, arrays, ("dwconv_3x3_rows.c",),
-                          macs, scratch_bytes=scratch)
+                          macs, scratch_bytes=scratch,
+                          overlap=plane_overlap(x, y, whole) if channels is None else None)
     variant = "3x3_padded" if padded else "3x3"
     source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
     # stride_w spare bytes: Thumb-1's kernel computes an odd row's last output as a pair,
     # whose second output reads past the plane's last row (and is not stored).
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, (source,), macs,
-                      scratch_bytes=plane + window.strides[1] if padded else 0)
+                      scratch_bytes=plane + window.strides[1] if padded else 0,
+                      overlap=plane_overlap(x, y, padded) if channels is None else None)
 
 
 # Scratch the two-row depthwise kernel may take beyond the padded plane of the other one.
@@ -261,12 +265,45 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     (both the compact and the fast one there), int16 weights where chosen, else int8."""
     mode = "ireq" if options.requant == "int" else "freq"
     if options.cortex_m and not options.dsp:
-        return im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
+        call = im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
                               requant_arrays, mode, options.thumb1)
-    if options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
-        return im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
+    elif options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
+        call = im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
                                requant_arrays, mode, pairs=options.dsp)
-    return im2col_call(node, x, y, window, x_zp, weights, bias, requant, requant_arrays, mode)
+    else:
+        call = im2col_call(node, x, y, window, x_zp, weights, bias, requant, requant_arrays,
+                           mode)
+    return replace(call, overlap=pointwise_overlap(x, y, window))
+
+
+def pointwise_overlap(x: Tensor, y: Tensor, window: Window) -> Overlap | None:
+    """A 1x1 convolution with stride 1 and no padding gathers a few pixels' input (all
+    channels) into its columns before it writes those pixels' outputs: output channel m
+    of pixel p may then take the place of input channel m of pixel p (the same offset
+    for both tensors), which no later pixel reads. Any other offset of an overlapping
+    output would land on pixels still to be read."""
+    if (tuple(window.kernel) != (1, 1) or tuple(window.strides) != (1, 1)
+            or any(window.pads_begin) or any(window.pads_end) or x.shape[0] != 1
+            or tuple(x.shape[2:]) != tuple(y.shape[2:])
+            or np.dtype(x.dtype).itemsize != np.dtype(y.dtype).itemsize):
+        return None
+    return Overlap(0, 0, exact=True)
+
+
+def plane_overlap(x: Tensor, y: Tensor, whole_plane_first: bool) -> Overlap | None:
+    """A depthwise kernel takes one channel at a time, so output channel c may overwrite
+    the input channels before c, which no later channel reads; and channel c itself when
+    the kernel reads that channel whole (into its scratch) before writing any of its
+    output. With planes of hwi and hwo bytes, channel c's output must end at or before
+    the first input byte still to be read: Y + (c + 1) hwo <= X + (c + 1) hwi (whole
+    plane first) or X + c hwi, for every c."""
+    if x.shape[0] != 1 or y.shape[1] != x.shape[1]:
+        return None
+    c = x.shape[1]
+    hwi, hwo = x.nbytes // c, y.nbytes // c
+    if whole_plane_first:
+        return Overlap(0, min(hwi - hwo, c * (hwi - hwo)))
+    return Overlap(0, min(-hwo, (c - 1) * hwi - c * hwo))
 
 
 def constant_channel_bytes(bias: NDArray[Any], scale: NDArray[Any], zero_point: int,

@@ -1,0 +1,175 @@
+"""Sub-tensor lifetimes: kernels whose output overwrites the bytes of their input that they
+have finished with (codegen.program.Overlap). For each kernel that declares an Overlap,
+randomized layers are built with every output placed at the tightest offset its Overlap
+allows against its input (tight_plan, replacing the planner), run under the sanitizers
+(and in QEMU for the Cortex-M kernels' assembly), and compared byte for byte with the
+plain loops on separate buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import SANITIZE
+from modelgen import ConvConfig, conv_batch_model
+from test_qlinear_conv_random import depthwise_3x3_configs, thumb1_sources_on_the_host
+
+import codegen.pipeline
+from codegen.api import run_generated
+from codegen.firmware import cross_toolchain_available
+from codegen.interface import Interface
+from codegen.planner import ALIGNMENT, ArenaPlan, Placement, plan_arena, scratch_name
+from codegen.planner import tensor_lifetimes as lifetimes_of
+from codegen.program import Program
+from codegen.qemu import qemu_available
+from codegen.verify import random_inputs
+
+QUANTIZED_IO = Interface(io="quantized")  # the inputs in the arena, where they may overlap
+
+
+def align(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+def tight_plan(program: Program) -> ArenaPlan:
+    """Each call in a region of its own: its output at exactly the offset its Overlap
+    allows against its input (the largest aligned one for a bound), its scratch after
+    both. The program must be independent layers, one call each (conv_batch_model)."""
+    lifetimes = lifetimes_of(program)
+    placements: dict[str, Placement] = {}
+    overlapped: dict[str, str] = {}
+    base = 0
+    for step, call in enumerate(program.calls):
+        x, y = program.root(call.inputs[0]), call.outputs[0]
+        size_x, size_y = align(program.tensors[x].nbytes), align(program.tensors[y].nbytes)
+        if call.overlap is None:
+            shift = size_x
+        elif call.overlap.exact:
+            shift = call.overlap.max_shift
+        else:
+            shift = call.overlap.max_shift // ALIGNMENT * ALIGNMENT
+        x_at = base + max(0, -shift)
+        y_at = x_at + shift
+        end = max(x_at + size_x, y_at + size_y)
+        for name, at, size in ((x, x_at, size_x), (y, y_at, size_y)):
+            placements[name] = Placement(name, at, size, *lifetimes[name])
+        if call.scratch_bytes:
+            name = scratch_name(step)
+            placements[name] = Placement(name, align(end), align(call.scratch_bytes), step, step)
+            end = align(end) + align(call.scratch_bytes)
+        if call.overlap is not None and y_at < x_at + size_x and x_at < y_at + size_y:
+            overlapped[y] = x
+        base = align(end)
+    assert set(placements) == set(lifetimes), set(lifetimes) ^ set(placements)
+    return ArenaPlan(placements, base, plan_arena(program).lower_bound, {}, overlapped)
+
+
+@pytest.fixture
+def tight(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(codegen.pipeline, "plan_arena", tight_plan)
+    yield
+
+
+def pointwise_configs(count: int, seed: int) -> list[ConvConfig]:
+    """1x1 convolutions, stride 1, no padding, batch 1: more output channels than input
+    and fewer, odd and even pixel counts (the last pixel alone, the last pass short)."""
+    rng = np.random.default_rng(seed)
+    configs = []
+    for i in range(count):
+        x_dtype = str(rng.choice(["uint8", "int8"]))
+        configs.append(ConvConfig(
+            x_dtype=x_dtype, w_dtype="int8" if x_dtype == "int8" else str(
+                rng.choice(["uint8", "int8"])),
+            batch=1, channels=int(rng.integers(1, 24)), out_channels=int(rng.integers(1, 24)),
+            spatial=(int(rng.integers(1, 9)), int(rng.integers(1, 9))), kernel=(1, 1),
+            group=1, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0), auto_pad=None,
+            per_channel=bool(rng.random() < 0.5), bias=bool(rng.random() < 0.8),
+            big_bias=bool(rng.random() < 0.2), kernel_shape_attr=True, seed=seed + i))
+    return configs
+
+
+def overlap_configs(seed: int) -> list[ConvConfig]:
+    """Depthwise 3x3 layers (every stride and padding; stride-1 planes narrow enough for
+    one pass of the two-row kernel and wide enough for several) and pointwise layers."""
+    depthwise = [replace(c, batch=1) for c in depthwise_3x3_configs(10, seed)]
+    wide = replace(depthwise[0], spatial=(21, 40), pads=(1, 1, 1, 1), strides=(1, 1),
+                   seed=seed + 50)
+    narrow = replace(depthwise[0], spatial=(6, 5), pads=(1, 1, 1, 1), strides=(1, 1),
+                     seed=seed + 51)
+    return [*depthwise, wide, narrow, *pointwise_configs(10, seed + 100)]
+
+
+def assert_overlapping_matches_separate(fast: codegen.pipeline.Generated, seed: int,
+                                        cflags: tuple[str, ...] = SANITIZE) -> None:
+    reference = codegen.pipeline.generate_sources(
+        fast.model, codegen.pipeline.Options(requant=fast.program.requant,
+                                             kernels="reference", interface=QUANTIZED_IO))
+    data = random_inputs(fast.program.inputs, 2, seed=seed)
+    for ours, theirs in zip(run_generated(fast, data, cflags),
+                            run_generated(reference, data, SANITIZE), strict=True):
+        for name, value in ours.items():
+            assert np.array_equal(value, theirs[name]), name
+
+
+def overlapping_kernels(gen: codegen.pipeline.Generated) -> set[str]:
+    """The kernels whose output the plan placed over their input."""
+    return {c.function.split("_", 2)[1] + ":" + c.function for c in gen.program.calls
+            if c.outputs[0] in gen.plan.overlapped}
+
+
+KERNEL_CHOICES = {
+    "host": {},
+    "host-int8-weights": {"weights": "int8"},
+    "dsp-int16": {"dsp": True, "weights": "int16"},
+    "dsp-int8": {"dsp": True, "weights": "int8"},
+}
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+@pytest.mark.parametrize("choice", list(KERNEL_CHOICES))
+def test_outputs_over_their_inputs_are_bit_identical(choice: str, requant: str,
+                                                     tight: None) -> None:
+    model = conv_batch_model(overlap_configs(7000))
+    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+        requant=requant, interface=QUANTIZED_IO, **KERNEL_CHOICES[choice]))
+    kernels = overlapping_kernels(gen)
+    assert any("dwconv" in k for k in kernels) and any("im2col" in k for k in kernels), kernels
+    if KERNEL_CHOICES[choice].get("dsp"):
+        assert any("_rows_" in k for k in kernels), kernels
+    assert_overlapping_matches_separate(gen, seed=3)
+
+
+def test_thumb1_outputs_over_their_inputs_are_bit_identical(tight: None) -> None:
+    """Cortex-M0+'s choices (byte convolutions, depthwise offset planes) in their C."""
+    model = conv_batch_model(overlap_configs(7200))
+    gen = thumb1_sources_on_the_host(model, QUANTIZED_IO)
+    kernels = overlapping_kernels(gen)
+    assert any("_b8_" in k for k in kernels) and any("3x3_padded" in k for k in kernels)
+    assert_overlapping_matches_separate(gen, seed=4, cflags=(*SANITIZE,
+                                                             "-DQ8_DW_OFFSET_PLANE=1"))
+
+
+@pytest.mark.skipif(not (cross_toolchain_available() and qemu_available()),
+                    reason="needs arm-none-eabi-gcc and QEMU")
+@pytest.mark.parametrize("board,weights", [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
+                                           ("cortex-m0plus", "int8")])
+def test_outputs_over_their_inputs_in_qemu(board: str, weights: str, tight: None) -> None:
+    """The kernels' assembly (SMLAD loops, Thumb-1 dot products) at the tightest offsets."""
+    model = conv_batch_model(overlap_configs(7400))
+    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+        board=board, weights=weights, interface=QUANTIZED_IO))
+    assert overlapping_kernels(gen)
+    assert_overlapping_matches_separate(gen, seed=5, cflags=())
+
+
+def test_the_planner_overlaps_what_the_kernels_allow() -> None:
+    """DS-CNN's depthwise and pointwise layers each write over their input: its arena
+    falls from two 8,000-byte tensors to one and a bit."""
+    from zoo import quantized_model
+
+    gen = codegen.pipeline.generate_sources(quantized_model("dscnn", "i8-pc"),
+                                            codegen.pipeline.Options(interface=QUANTIZED_IO))
+    assert len(gen.plan.overlapped) == 8
+    assert gen.plan.lower_bound >= 16000 and gen.plan.size < 9000
