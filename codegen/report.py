@@ -205,7 +205,7 @@ def below_bound_note(report: Report) -> str:
             f"the bound counts whole tensors, and {over} output(s) are written over the "
             "bytes of their input that the kernel has finished with (elementwise kernels "
             "in place, depthwise convolutions channel by channel, pointwise ones pixel by "
-            "pixel)")
+            "pixel, transposes row tile by row tile)")
 
 
 def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:

@@ -660,7 +660,11 @@ typedef struct {
 void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT input,
                   void *Q8_RESTRICT output);
 
-/* Each of `batches` row-major [rows][cols] matrices to [cols][rows] (NHWC <-> NCHW). */
+/* Each of `batches` row-major [rows][cols] matrices to [cols][rows] (NHWC <-> NCHW).
+ * Output column c = cols - 1 is written after every element of its tile's rows is read,
+ * so the output may start up to (cols - 1) * rows elements before the input (codegen
+ * plans a model's NHWC input transposed that way); input and output are not
+ * restrict-qualified. */
 typedef struct {
     int32_t batches;
     int32_t rows;
@@ -668,8 +672,7 @@ typedef struct {
     int32_t element_size; /* bytes */
 } q8_transpose_2d_params;
 
-void q8_transpose_2d(const q8_transpose_2d_params *params, const void *Q8_RESTRICT input,
-                     void *Q8_RESTRICT output);
+void q8_transpose_2d(const q8_transpose_2d_params *params, const void *input, void *output);
 
 /*
  * Float islands: operators a QDQ model leaves in float (ONNX Runtime computes them in

@@ -62,8 +62,7 @@ void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT inp
         }                                                                               \
     } while (0)
 
-void q8_transpose_2d(const q8_transpose_2d_params *params, const void *Q8_RESTRICT input,
-                     void *Q8_RESTRICT output)
+void q8_transpose_2d(const q8_transpose_2d_params *params, const void *input, void *output)
 {
     const q8_transpose_2d_params *p = params;
     const size_t plane = (size_t)p->rows * (size_t)p->cols;

@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
+import onnx
 import pytest
 from conftest import SANITIZE
-from modelgen import ConvConfig, conv_batch_model
+from modelgen import ConvConfig, conv_batch_model, graph_model
+from onnx import helper
 from test_qlinear_conv_random import depthwise_3x3_configs, thumb1_sources_on_the_host
 
 import codegen.pipeline
@@ -173,3 +175,34 @@ def test_the_planner_overlaps_what_the_kernels_allow() -> None:
                                             codegen.pipeline.Options(interface=QUANTIZED_IO))
     assert len(gen.plan.overlapped) == 8
     assert gen.plan.lower_bound >= 16000 and gen.plan.size < 9000
+
+
+def transpose_model(seed: int, dtype: str) -> onnx.ModelProto:
+    """Independent NHWC -> NCHW transposes (tf2onnx's first node) of random sizes, and a
+    2-D one."""
+    rng = np.random.default_rng(seed)
+    nodes, inputs, outputs = [], {}, {}
+    for i in range(8):
+        shape = [1, int(rng.integers(1, 20)), int(rng.integers(1, 20)), int(rng.integers(1, 40))]
+        nodes.append(helper.make_node("Transpose", [f"x{i}"], [f"y{i}"], perm=[0, 3, 1, 2]))
+        inputs[f"x{i}"] = (dtype, shape)
+        outputs[f"y{i}"] = dtype
+    nodes.append(helper.make_node("Transpose", ["x8"], ["y8"], perm=[1, 0]))
+    inputs["x8"] = (dtype, [int(rng.integers(17, 40)), int(rng.integers(2, 40))])
+    outputs["y8"] = dtype
+    return graph_model(nodes, inputs, outputs)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32"])
+def test_transposes_over_their_inputs_are_bit_identical(dtype: str, tight: None) -> None:
+    """q8_transpose_2d with its output (cols - 1) * rows elements before its input, the
+    tightest its Overlap allows: the byte and the word tiles."""
+    model = transpose_model(7600, dtype)
+    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+        interface=QUANTIZED_IO))
+    assert len(gen.plan.overlapped) >= 8, gen.plan.overlapped
+    data = random_inputs(gen.program.inputs, 2, seed=6)
+    for sample, ours in zip(data, run_generated(gen, data, SANITIZE), strict=True):
+        for i in range(8):
+            assert np.array_equal(ours[f"y{i}"], sample[f"x{i}"].transpose(0, 3, 1, 2))
+        assert np.array_equal(ours["y8"], sample["x8"].T)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import Graph, Node, Tensor, itemsize
-from ..program import Alias, CInts, CStruct, KernelCall
+from ..program import Alias, CInts, CStruct, KernelCall, Overlap
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_ints, input_tensor, reject_unknown_attrs
 
@@ -59,6 +59,17 @@ def merged_axes(shape: tuple[int, ...], perm: list[int]) -> tuple[list[int], lis
     return sizes, [rank_of[g] for g in range(len(groups))]
 
 
+def transpose_overlap(batches: int, rows: int, cols: int, esize: int) -> Overlap | None:
+    """q8_transpose_2d writes output column cols - 1 (its last rows of the output) after
+    reading every element of the tile's input rows, and the columns before it lie below
+    it: the output may start (cols - 1) * rows elements before the input, or further.
+    An NHWC input transposed to NCHW (tf2onnx's first node) then needs 1/C more bytes
+    instead of twice its size."""
+    if batches != 1:
+        return None
+    return Overlap(0, -(cols - 1) * rows * esize)
+
+
 def lower_transpose(node: Node, graph: Graph, spec: object,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
@@ -75,7 +86,8 @@ def lower_transpose(node: Node, graph: Graph, spec: object,
             ("batches", batches), ("rows", rows), ("cols", cols),
             ("element_size", itemsize(x.dtype))))
         return [KernelCall("q8_transpose_2d", node.name, (x.name,), (y.name,), params_2d, (),
-                           ("transpose.c",))]
+                           ("transpose.c",),
+                           overlap=transpose_overlap(batches, rows, cols, itemsize(x.dtype)))]
     strides = [int(np.prod(x.shape[a + 1:], dtype=np.int64)) for a in range(len(x.shape))]
     pad = [0] * (MAX_RANK - len(perm))
     params = CStruct("q8_transpose_params", (
