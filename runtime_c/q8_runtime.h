@@ -661,7 +661,8 @@ void q8_transpose(const q8_transpose_params *params, const void *Q8_RESTRICT inp
                   void *Q8_RESTRICT output);
 
 /* Each of `batches` row-major [rows][cols] matrices to [cols][rows] (NHWC <-> NCHW).
- * Output column c = cols - 1 is written after every element of its tile's rows is read,
+ * Output column c = cols - 1 is written after every element of its tile's rows is read
+ * (three columns of bytes: of its row),
  * so the output may start up to (cols - 1) * rows elements before the input (codegen
  * plans a model's NHWC input transposed that way); input and output are not
  * restrict-qualified. */
