@@ -204,8 +204,8 @@ def below_bound_note(report: Report) -> str:
     return (f"arena below the lower bound by {t.arena_lower_bound - t.arena_bytes} bytes: "
             f"the bound counts whole tensors, and {over} output(s) are written over the "
             "bytes of their input that the kernel has finished with (elementwise kernels "
-            "in place, depthwise convolutions channel by channel, pointwise ones pixel by "
-            "pixel, transposes row tile by row tile)")
+            "in place, depthwise convolutions and max pooling channel by channel, pointwise "
+            "convolutions pixel by pixel, transposes row tile by row tile)")
 
 
 def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:

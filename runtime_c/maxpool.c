@@ -1,11 +1,12 @@
-/* maxpool.c - MaxPool on int8/uint8/float32 NCHW tensors, exact (no arithmetic). */
+/* maxpool.c - MaxPool on int8/uint8/float32 NCHW tensors, exact (no arithmetic). One
+ * plane at a time: the output may overlap the input planes already done (codegen plans
+ * it so), so input and output are not restrict-qualified. */
 #include <float.h>
 
 #include "q8_runtime.h"
 #include "q8_window.h"
 
-Q8_INLINE void maxpool(const q8_pool_params *p, const uint8_t *Q8_RESTRICT x,
-                       uint8_t *Q8_RESTRICT y, int is_signed)
+Q8_INLINE void maxpool(const q8_pool_params *p, const uint8_t *x, uint8_t *y, int is_signed)
 {
     const q8_window *win = &p->window;
     const int32_t H = p->input.h, W = p->input.w;
@@ -40,20 +41,20 @@ Q8_INLINE void maxpool(const q8_pool_params *p, const uint8_t *Q8_RESTRICT x,
     }
 }
 
-void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *Q8_RESTRICT input,
-                   uint8_t *Q8_RESTRICT output)
+void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *input,
+                   uint8_t *output)
 {
     maxpool(params, input, output, 0);
 }
 
-void q8_maxpool_s8(const q8_pool_params *params, const int8_t *Q8_RESTRICT input,
-                   int8_t *Q8_RESTRICT output)
+void q8_maxpool_s8(const q8_pool_params *params, const int8_t *input,
+                   int8_t *output)
 {
     maxpool(params, (const uint8_t *)input, (uint8_t *)output, 1);
 }
 
-void q8_maxpool_f32(const q8_pool_params *params, const float *Q8_RESTRICT input,
-                    float *Q8_RESTRICT output)
+void q8_maxpool_f32(const q8_pool_params *params, const float *input,
+                    float *output)
 {
     const q8_window *win = &params->window;
     const int32_t H = params->input.h, W = params->input.w;

@@ -431,13 +431,10 @@ typedef struct {
     q8_window window;
 } q8_pool_params;
 
-void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *Q8_RESTRICT input,
-                   uint8_t *Q8_RESTRICT output);
-void q8_maxpool_s8(const q8_pool_params *params, const int8_t *Q8_RESTRICT input,
-                   int8_t *Q8_RESTRICT output);
+void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *input, uint8_t *output);
+void q8_maxpool_s8(const q8_pool_params *params, const int8_t *input, int8_t *output);
 /* float32: an all-padding window yields -FLT_MAX, as ORT's lowest(). */
-void q8_maxpool_f32(const q8_pool_params *params, const float *Q8_RESTRICT input,
-                    float *Q8_RESTRICT output);
+void q8_maxpool_f32(const q8_pool_params *params, const float *input, float *output);
 
 /*
  * QLinearGlobalAveragePool (and QLinearAveragePool whose window is the whole input):

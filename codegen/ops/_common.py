@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from ..errors import ModelError, NotConstantError, UnsupportedError
 from ..ir import DTYPES, QUANT_RANGE, Graph, Node, QuantParams, Tensor
-from ..program import CArray, CRef, CStruct, CValue
+from ..program import CArray, CRef, CStruct, CValue, Overlap
 from ..requant import float32_mult_exp
 
 
@@ -237,3 +237,19 @@ def no_requant() -> CStruct:
 
 def kernel_suffix(dtype: str) -> str:
     return {"uint8": "u8", "int8": "s8", "int32": "s32", "float32": "f32"}[dtype]
+
+
+def plane_overlap(x: Tensor, y: Tensor, whole_plane_first: bool) -> Overlap | None:
+    """A kernel that takes one channel plane at a time (depthwise convolutions, pooling)
+    may overwrite the input planes before c with output plane c, as no later plane reads
+    them; and plane c itself when the kernel reads that plane whole (into its scratch)
+    before writing any of its output. With planes of hwi and hwo bytes, output plane c
+    must end at or before the first input byte still to be read: Y + (c + 1) hwo <=
+    X + (c + 1) hwi (whole plane first) or X + c hwi, for every c."""
+    if x.shape[0] != 1 or y.shape[1] != x.shape[1]:
+        return None
+    c = x.shape[1]
+    hwi, hwo = x.nbytes // c, y.nbytes // c
+    if whole_plane_first:
+        return Overlap(0, min(hwi - hwo, c * (hwi - hwo)))
+    return Overlap(0, min(-hwo, (c - 1) * hwi - c * hwo))

@@ -9,7 +9,7 @@ from ..errors import UnsupportedError
 from ..ir import Graph, Node, Tensor
 from ..program import Alias, CStruct, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import attr_int, check_dtype, input_tensor, reject_unknown_attrs
+from ._common import attr_int, check_dtype, input_tensor, plane_overlap, reject_unknown_attrs
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
 
 ATTRS = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
@@ -42,8 +42,9 @@ def lower_maxpool(node: Node, graph: Graph, spec: object,
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(maxpool_window(node, x)))))
     suffix = {"uint8": "u8", "int8": "s8", "float32": "f32"}[x.dtype]
+    # One plane at a time: an output plane may overwrite the input planes before it.
     return [KernelCall(f"q8_maxpool_{suffix}", node.name, (x.name,), (y.name,), params, (),
-                       ("maxpool.c",))]
+                       ("maxpool.c",), overlap=plane_overlap(x, y, whole_plane_first=False))]
 
 
 # MaxPool-22 only adds types and clarifies that windows starting in the right padding

@@ -29,6 +29,7 @@ from ._common import (
     input_tensor,
     kernel_suffix,
     no_requant,
+    plane_overlap,
     quant_params,
     reject_unknown_attrs,
     requant_params,
@@ -288,22 +289,6 @@ def pointwise_overlap(x: Tensor, y: Tensor, window: Window) -> Overlap | None:
             or np.dtype(x.dtype).itemsize != np.dtype(y.dtype).itemsize):
         return None
     return Overlap(0, 0, exact=True)
-
-
-def plane_overlap(x: Tensor, y: Tensor, whole_plane_first: bool) -> Overlap | None:
-    """A depthwise kernel takes one channel at a time, so output channel c may overwrite
-    the input channels before c, which no later channel reads; and channel c itself when
-    the kernel reads that channel whole (into its scratch) before writing any of its
-    output. With planes of hwi and hwo bytes, channel c's output must end at or before
-    the first input byte still to be read: Y + (c + 1) hwo <= X + (c + 1) hwi (whole
-    plane first) or X + c hwi, for every c."""
-    if x.shape[0] != 1 or y.shape[1] != x.shape[1]:
-        return None
-    c = x.shape[1]
-    hwi, hwo = x.nbytes // c, y.nbytes // c
-    if whole_plane_first:
-        return Overlap(0, min(hwi - hwo, c * (hwi - hwo)))
-    return Overlap(0, min(-hwo, (c - 1) * hwi - c * hwo))
 
 
 def constant_channel_bytes(bias: NDArray[Any], scale: NDArray[Any], zero_point: int,
