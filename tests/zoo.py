@@ -16,11 +16,8 @@ Everything is deterministic: the same name and variant always give the same byte
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import logging
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +27,8 @@ import numpy as np
 import onnx
 from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
+
+from codegen.quantize import quiet_quantizer
 
 OPSET = 13
 IR_VERSION = 8
@@ -509,30 +508,6 @@ def case_id(case: tuple[str, str]) -> str:
 def graph_input_shape(model: onnx.ModelProto) -> Shape:
     dims = model.graph.input[0].type.tensor_type.shape.dim
     return tuple(d.dim_value for d in dims)
-
-
-def _above_warning(record: logging.LogRecord) -> bool:
-    return record.levelno > logging.WARNING
-
-
-@contextlib.contextmanager
-def quiet_quantizer() -> Iterator[None]:
-    """Silence quantize_static for the duration of one call. It logging.warning()s on the
-    root logger on every call ("Please consider to run pre-processing", twice, and, for
-    int8 activations, "Please use QuantFormat.QDQ"). A filter on the root logger drops only
-    records logged directly to it, so other loggers are untouched; the NullHandler stops
-    logging.warning() from calling basicConfig() and leaving a stderr handler behind."""
-    root = logging.getLogger()
-    handler = logging.NullHandler()
-    root.addHandler(handler)
-    root.addFilter(_above_warning)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        root.removeFilter(_above_warning)
-        root.removeHandler(handler)
 
 
 def quantize_qop(model: onnx.ModelProto, activations: Activations, per_channel: bool, *,
