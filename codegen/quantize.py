@@ -200,7 +200,14 @@ def quantize_file(source: Path, target: Path, samples: Sequence[Mapping[str, NDA
                             calibration_cache_path=cache)
     except Exception as exc:  # ORT's quantizer raises plain exceptions of many types
         raise ModelError(f"ONNX Runtime's quantize_static failed: {_first_line(exc)}"
-                         ) from None
+                         f"{QUANTIZER_HINTS.get(_first_line(exc), '')}") from None
+
+
+# What ORT's terse messages mean, where it is known.
+QUANTIZER_HINTS = {
+    "scale issue": " (a tensor's calibrated range is not a number: the float model computes "
+                   "NaN on these samples, a Sqrt or Log of a negative value, say)",
+}
 
 
 @dataclass(frozen=True)

@@ -202,3 +202,32 @@ def test_batch_normalization_is_folded_before_quantizing(tmp_path: Path) -> None
     assert "BatchNormalization" not in ops and ops.count("Conv") == 1, ops
     report = api.verify(str(tmp_path / "q.onnx"), samples=4)
     assert report.ok and not any("float island" in n for n in report.notes), report.notes
+
+
+def test_a_model_computing_nan_is_refused_with_the_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sqrt of a convolution's negative outputs: ORT's quantizer meets a NaN range and
+    says only "scale issue"; onnx2mcu says what it means."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.normal(0, 0.5, (4, 2, 3, 3)).astype(np.float32), "w")
+    w2 = numpy_helper.from_array(rng.normal(0, 0.5, (2, 4, 3, 3)).astype(np.float32), "w2")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Sqrt", ["c"], ["s"]),
+         helper.make_node("Conv", ["s", "w2"], ["y"], pads=[1, 1, 1, 1])], "nan",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 6, 6])], [w, w2])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "nan.onnx")
+    np.savez(tmp_path / "data.npz",
+             x=np.random.default_rng(1).uniform(-1, 1, (4, 1, 2, 6, 6)).astype(np.float32))
+    assert main(["quantize", str(tmp_path / "nan.onnx"), "-o", str(tmp_path / "q.onnx"),
+                 "--calibration", str(tmp_path / "data.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("onnx2mcu: error: ONNX Runtime's quantize_static failed: scale "
+                          "issue (a tensor's calibrated range is not a number"), err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "q.onnx").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz", "nan.onnx"]
