@@ -11,6 +11,7 @@ ONNX2MCU_CPU_PROFILE=<name> forces a profile (make test-cpu-profiles runs each).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -43,9 +44,20 @@ SANITIZE = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefine
 FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
 
 
+# The build cache a run made for itself (about 2 GB after a whole run): removed at its
+# end. xdist's workers inherit the variable, so only the process that made it removes it.
+_RUN_CACHE: list[str] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _RUN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if "ONNX2MCU_CACHE_DIR" not in os.environ:
         os.environ["ONNX2MCU_CACHE_DIR"] = tempfile.mkdtemp(prefix="onnx2mcu-test-cache-")
+        _RUN_CACHE.append(os.environ["ONNX2MCU_CACHE_DIR"])
     os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
     os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
     try:  # a misspelt ONNX2MCU_CPU_PROFILE stops the run here, not in every test
