@@ -55,9 +55,18 @@ def test_every_zoo_architecture_quantizes_to_a_bit_exact_model(name: str, workdi
 @pytest.mark.skipif(not (cross_toolchain_available() and qemu_available()),
                     reason="needs arm-none-eabi-gcc and QEMU")
 @pytest.mark.parametrize("name", zoo.MODEL_NAMES)
-def test_every_zoo_architecture_is_bit_exact_on_cortex_m0plus(name: str, workdir: str) -> None:
-    report = api.verify(quantized_zoo_model(name, workdir), samples=2, seed=2,
-                        board="cortex-m0plus")
+def test_every_zoo_architecture_is_bit_exact_on_cortex_m0plus(
+        name: str, workdir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`quantize --board cortex-m0plus` (the same model as the default's, its summary
+    for the board), then verify in QEMU."""
+    default = quantized_zoo_model(name, workdir)
+    out = Path(workdir) / f"{name}_m0.onnx"
+    assert main(["quantize", str(Path(workdir) / f"{name}.onnx"), "-o", str(out),
+                 "--calibration", str(Path(workdir) / f"{name}.npz"),
+                 "--board", "cortex-m0plus"]) == 0
+    assert "board cortex-m0plus, requant int" in capsys.readouterr().out
+    assert out.read_bytes() == default
+    report = api.verify(str(out), samples=2, seed=2, board="cortex-m0plus")
     assert report.ok, [(o.name, o.mismatches) for o in report.outputs]
     assert report.requant == "int"
 
