@@ -524,10 +524,7 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     quantized = run_ort(reference.model, feeds, "all",
                         lambda i, n: say(progress_bar("ONNX Runtime, quantized model", i + 1, n)),
                         reference.config)
-    float_feeds = [{spec.name: sample[spec.name].reshape(
-        [d if d is not None else 1 for d in spec.shape])
-        for spec in model_input_specs(float_proto)} for sample in samples]
-    floats = run_ort(float_proto, float_feeds, "all",
+    floats = run_ort(float_proto, samples, "all",
                      lambda i, n: say(progress_bar("ONNX Runtime, float model", i + 1, n)))
     pairs = output_pairs(gen, float_proto)
     input_sizes = [int(np.prod(t.shape)) for t in entry.inputs]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .dataset import converted
 from .emitter import STRICT_CFLAGS
 from .errors import InputDataError, ToolchainError
 from .ir import Tensor, numpy_dtype
@@ -186,15 +187,11 @@ def _coerce(tensor: Tensor, value: Any) -> NDArray[Any]:
     if tuple(array.shape) != tensor.shape:
         raise InputDataError(f"input '{label}' has shape {list(array.shape)}, the model "
                              f"expects {list(tensor.shape)}")
-    if array.dtype == target:
-        return array
-    if target.kind == "f" and array.dtype.kind in "fiu":
-        return array.astype(target)
+    fitted = converted(array, target)
+    if fitted is not None:
+        return fitted
     if target.kind in "iu" and array.dtype.kind in "iu":
-        info = np.iinfo(target)
-        if array.size and (array.min() < info.min or array.max() > info.max):
-            raise InputDataError(f"input '{label}' has values outside the {tensor.dtype} range")
-        return array.astype(target)
+        raise InputDataError(f"input '{label}' has values outside the {tensor.dtype} range")
     raise InputDataError(f"input '{label}' has dtype {array.dtype}, the model expects "
                          f"{tensor.dtype}")
 

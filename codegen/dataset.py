@@ -73,6 +73,21 @@ def load_dataset(path: str) -> list[dict[str, Any]]:
     return split_samples(load_arrays(path), path)
 
 
+def with_leading_axes(shape: tuple[int, ...],
+                      expected: Sequence[int | None]) -> tuple[int, ...] | None:
+    """`shape` with the leading axes of 1 restored that it leaves out of `expected`
+    (axes of 1 or of free size, None, taken as 1), or None when it does not fit."""
+    leading = 0
+    while leading < len(expected) and expected[leading] in (1, None):
+        leading += 1
+    for dropped in range(leading + 1):
+        rest = expected[dropped:]
+        if len(shape) == len(rest) and all(e is None or e == d
+                                           for d, e in zip(shape, rest, strict=True)):
+            return (1,) * dropped + tuple(shape)
+    return None
+
+
 def fit_batch_axis(sample: Mapping[str, Any], inputs: Sequence[Tensor]) -> dict[str, Any]:
     """The sample with the leading axes of 1 restored where an input's array has its shape
     without them (samples stored as [N, C, H, W] for inputs [1, C, H, W], or as [N, H, W]
@@ -83,11 +98,9 @@ def fit_batch_axis(sample: Mapping[str, Any], inputs: Sequence[Tensor]) -> dict[
         if value is None:
             continue
         array = np.asarray(value)
-        ones = 0
-        while ones < len(t.shape) and t.shape[ones] == 1:
-            ones += 1
-        if any(tuple(array.shape) == tuple(t.shape[k:]) for k in range(1, ones + 1)):
-            fitted[t.name] = array.reshape(t.shape)
+        shape = with_leading_axes(tuple(array.shape), t.shape)
+        if shape is not None and shape != tuple(array.shape):
+            fitted[t.name] = array.reshape(shape)
     return fitted
 
 
@@ -124,11 +137,6 @@ def model_input_specs(model: onnx.ModelProto) -> list[InputSpec]:
     return specs
 
 
-def _fits(shape: tuple[int, ...], expected: tuple[int | None, ...]) -> bool:
-    return len(shape) == len(expected) and all(e is None or e == s
-                                               for s, e in zip(shape, expected, strict=True))
-
-
 def conform_arrays(arrays: Mapping[str, NDArray[Any]], specs: Sequence[InputSpec],
                    source: str) -> dict[str, NDArray[Any]]:
     """The data set's arrays for the model's inputs: each [samples, *input shape] in the
@@ -149,26 +157,32 @@ def conform_arrays(arrays: Mapping[str, NDArray[Any]], specs: Sequence[InputSpec
 
 def _conform_shape(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
     sample = tuple(array.shape[1:])
-    leading = 0
-    while leading < len(spec.shape) and spec.shape[leading] in (1, None):
-        leading += 1
-    for dropped in range(leading + 1):
-        if _fits(sample, spec.shape[dropped:]):
-            return array.reshape((array.shape[0], *(1,) * dropped, *sample))
+    shape = with_leading_axes(sample, spec.shape)
+    if shape is not None:
+        return array.reshape((array.shape[0], *shape))
     raise InputDataError(f"{source}: model input '{spec.name}' expects samples of shape "
                          f"{spec.describe()}; array '{spec.name}' has {list(array.shape)}, "
                          f"samples of {list(sample)} (the first axis counts the samples)")
 
 
-def _conform_dtype(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
-    if array.dtype == spec.dtype:
+def converted(array: NDArray[Any], dtype: np.dtype[Any]) -> NDArray[Any] | None:
+    """`array` in `dtype` where that loses nothing a user would mind: any number into a
+    float type, integers into an integer type that holds all of them; else None."""
+    if array.dtype == dtype:
         return array
-    if spec.dtype.kind == "f" and array.dtype.kind in "fiu":
-        return array.astype(spec.dtype)
-    if spec.dtype.kind in "iu" and array.dtype.kind in "iu":
-        info = np.iinfo(spec.dtype)
+    if dtype.kind == "f" and array.dtype.kind in "fiu":
+        return array.astype(dtype)
+    if dtype.kind in "iu" and array.dtype.kind in "iu":
+        info = np.iinfo(dtype)
         if not array.size or (array.min() >= info.min and array.max() <= info.max):
-            return array.astype(spec.dtype)
+            return array.astype(dtype)
+    return None
+
+
+def _conform_dtype(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
+    fitted = converted(array, spec.dtype)
+    if fitted is not None:
+        return fitted
     raise InputDataError(f"{source}: model input '{spec.name}' expects {spec.describe()}; "
                          f"array '{spec.name}' holds {array.dtype}"
                          + (" values outside that range" if array.dtype.kind in "iu" else ""))

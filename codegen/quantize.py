@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from .dataset import conform_arrays, model_input_specs, split_samples
 from .errors import ModelError, OptionError, OutputError
 from .importer import load_model
+from .refusal import QUANTIZED_OPS, is_float_model
 
 QUANT_FORMATS = ("qdq", "qoperator")
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
@@ -85,10 +86,6 @@ class SampleReader:
         if self._progress is not None:
             self._progress(self._next, len(self._samples))
         return sample
-
-    @property
-    def taken(self) -> int:
-        return self._next
 
 
 def _above_warning(record: logging.LogRecord) -> bool:
@@ -220,11 +217,9 @@ class QuantizeResult:
 
 def check_float_model(model: onnx.ModelProto, name: str) -> None:
     """A model that already carries quantization is not quantized again."""
-    quantized = sorted({n.op_type for n in model.graph.node
-                        if n.op_type in ("QuantizeLinear", "DequantizeLinear",
-                                         "DynamicQuantizeLinear")
-                        or n.op_type.startswith("QLinear") or n.op_type.endswith("Integer")})
-    if quantized:
+    if not is_float_model(model):
+        quantized = sorted({n.op_type for n in model.graph.node
+                            if n.op_type in QUANTIZED_OPS or n.op_type.startswith("QLinear")})
         raise ModelError(f"model '{name}' is already quantized (it has "
                          f"{', '.join(quantized)}); give onnx2mcu quantize the float model")
 
