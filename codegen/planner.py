@@ -146,19 +146,17 @@ def forbidden_starts(name: str, size: int, other: Placement,
     `other`, live at the same time: where the two would overlap, less what an Overlap
     between them allows."""
     low, high = other.offset - size, other.offset + other.size
-    if (name, other.tensor) in pairs:  # name is the output: name - other <= max_shift
-        bound, exact = pairs[(name, other.tensor)].max_shift, pairs[(name, other.tensor)].exact
-        point = other.offset + bound
-    elif (other.tensor, name) in pairs:  # name is the input: other - name <= max_shift
-        bound, exact = pairs[(other.tensor, name)].max_shift, pairs[(other.tensor, name)].exact
-        point = other.offset - bound
-        if not exact:
-            return [(low, min(high, point))]
+    if (overlap := pairs.get((name, other.tensor))) is not None:
+        # name is the output: free at or below other + max_shift
+        point, free_below = other.offset + overlap.max_shift, True
+    elif (overlap := pairs.get((other.tensor, name))) is not None:
+        # name is the input: free at or above other - max_shift
+        point, free_below = other.offset - overlap.max_shift, False
     else:
         return [(low, high)]
-    if exact:
+    if overlap.exact:
         return [(low, min(high, point)), (max(low, point), high)]
-    return [(max(low, point), high)]
+    return [(max(low, point), high)] if free_below else [(low, min(high, point))]
 
 
 def lowest_free_start(intervals: list[tuple[int, int]], alignment: int) -> int:
