@@ -104,10 +104,11 @@ def _options(board: str, name: str | None, requant: str | None,
              input_shapes: Mapping[str, tuple[int, ...]] | None,
              integer_only: bool = False, qdq_rules: str = "auto",
              weights: str = "auto", native: bool = False,
-             limits: Limits = DEFAULT_LIMITS, interface: Interface = DEFAULT_INTERFACE) -> Options:
+             limits: Limits = DEFAULT_LIMITS, interface: Interface = DEFAULT_INTERFACE,
+             memory: str = "fast") -> Options:
     return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
                    integer_only=integer_only, qdq_rules=qdq_rules, weights=weights,
-                   native=native, limits=limits, interface=interface)
+                   native=native, limits=limits, interface=interface, memory=memory)
 
 
 def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
@@ -115,7 +116,7 @@ def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: 
              force: bool = False, integer_only: bool = False, qdq_rules: str = "auto",
              weights: str = "auto", native: bool = False,
              budget_check: bool = True, limits: Limits = DEFAULT_LIMITS,
-             interface: Interface = DEFAULT_INTERFACE) -> GenerateResult:
+             interface: Interface = DEFAULT_INTERFACE, memory: str = "fast") -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written). For a
     Cortex-M board, measure its flash and RAM and refuse a model that does not fit."""
     out = Path(out)
@@ -124,7 +125,8 @@ def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: 
         interface = replace(interface,
                             runtime=shared_runtime_path(Path(interface.runtime), out))
     gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits, interface))
+                                           qdq_rules, weights, native, limits, interface,
+                                           memory=memory))
     budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
@@ -220,12 +222,13 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
                        per_layer: bool = False, integer_only: bool = False,
                        qdq_rules: str = "auto", weights: str = "auto",
                        native: bool = False, limits: Limits = DEFAULT_LIMITS,
-                       interface: Interface = DEFAULT_INTERFACE,
+                       interface: Interface = DEFAULT_INTERFACE, memory: str = "fast",
                        cycles: bool = False) -> CountReport:
     """Instructions the model executes per inference on a Cortex-M board, in QEMU (and,
     with cycles, the cycle model's estimate)."""
     target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
-                                     qdq_rules, weights, native, limits, interface))
+                                     qdq_rules, weights, native, limits, interface,
+                                           memory=memory))
     check_counting_board(target.board)
     if cycles:
         check_cycle_board(target.board)
@@ -278,13 +281,15 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
            integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
            native: bool = False, count: bool = False, inputs: Mapping[str, Any] | None = None,
            seed: int = 0, limits: Limits = DEFAULT_LIMITS,
-           interface: Interface = DEFAULT_INTERFACE, cycles: bool = False) -> Report:
+           interface: Interface = DEFAULT_INTERFACE, cycles: bool = False,
+           memory: str = "fast") -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer (with cycles, estimate their cycles too)."""
     target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
-                                     qdq_rules, weights, native, limits, interface))
+                                     qdq_rules, weights, native, limits, interface,
+                                           memory=memory))
     count = count or cycles
     if count:
         check_counting_board(target.board)
@@ -315,10 +320,11 @@ def run_model(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "ho
               cflags: Sequence[str] = (), integer_only: bool = False,
               qdq_rules: str = "auto", weights: str = "auto",
               native: bool = False, limits: Limits = DEFAULT_LIMITS,
-              interface: Interface = DEFAULT_INTERFACE) -> RunResult:
+              interface: Interface = DEFAULT_INTERFACE, memory: str = "fast") -> RunResult:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits, interface))
+                                           qdq_rules, weights, native, limits, interface,
+                                           memory=memory))
     names = [t.name for t in gen.program.inputs]
     outputs = run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
     return RunResult(outputs, tuple(gen.graph.notes))
@@ -337,13 +343,13 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
            integer_only: bool = False, qdq_rules: str = "auto",
            weights: str = "auto", native: bool = False,
            limits: Limits = DEFAULT_LIMITS,
-           interface: Interface = DEFAULT_INTERFACE,
+           interface: Interface = DEFAULT_INTERFACE, memory: str = "fast",
            labels: NDArray[Any] | None = None) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too. With labels (one class
     index per given sample), the accuracy of each output that looks like class scores."""
     options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
-                               weights, native, limits, interface),
+                               weights, native, limits, interface, memory=memory),
                       expose_intermediates=per_layer)
     if per_layer and interface.io != "float":
         raise OptionError("verify --per-layer compares the graph's float entry point: "

@@ -113,6 +113,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="weight storage of the fast kernels: int16 runs faster and takes "
                         "twice the bytes (default auto: int16 when it takes at most half the "
                         "board's flash, int8 on cores without DSP)")
+    p.add_argument("--memory", choices=["fast", "min"], default="fast",
+                   help="fast (default): every layer whole, the fewest cycles; min: blocks "
+                        "of layers computed a few rows at a time where that lowers the "
+                        "arena, for more cycles")
     p.add_argument("--io", choices=list(IO_KINDS), default="float",
                    help="float (default): the entry point takes and gives the graph's float "
                         "tensors; quantized: the quantized tensors, in the arena, without the "
@@ -335,6 +339,7 @@ def _options(args: argparse.Namespace, counting: bool = False) -> dict[str, Any]
                "input_shapes": _input_shapes(args.input_shape),
                "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
                "weights": args.weights, "native": args.native, "limits": _limits(args),
+               "memory": args.memory,
                "interface": Interface(io=args.io, arena=args.arena,
                                       arena_section=args.arena_section,
                                       runtime=getattr(args, "runtime", None))}

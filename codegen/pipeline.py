@@ -21,6 +21,7 @@ from .lowering import lower_graph
 from .names import default_name, name_problem, quoted
 from .ops import LoweringOptions
 from .passes import Recipes, check_qdq_rules, expose_intermediates, run_passes
+from .passes.bands import band_for_memory
 from .planner import ArenaPlan, plan_arena
 from .program import Program
 from .refusal import explain_adapter_refusal, explain_refusal
@@ -28,6 +29,9 @@ from .schedule import schedule_for_memory
 
 REQUANT_MODES = ("float", "int")
 KERNEL_SETS = ("fast", "reference")
+# fast: every layer whole, the fewest cycles; min: blocks of layers in row bands where
+# that lowers the arena (codegen/passes/bands.py), for more cycles.
+MEMORY_MODES = ("fast", "min")
 WEIGHT_WIDTHS = ("auto", "int8", "int16")
 # With --weights auto, wide (int16) weights are used when they take at most this share of
 # the board's flash, leaving the rest for code, tables and the application.
@@ -48,6 +52,8 @@ class Options:
     qdq_rules: str = "auto"
     # "fast" kernels where a layer allows them, or the "reference" loops everywhere.
     kernels: str = "fast"
+    # "fast" or "min" (MEMORY_MODES).
+    memory: str = "fast"
     # How the fast kernels store weights: "int8" (compact), "int16" (no widening in the
     # inner loops, twice the bytes) or "auto" (int16 where the board's flash has room).
     weights: str = "auto"
@@ -127,6 +133,7 @@ def resolve_target(options: Options) -> Target:
     board = with_native(load_board(options.board), options.native)
     requant = _choice("--requant", options.requant or board.requant, REQUANT_MODES)
     kernels = _choice("--kernels", options.kernels, KERNEL_SETS)
+    _choice("--memory", options.memory, MEMORY_MODES)
     weights = _choice("--weights", options.weights, WEIGHT_WIDTHS)
     check_qdq_rules(options.qdq_rules)
     check_interface(options.interface)
@@ -272,7 +279,8 @@ def _generate_sources(source: ModelSource, target: Target) -> Generated:
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
     graph = schedule_for_memory(graph)
-    program = quantized_io(lower_graph(graph, name, lowering_options(target, graph)),
+    lowered = band_for_memory(graph) if options.memory == "min" else graph
+    program = quantized_io(lower_graph(lowered, name, lowering_options(target, graph)),
                            options.interface.io)
     plan = plan_arena(program)
     check_sizes(program, plan, options.limits)

@@ -1,0 +1,72 @@
+"""The band buffers of generate --memory min (codegen/passes/bands.py makes these nodes;
+no ONNX model has them): windows of rows of 8-bit NCHW tensors, slid down a tensor a band
+at a time, and bands placed into whole tensors (runtime_c/rows.c). Every byte is a byte of
+the tensor or its zero point, so the results are exact.
+
+Attributes: src_first, dst_first, count (the rows copied), shift (RowsShift: rows the
+buffer drops) and pad (the byte written into every other row the kernel owns). The
+outputs' shapes and quantization are the ones the pass gave them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import ModelError
+from ..ir import Graph, Node, Tensor, itemsize
+from ..program import CStruct, KernelCall
+from . import Inferred, LoweringOptions, OpDef, register
+
+DOMAIN = "onnx2mcu"
+SOURCES = ("rows.c",)
+FIELDS = ("src_first", "dst_first", "count", "shift", "pad")
+
+
+def rows_shape(graph: Graph, name: str) -> tuple[int, int, int]:
+    """(planes, rows per plane, bytes per row) of a 4-D NCHW tensor with n = 1."""
+    t = graph.tensors[name]
+    n, c, h, w = t.shape
+    return n * c, h, w * itemsize(t.dtype)
+
+
+def infer_rows(node: Node, graph: Graph) -> Inferred:
+    out = graph.tensors.get(node.outputs[0])
+    if out is None or len(out.shape) != 4:
+        raise ModelError(f"{node.describe()}: a band buffer needs the 4-D shape the "
+                         "banding pass gives it")
+    return Inferred([Tensor(out.name, out.dtype, out.shape, out.quant)])
+
+
+def rows_function(node: Node) -> str:
+    """The kernel for the node's form: with or without the previous buffer / fresh band."""
+    inputs = len(node.inputs)
+    if node.op_type == "RowsWindow":
+        return "q8_rows_window" if inputs else "q8_rows_fill"
+    if node.op_type == "RowsShift":
+        return "q8_rows_shift" if inputs == 2 else "q8_rows_shift_pad"
+    return "q8_rows_place" if inputs == 2 else "q8_rows_place_first"
+
+
+def lower_rows(node: Node, graph: Graph, spec: object,
+               options: LoweringOptions) -> Sequence[KernelCall]:
+    planes, dst_rows, row_bytes = rows_shape(graph, node.outputs[0])
+    function = rows_function(node)
+    # The rows come from the last input (the window's source, the fresh band).
+    source = node.inputs[-1] if function not in ("q8_rows_fill", "q8_rows_shift_pad") \
+        else node.outputs[0]
+    src_rows = rows_shape(graph, source)[1]
+    values = {k: int(node.attrs.get(k, 0)) for k in FIELDS}
+    params = CStruct("q8_rows_params", (
+        ("planes", planes), ("row_bytes", row_bytes), ("src_rows", src_rows),
+        ("dst_rows", dst_rows), ("src_first", values["src_first"]),
+        ("dst_first", values["dst_first"]), ("count", values["count"]),
+        ("shift", values["shift"]), ("pad", values["pad"])))
+    # A buffer carried from one band to the next keeps its storage.
+    carried = node.op_type == "RowsShift" or function == "q8_rows_place"
+    in_place = 0 if carried else None
+    return [KernelCall(function, node.name, tuple(node.inputs), tuple(node.outputs),
+                       params, sources=SOURCES, in_place=in_place)]
+
+
+for _op in ("RowsWindow", "RowsShift", "RowsPlace"):
+    register(OpDef(_op, DOMAIN, infer_rows, lower_rows))
