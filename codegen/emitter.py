@@ -9,6 +9,7 @@ options always give byte-identical files.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from .program import (
     CValue,
     KernelCall,
     Program,
+    array_key,
 )
 from .resources import runtime_dir, templates_dir
 from .version import __version__
@@ -168,7 +170,9 @@ def estimate_source_bytes(program: Program) -> int:
     return total
 
 
-def format_value(value: CValue, prefix: str, indent: int = 1) -> str:
+def format_value(value: CValue, prefix: str, indent: int = 1,
+                 symbols: Mapping[str, str] | None = None) -> str:
+    """A C initializer; a CRef names `prefix`_name, or symbols[name] where given."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -180,11 +184,13 @@ def format_value(value: CValue, prefix: str, indent: int = 1) -> str:
     if isinstance(value, CDouble):
         return float(value.value).hex()
     if isinstance(value, CRef):
-        return f"{prefix}_{value.name}" + (f".{value.member}" if value.member else "")
+        base = symbols[value.name] if symbols and value.name in symbols else \
+            f"{prefix}_{value.name}"
+        return base + (f".{value.member}" if value.member else "")
     if isinstance(value, CInts):
         return "{" + ", ".join(str(v) for v in value.values) + "}"
     pad = "    " * (indent + 1)
-    fields = ",\n".join(f"{pad}.{k} = {format_value(v, prefix, indent + 1)}"
+    fields = ",\n".join(f"{pad}.{k} = {format_value(v, prefix, indent + 1, symbols)}"
                         for k, v in value.fields)
     return "{\n" + fields + "\n" + "    " * indent + "}"
 
@@ -428,14 +434,30 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         definitions.append(f"/* constant {c_comment(name_c, 60)} */")
         definitions.append(format_array(f"const{i}", array))
     calls = []
+    # Equal arrays and parameter structs are written once (a layer's row bands share
+    # its weights and, but for the first and last bands, its parameters).
+    array_symbols: dict[tuple[Any, ...], str] = {}
+    param_symbols: dict[str, str] = {}
     for i, call in enumerate(program.calls):
+        symbols = {}
         for array in call.arrays:
-            definitions.append(format_array(f"L{i}_{array.name}", array))
+            key = array_key(array)
+            if key not in array_symbols:
+                array_symbols[key] = f"L{i}_{array.name}"
+                definitions.append(format_array(array_symbols[key], array))
+            symbols[array.name] = array_symbols[key]
+        symbol = f"L{i}"
         if call.params is not None:
-            definitions.append(format_struct(f"L{i}_params", call.params, f"L{i}"))
+            init = format_value(call.params, symbol, 0, symbols)
+            text = f"{call.params.ctype} {init}"
+            if text in param_symbols:
+                symbol = param_symbols[text]
+            else:
+                param_symbols[text] = symbol
+                definitions.append(f"static const {call.params.ctype} {symbol}_params = {init};")
         calls.append({"comment": c_comment(call.node, 100), "function": call.function,
                       "literal": c_string(literal_text(call.node)[0]),
-                      "statement": _call_statement(i, call, buffers)})
+                      "statement": _call_statement(i, call, buffers, symbol)})
 
     used = {name for call in program.calls for name in (*call.inputs, *call.outputs)}
     unused = [buffers.of(t.name) for t in (*program.inputs, *program.outputs)

@@ -28,6 +28,13 @@ class CArray:
     aligned8: bool = False
 
 
+def array_key(array: CArray) -> tuple[Any, ...]:
+    """What makes two const arrays the same array in the image (the calls of a layer's
+    row bands share its weights)."""
+    values = np.ascontiguousarray(array.values)
+    return (array.ctype, array.aligned8, values.dtype.str, values.shape, values.tobytes())
+
+
 @dataclass(frozen=True)
 class CRef:
     """The address of a CArray of the same call."""
@@ -196,9 +203,15 @@ class Program:
         weights, per-channel constants) and the program constants it is the first to
         read. They add up to every const array the emitter writes, each counted once."""
         counted: set[str] = set()
+        arrays: set[tuple[Any, ...]] = set()
         sizes = []
         for call in self.calls:
-            size = sum(int(np.asarray(a.values).nbytes) for a in call.arrays)
+            size = 0
+            for array in call.arrays:
+                key = array_key(array)
+                if key not in arrays:  # the emitter writes equal arrays once
+                    arrays.add(key)
+                    size += int(np.asarray(array.values).nbytes)
             for tensor in call.inputs:
                 root = self.root(tensor)
                 if root in self.constants and root not in counted:
@@ -211,7 +224,8 @@ class Program:
     def weight_bytes(self) -> int:
         """Bytes of const data: weights, biases, tables and per-channel constants."""
         return (sum(int(np.asarray(v).nbytes) for v in self.constants.values())
-                + sum(int(np.asarray(a.values).nbytes) for c in self.calls for a in c.arrays))
+                + sum(int(np.asarray(a.values).nbytes)
+                      for a in {array_key(a): a for c in self.calls for a in c.arrays}.values()))
 
     @property
     def sources(self) -> list[str]:

@@ -11,10 +11,11 @@ outputs' shapes and quantization are the ones the pass gave them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..errors import ModelError
 from ..ir import Graph, Node, Tensor, itemsize
-from ..program import CStruct, KernelCall
+from ..program import Alias, CInts, CStruct, CValue, KernelCall
 from . import Inferred, LoweringOptions, OpDef, register
 
 DOMAIN = "onnx2mcu"
@@ -70,3 +71,43 @@ def lower_rows(node: Node, graph: Graph, spec: object,
 
 for _op in ("RowsWindow", "RowsShift", "RowsPlace"):
     register(OpDef(_op, DOMAIN, infer_rows, lower_rows))
+
+
+# A band of QLinearAdd whose operand `view_slot` is the first rows of each plane of a
+# taller history buffer (`view_rows` rows per plane), read in place through the kernel's
+# strides rather than copied into a window first: the residual of a block, held until
+# the convolutions after it have computed the same rows.
+def lower_add_rows(node: Node, graph: Graph, spec: object,
+                   options: LoweringOptions) -> Sequence[KernelCall | Alias]:
+    from .elementwise import lower_qadd
+
+    slot, held = int(node.attrs["view_slot"]), int(node.attrs["view_rows"])
+    buffer = graph.tensors[node.inputs[slot]]
+    y = graph.tensors[node.outputs[0]]
+    view = replace(buffer, shape=y.shape)
+    tensors = {**graph.tensors, buffer.name: view}
+    add = replace(node, op_type="QLinearAdd", domain="com.microsoft", attrs={})
+    calls = lower_qadd(add, replace(graph, tensors=tensors), spec, options)
+    c, w = y.shape[1], y.shape[3]
+    field = "a_stride" if slot == 0 else "b_stride"
+    other = 1 if slot == 0 else 0
+    return [replace(call, params=with_plane_stride(call.params, field, held * w if c > 1 else 0),
+                    in_place=other) if isinstance(call, KernelCall) else call
+            for call in calls]
+
+
+def with_plane_stride(params: CStruct | None, field: str, stride: int) -> CStruct | None:
+    """q8_qadd_params with one operand's channel stride (axis 1 of NCHW) set."""
+    assert params is not None
+
+    def patched(name: str, value: CValue) -> CValue:
+        if name != "shape" or not isinstance(value, CStruct):
+            return value
+        return replace(value, fields=tuple(
+            (k, CInts((v.values[0], stride, *v.values[2:]))
+             if k == field and isinstance(v, CInts) else v) for k, v in value.fields))
+
+    return replace(params, fields=tuple((k, patched(k, v)) for k, v in params.fields))
+
+
+register(OpDef("QLinearAddRows", DOMAIN, infer_rows, lower_add_rows))

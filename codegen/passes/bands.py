@@ -173,10 +173,16 @@ def readers_of(graph: Graph, tensor: str) -> list[Node]:
     return [n for n in graph.nodes if tensor in n.inputs]
 
 
-def plan_block(graph: Graph, start: int, end: int, last_rows: int) -> BlockPlan | None:
+def plan_block(graph: Graph, start: int, end: int, last_rows: int,
+               later: Sequence[int] = ()) -> BlockPlan | None:
     """The band schedule of graph.nodes[start:end] with `last_rows` rows of the last
     node's output per band; None where the nodes do not chain into one (a stride that
-    does not divide the rows, an output nothing inside decides the band of)."""
+    does not divide the rows, an output nothing inside decides the band of).
+
+    Each node runs as early as the rows it reads allow, `later[i]` bands of its own
+    rows later than that (node i of the block): a later node needs longer history of
+    what it reads and none of what it computes, and where strides round a delay up, a
+    block started a row later saves a row of every buffer after the stride."""
     nodes = graph.nodes[start:end]
     access = [row_access(n, graph) for n in nodes]
     if any(a is None for a in access):
@@ -206,7 +212,8 @@ def plan_block(graph: Graph, start: int, end: int, last_rows: int) -> BlockPlan 
                            a.stride)
                   for s, a in reads.items() if node.inputs[s] in streams]
         y = node.outputs[0]
-        stream = Stream(rows[y], max(delays, default=0), graph.tensors[y].shape[2])
+        extra = later[i] if i < len(later) else 0
+        stream = Stream(rows[y], max(delays, default=0) + extra, graph.tensors[y].shape[2])
         streams[y] = stream
         for s, a in reads.items():
             readers.setdefault(node.inputs[s], []).append(Reader(i, s, a, stream))
@@ -311,21 +318,41 @@ class Rewriter:
             return source
         return self.window(tensor, source, offset, reader.window_rows, label, held)
 
+    def buffer_view(self, reader: Reader, tensor: str, band: int) -> str | None:
+        """The history buffer itself, where an elementwise reader's rows are its first
+        rows of each plane (QLinearAddRows reads them through its strides)."""
+        stream = self.plan.streams.get(tensor)
+        if reader.access != ELEMENTWISE or stream is None or tensor not in self.history:
+            return None
+        held = self.plan.history_rows(tensor)
+        top = stream.first(band) + stream.rows - held
+        return self.history[tensor] if held > stream.rows and \
+            reader.window_start(band) == top else None
+
     def band_node(self, index: int, band: int, fresh: dict[str, str]) -> None:
         node, reads = self.plan.nodes[index], self.plan.access[index]
         y = node.outputs[0]
         stream = self.plan.streams[y]
         inputs = list(node.inputs)
+        attrs = band_attrs(node, self.graph)
+        op, domain = node.op_type, node.domain
         for slot in reads:
             reader = next(r for r in self.plan.readers[node.inputs[slot]]
                           if r.node == index and r.slot == slot)
-            inputs[slot] = self.input_band(reader, node.inputs[slot], band, fresh)
+            view = self.buffer_view(reader, node.inputs[slot], band) \
+                if node.op_type == "QLinearAdd" and op == node.op_type else None
+            if view is not None:
+                inputs[slot] = view
+                op, domain = "QLinearAddRows", DOMAIN
+                attrs = {"view_slot": slot,
+                         "view_rows": self.plan.history_rows(node.inputs[slot])}
+            else:
+                inputs[slot] = self.input_band(reader, node.inputs[slot], band, fresh)
         first = stream.first(band)
         out = self.tensor_like(y, self.names.new(f"{y}@{band}"), stream.rows)
-        attrs = band_attrs(node, self.graph)
         self.nodes.append(replace(node, name=self.names.new(
-            f"{node.name} rows {first}..{first + stream.rows - 1}"), inputs=tuple(inputs),
-            outputs=(out,), attrs=attrs))
+            f"{node.name} rows {first}..{first + stream.rows - 1}"), op_type=op,
+            domain=domain, inputs=tuple(inputs), outputs=(out,), attrs=attrs))
         fresh[y] = out
 
     def keep_history(self, tensor: str, band: int, fresh: str | None) -> None:
@@ -449,19 +476,53 @@ def band_runs(graph: Graph) -> Iterator[tuple[int, int]]:
             start = None
 
 
+@dataclass(frozen=True)
+class Candidate:
+    start: int
+    end: int
+    rows: int
+    later: tuple[int, ...]
+
+
+def banded_peak(graph: Graph, candidate: Candidate) -> tuple[int, Graph] | None:
+    plan = plan_block(graph, candidate.start, candidate.end, candidate.rows, candidate.later)
+    if plan is None:
+        return None
+    banded = band_block(graph, plan)
+    return live_peak(banded), banded
+
+
+def tune_delays(graph: Graph, candidate: Candidate, peak: int,
+                banded: Graph) -> tuple[int, Graph]:
+    """Run nodes later, one at a time, while that lowers the peak (greedy)."""
+    improved = True
+    while improved:
+        improved = False
+        for i in range(candidate.end - candidate.start):
+            for step in (1, 2):
+                later = list(candidate.later) + [0] * (candidate.end - candidate.start)
+                later[i] += step
+                trial = replace(candidate, later=tuple(later[:candidate.end - candidate.start]))
+                result = banded_peak(graph, trial)
+                if result is not None and result[0] < peak:
+                    candidate, (peak, banded), improved = trial, result, True
+                    break
+    return peak, banded
+
+
 def band_for_memory(graph: Graph) -> Graph:
     """The graph with the block banded that lowers the peak of live bytes the most (the
     graph as it is when none does)."""
-    best, best_peak = graph, live_peak(graph)
+    best: tuple[int, Graph, Candidate] | None = None
     for run_start, run_end in band_runs(graph):
         for start in range(run_start, run_end):
             for end in range(start + 2, run_end + 1):
                 for rows in BAND_ROWS:
-                    plan = plan_block(graph, start, end, rows)
-                    if plan is None:
-                        continue
-                    candidate = band_block(graph, plan)
-                    peak = live_peak(candidate)
-                    if peak < best_peak:
-                        best, best_peak = candidate, peak
-    return best
+                    for shift in (0, 1):
+                        candidate = Candidate(start, end, rows, (shift,))
+                        result = banded_peak(graph, candidate)
+                        if result is not None and (best is None or result[0] < best[0]):
+                            best = (*result, candidate)
+    if best is None or best[0] >= live_peak(graph):
+        return graph
+    return tune_delays(graph, best[2], best[0], best[1])[1]
