@@ -37,7 +37,7 @@ BAND_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
 }
 # The input whose zero point pads a convolution's window (x_zero_point).
 CONV_ZERO_POINT = 2
-# Rows per band of the block's last output that the search tries.
+# Output rows per band that the search tries.
 BAND_ROWS = (1, 2, 4)
 
 
@@ -52,81 +52,6 @@ class RowAccess:
 
 
 ELEMENTWISE = RowAccess(1, 1, 0)
-
-
-@dataclass(frozen=True)
-class Stream:
-    """A tensor the block computes, band by band: band t holds its rows
-    [t * rows - delay, (t + 1) * rows - delay) (those outside [0, height) are virtual:
-    padding, never stored in the whole tensor)."""
-
-    rows: int
-    delay: int
-    height: int
-
-    def first(self, band: int) -> int:
-        return band * self.rows - self.delay
-
-    def computed(self, band: int) -> bool:
-        """Does band `band` hold any real row?"""
-        first = self.first(band)
-        return first < self.height and first + self.rows > 0
-
-    def real(self, band: int) -> tuple[int, int]:
-        """The band's real rows, as [first, end) within the band."""
-        first = self.first(band)
-        lo = min(max(0, -first), self.rows)
-        return lo, max(lo, min(self.rows, self.height - first))
-
-
-@dataclass(frozen=True)
-class Reader:
-    node: int  # index in the block
-    slot: int  # input index
-    access: RowAccess
-    output: Stream  # the reader's own output stream
-
-    def window_start(self, band: int) -> int:
-        """The first input row the reader's band `band` reads."""
-        return self.output.first(band) * self.access.stride - self.access.pad
-
-    @property
-    def lag(self) -> int:
-        """How far the window starts behind band t * rows of its input stream."""
-        return self.output.delay * self.access.stride + self.access.pad
-
-    @property
-    def window_rows(self) -> int:
-        return (self.output.rows - 1) * self.access.stride + self.access.kernel
-
-    def reads_all_of(self, rows: int) -> bool:
-        """Would the reader's band, run on a window of `rows` rows, give its band's rows
-        (a convolution ignores rows below its last window)?"""
-        if self.access == ELEMENTWISE:
-            return rows == self.output.rows
-        return rows >= self.access.kernel and \
-            (rows - self.access.kernel) // self.access.stride + 1 == self.output.rows
-
-
-@dataclass
-class BlockPlan:
-    """A block of consecutive nodes and the streams its band schedule gives."""
-
-    start: int  # index of the block's first node in the graph
-    nodes: list[Node]
-    access: list[dict[int, RowAccess]]
-    streams: dict[str, Stream]  # the tensors the block computes
-    readers: dict[str, list[Reader]]  # every tensor the block reads
-    outputs: list[str]  # the block's tensors read after it (placed whole)
-    bands: range
-    pads: dict[str, int] = field(default_factory=dict)  # tensor -> its padding byte
-
-    def history_rows(self, tensor: str) -> int:
-        """Rows the history buffer of a computed tensor keeps (its band's rows alone:
-        no buffer)."""
-        stream = self.streams[tensor]
-        lag = max([stream.delay, *(r.lag for r in self.readers.get(tensor, []))])
-        return stream.rows + lag - stream.delay
 
 
 def is_band_tensor(t: Tensor | None) -> bool:
@@ -173,76 +98,150 @@ def readers_of(graph: Graph, tensor: str) -> list[Node]:
     return [n for n in graph.nodes if tensor in n.inputs]
 
 
-def plan_block(graph: Graph, start: int, end: int, last_rows: int,
-               later: Sequence[int] = ()) -> BlockPlan | None:
-    """The band schedule of graph.nodes[start:end] with `last_rows` rows of the last
-    node's output per band; None where the nodes do not chain into one (a stride that
-    does not divide the rows, an output nothing inside decides the band of).
+@dataclass(frozen=True)
+class Window:
+    """Rows [first, first + rows) of a node's input `slot` (rows outside the tensor are
+    its padding)."""
 
-    Each node runs as early as the rows it reads allow, `later[i]` bands of its own
-    rows later than that (node i of the block): a later node needs longer history of
-    what it reads and none of what it computes, and where strides round a delay up, a
-    block started a row later saves a row of every buffer after the stride."""
+    slot: int
+    first: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class Fire:
+    """Node `node` of the block computes its output rows [first, first + rows)."""
+
+    node: int
+    first: int
+    windows: tuple[Window, ...]
+
+
+@dataclass(frozen=True)
+class Pad:
+    """`rows` rows of padding appended below the last row of `tensor`, which the
+    windows of its readers reach."""
+
+    tensor: str
+    rows: int
+
+
+@dataclass
+class BlockPlan:
+    """A block of consecutive nodes and the order its bands run in."""
+
+    start: int  # index of the block's first node in the graph
+    nodes: list[Node]
+    access: list[dict[int, RowAccess]]
+    rows: int  # output rows each band of a node computes
+    events: list[Fire | Pad]
+    outputs: list[str]  # the block's tensors read after it (placed whole)
+    held: dict[str, int]  # tensor read inside -> rows its history buffer keeps (0: none)
+    pads: dict[str, int]  # tensor -> its padding byte
+
+    @property
+    def producer(self) -> dict[str, int]:
+        return {n.outputs[0]: i for i, n in enumerate(self.nodes)}
+
+
+@dataclass
+class Demand:
+    """Runs the block's bands on demand: a band runs when a reader needs its rows, so
+    each history buffer keeps only the rows between what its readers have read and
+    what they need next (the layers of a residual block interleave, its shortcut
+    computed just before the sum). Records the bands' order and the buffers' depths."""
+
+    graph: Graph
+    nodes: list[Node]
+    access: list[dict[int, RowAccess]]
+    rows: int
+    events: list[Fire | Pad] = field(default_factory=list)
+    end: dict[str, int] = field(default_factory=dict)  # rows [.., end) exist
+    span: dict[str, int] = field(default_factory=dict)  # most rows a read needed kept
+    padded: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.producer = {n.outputs[0]: i for i, n in enumerate(self.nodes)}
+        self.fired = [0] * len(self.nodes)
+        self.end = {t: 0 for t in self.producer}
+
+    def height(self, tensor: str) -> int:
+        return self.graph.tensors[tensor].shape[2]
+
+    def demand(self, tensor: str, end: int) -> None:
+        """Make rows [.., end) of a tensor the block computes exist."""
+        while self.end[tensor] < min(end, self.height(tensor)):
+            self.fire(self.producer[tensor])
+        if end > self.end[tensor]:
+            self.events.append(Pad(tensor, end - self.end[tensor]))
+            self.padded.add(tensor)
+            self.end[tensor] = end
+
+    def fire(self, index: int) -> None:
+        node = self.nodes[index]
+        first = self.fired[index] * self.rows
+        windows = []
+        for slot, a in self.access[index].items():
+            window = Window(slot, first * a.stride - a.pad, (self.rows - 1) * a.stride + a.kernel)
+            if node.inputs[slot] in self.producer:
+                self.demand(node.inputs[slot], window.first + window.rows)
+            windows.append(window)
+        for w in windows:  # after every demand: one may run the other input's producer
+            x = node.inputs[w.slot]
+            if x in self.producer:
+                self.span[x] = max(self.span.get(x, 0), self.end[x] - w.first)
+        self.events.append(Fire(index, first, tuple(windows)))
+        self.fired[index] += 1
+        self.end[node.outputs[0]] = first + self.rows
+
+    def run(self, outputs: Sequence[str]) -> None:
+        for tensor in outputs:
+            self.demand(tensor, self.height(tensor))
+
+
+def plan_block(graph: Graph, start: int, end: int, rows: int) -> BlockPlan | None:
+    """The bands of graph.nodes[start:end], each computing `rows` rows of a node's
+    output; None where the nodes cannot run in bands, or where the block's outputs (the
+    tensors read after it) do not include its last node's."""
     nodes = graph.nodes[start:end]
     access = [row_access(n, graph) for n in nodes]
     if any(a is None for a in access):
         return None
     accesses = [a for a in access if a is not None]
-    produced = {n.outputs[0]: i for i, n in enumerate(nodes)}
     inside = {n.name for n in nodes}
+    produced = [n.outputs[0] for n in nodes]
     outputs = [t for t in produced if t in graph.outputs or
                any(r.name not in inside for r in readers_of(graph, t))]
-    last = nodes[-1].outputs[0]
-    if last not in outputs:
+    if produced[-1] not in outputs:
         return None
-    rows: dict[str, int] = {last: last_rows}
-    for node, reads in zip(reversed(nodes), reversed(accesses), strict=True):
-        n = rows.get(node.outputs[0])
-        if n is None:
-            return None
-        for slot, a in reads.items():
-            need = n * a.stride
-            if node.inputs[slot] in produced and \
-                    rows.setdefault(node.inputs[slot], need) != need:
-                return None
-    streams: dict[str, Stream] = {}
-    readers: dict[str, list[Reader]] = {}
-    for i, (node, reads) in enumerate(zip(nodes, accesses, strict=True)):
-        delays = [ceil_div(streams[node.inputs[s]].delay + a.kernel - a.stride - a.pad,
-                           a.stride)
-                  for s, a in reads.items() if node.inputs[s] in streams]
-        y = node.outputs[0]
-        extra = later[i] if i < len(later) else 0
-        stream = Stream(rows[y], max(delays, default=0) + extra, graph.tensors[y].shape[2])
-        streams[y] = stream
-        for s, a in reads.items():
-            readers.setdefault(node.inputs[s], []).append(Reader(i, s, a, stream))
-    first = min(s.delay // s.rows for s in streams.values())
-    bands = max(ceil_div(streams[y].height + streams[y].delay, streams[y].rows)
-                for y in outputs)
-    pads = block_pads(graph, nodes, readers)
+    demand = Demand(graph, nodes, accesses, rows)
+    demand.run([produced[-1], *outputs])
+    if min(demand.fired) == 0:
+        return None  # a node none of the outputs needs
+    held = {t: 0 if span <= rows and t not in demand.padded else max(span, rows)
+            for t, span in demand.span.items()}
+    pads = block_pads(graph, nodes, accesses)
     if pads is None:
         return None
-    return BlockPlan(start, nodes, accesses, streams, readers, outputs,
-                     range(first, bands), pads)
-
+    return BlockPlan(start, nodes, accesses, rows, demand.events, outputs, held, pads)
 
 def block_pads(graph: Graph, nodes: Sequence[Node],
-               readers: dict[str, list[Reader]]) -> dict[str, int] | None:
+               access: Sequence[dict[int, RowAccess]]) -> dict[str, int] | None:
     """The byte each tensor's windows are padded with: the x_zero_point of the
     convolutions reading it (None where two disagree); elementwise readers never use it."""
-    pads: dict[str, int] = {}
-    for tensor, rs in readers.items():
-        values = set()
-        for r in rs:
-            node = nodes[r.node]
+    values: dict[str, set[int]] = {}
+    for node, reads in zip(nodes, access, strict=True):
+        for slot in reads:
+            seen = values.setdefault(node.inputs[slot], set())
             if node.op_type == "QLinearConv":
-                values.add(int(graph.constants[node.inputs[CONV_ZERO_POINT]].reshape(-1)[0]))
-        if len(values) > 1:
+                seen.add(int(graph.constants[node.inputs[CONV_ZERO_POINT]].reshape(-1)[0]))
+    pads: dict[str, int] = {}
+    for tensor, seen in values.items():
+        if len(seen) > 1:
             return None
         t = graph.tensors[tensor]
-        default = t.quant.zero_point[0] if t.quant is not None else 0
-        pads[tensor] = values.pop() if values else int(default)
+        default = int(t.quant.zero_point[0]) if t.quant is not None else 0
+        pads[tensor] = seen.pop() if seen else default
     return pads
 
 
@@ -262,7 +261,7 @@ class Names:
 
 @dataclass
 class Rewriter:
-    """Builds the banded nodes of one block."""
+    """Builds the banded nodes of one block from its plan's events."""
 
     graph: Graph
     plan: BlockPlan
@@ -270,6 +269,8 @@ class Rewriter:
     nodes: list[Node] = field(default_factory=list)
     tensors: dict[str, Tensor] = field(default_factory=dict)
     history: dict[str, str] = field(default_factory=dict)  # tensor -> its buffer now
+    fresh: dict[str, str] = field(default_factory=dict)  # tensor -> its last band
+    end: dict[str, int] = field(default_factory=dict)  # tensor -> rows [.., end) exist
     placed: dict[str, str] = field(default_factory=dict)  # output -> its whole tensor now
 
     def tensor_like(self, original: str, name: str, rows: int) -> str:
@@ -283,130 +284,122 @@ class Rewriter:
         self.nodes.append(Node(self.names.new(name), op, DOMAIN, tuple(inputs), (output,),
                                dict(attrs)))
 
-    def window(self, tensor: str, source: str | None, source_first: int, rows: int,
-               label: str, source_rows: int | None = None) -> str:
-        """A RowsWindow of `rows` rows of `source` starting at its row `source_first`
-        (rows of it outside [0, source_rows): the padding byte)."""
+    def window(self, tensor: str, source: str, source_first: int, rows: int,
+               source_rows: int, label: str) -> str:
+        """A RowsWindow of `rows` rows of `source` from its row `source_first` (rows
+        outside [0, source_rows): the padding byte)."""
         out = self.tensor_like(tensor, self.names.new(f"{tensor}@{label}"), rows)
-        pad = self.plan.pads.get(tensor, 0)
-        if source is None:
-            self.add("RowsWindow", f"pad {tensor} {label}", (), out, pad=pad)
-            return out
-        height = self.tensors[source].shape[2] if source in self.tensors else \
-            self.graph.tensors[source].shape[2]
-        limit = height if source_rows is None else source_rows
-        lo, hi = max(source_first, 0), min(source_first + rows, limit)
+        lo, hi = max(source_first, 0), min(source_first + rows, source_rows)
         self.add("RowsWindow", f"window {tensor} {label}", (source,), out,
-                 src_first=lo, dst_first=lo - source_first, count=max(0, hi - lo), pad=pad)
+                 src_first=lo, dst_first=lo - source_first, count=max(0, hi - lo),
+                 pad=self.plan.pads.get(tensor, 0))
         return out
 
-    def input_band(self, reader: Reader, tensor: str, band: int,
-                   fresh: dict[str, str]) -> str:
-        """What the reader's band reads of `tensor`: its history buffer or fresh band
-        itself when the rows line up, else a window of it."""
-        label = f"{self.plan.nodes[reader.node].name}:{band}"
-        start = reader.window_start(band)
-        if tensor not in self.plan.streams:  # a whole tensor computed before the block
-            return self.window(tensor, tensor, start, reader.window_rows, label)
-        stream = self.plan.streams[tensor]
-        held = self.plan.history_rows(tensor)
-        source = self.history.get(tensor) if held > stream.rows else fresh.get(tensor)
-        if source is None:
-            return self.window(tensor, None, 0, reader.window_rows, label)
-        offset = start - (stream.first(band) + stream.rows - held)
-        if offset == 0 and reader.reads_all_of(held):
-            return source
-        return self.window(tensor, source, offset, reader.window_rows, label, held)
+    def source(self, tensor: str) -> tuple[str, int]:
+        """What holds the rows of a tensor the block computes: its history buffer (or
+        its last band), and the first row it holds."""
+        held = self.plan.held[tensor]
+        if held:
+            return self.history[tensor], self.end[tensor] - held
+        return self.fresh[tensor], self.end[tensor] - self.plan.rows
 
-    def buffer_view(self, reader: Reader, tensor: str, band: int) -> str | None:
-        """The history buffer itself, where an elementwise reader's rows are its first
-        rows of each plane (QLinearAddRows reads them through its strides)."""
-        stream = self.plan.streams.get(tensor)
-        if reader.access != ELEMENTWISE or stream is None or tensor not in self.history:
-            return None
-        held = self.plan.history_rows(tensor)
-        top = stream.first(band) + stream.rows - held
-        return self.history[tensor] if held > stream.rows and \
-            reader.window_start(band) == top else None
+    def input_of(self, index: int, w: Window, label: str) -> tuple[str, bool]:
+        """What a band reads for one input: the buffer itself where the rows line up,
+        else a window of it; and whether it is the buffer's first rows of each plane
+        (for an elementwise reader to read through its strides)."""
+        node, access = self.plan.nodes[index], self.plan.access[index][w.slot]
+        tensor = node.inputs[w.slot]
+        if tensor not in self.plan.held:  # a whole tensor computed before the block
+            height = self.graph.tensors[tensor].shape[2]
+            return self.window(tensor, tensor, w.first, w.rows, height, label), False
+        source, top = self.source(tensor)
+        rows = self.tensors[source].shape[2]
+        offset = w.first - top
+        if offset == 0 and reads_all_of(access, rows, self.plan.rows):
+            return source, False
+        if offset == 0 and access == ELEMENTWISE and node.op_type == "QLinearAdd":
+            return source, True
+        return self.window(tensor, source, offset, w.rows, rows, label), False
 
-    def band_node(self, index: int, band: int, fresh: dict[str, str]) -> None:
-        node, reads = self.plan.nodes[index], self.plan.access[index]
-        y = node.outputs[0]
-        stream = self.plan.streams[y]
+    def fire(self, event: Fire) -> None:
+        node = self.plan.nodes[event.node]
+        last = event.first + self.plan.rows - 1
+        label = f"rows {event.first}..{last}"
         inputs = list(node.inputs)
         attrs = band_attrs(node, self.graph)
         op, domain = node.op_type, node.domain
-        for slot in reads:
-            reader = next(r for r in self.plan.readers[node.inputs[slot]]
-                          if r.node == index and r.slot == slot)
-            view = self.buffer_view(reader, node.inputs[slot], band) \
-                if node.op_type == "QLinearAdd" and op == node.op_type else None
-            if view is not None:
-                inputs[slot] = view
+        for w in event.windows:
+            source, view = self.input_of(event.node, w, f"{node.name} {label}")
+            inputs[w.slot] = source
+            if view and op == node.op_type:
                 op, domain = "QLinearAddRows", DOMAIN
-                attrs = {"view_slot": slot,
-                         "view_rows": self.plan.history_rows(node.inputs[slot])}
-            else:
-                inputs[slot] = self.input_band(reader, node.inputs[slot], band, fresh)
-        first = stream.first(band)
-        out = self.tensor_like(y, self.names.new(f"{y}@{band}"), stream.rows)
-        self.nodes.append(replace(node, name=self.names.new(
-            f"{node.name} rows {first}..{first + stream.rows - 1}"), op_type=op,
-            domain=domain, inputs=tuple(inputs), outputs=(out,), attrs=attrs))
-        fresh[y] = out
+                attrs = {"view_slot": w.slot, "view_rows": self.tensors[source].shape[2]}
+            elif view:  # both operands are buffer tops: the second one is copied
+                tensor = node.inputs[w.slot]
+                rows = self.tensors[source].shape[2]
+                inputs[w.slot] = self.window(tensor, source, 0, w.rows, rows,
+                                             f"{node.name} {label}")
+        y = node.outputs[0]
+        out = self.tensor_like(y, self.names.new(f"{y}@{event.first}"), self.plan.rows)
+        self.nodes.append(replace(node, name=self.names.new(f"{node.name} {label}"),
+                                  op_type=op, domain=domain, inputs=tuple(inputs),
+                                  outputs=(out,), attrs=attrs))
+        self.fresh[y] = out
+        self.end[y] = event.first + self.plan.rows
+        height = self.graph.tensors[y].shape[2]
+        real = min(self.plan.rows, height - event.first)
+        if self.plan.held.get(y):
+            self.slide(y, out, real)
+        if y in self.plan.outputs:
+            self.place(y, out, event.first, real, last >= height - 1)
 
-    def keep_history(self, tensor: str, band: int, fresh: str | None) -> None:
-        """Slide the tensor's history buffer down by a band, the fresh rows at its end."""
-        stream = self.plan.streams[tensor]
-        held = self.plan.history_rows(tensor)
-        if held == stream.rows or not self.in_use(tensor, band):
-            return
-        lo, hi = stream.real(band) if fresh is not None else (0, 0)
-        pad = self.plan.pads.get(tensor, 0)
-        name = self.tensor_like(tensor, self.names.new(f"{tensor}@history{band}"), held)
+    def slide(self, tensor: str, fresh: str | None, real: int) -> None:
+        """Slide the tensor's history buffer down: `real` rows of `fresh` (a band), or
+        padding, at its end."""
+        held = self.plan.held[tensor]
+        shift = self.plan.rows if fresh is not None else real
+        copied = dict(src_first=0, dst_first=held - shift,
+                      count=real if fresh is not None else 0, pad=self.plan.pads.get(tensor, 0))
+        name = self.tensor_like(tensor, self.names.new(f"{tensor}@held{self.end[tensor]}"),
+                                held)
         previous = self.history.get(tensor)
-        base = held - stream.rows
-        copied = dict(src_first=lo, dst_first=base + lo, count=hi - lo, pad=pad)
         inputs = [i for i in (previous, fresh) if i is not None]
         if previous is None:
             self.add("RowsWindow", f"start history of {tensor}", inputs, name, **copied)
         else:
-            self.add("RowsShift", f"history of {tensor} band {band}", inputs, name,
-                     shift=stream.rows, **copied)
+            self.add("RowsShift", f"history of {tensor} to row {self.end[tensor]}", inputs,
+                     name, shift=shift, **copied)
         self.history[tensor] = name
 
-    def in_use(self, tensor: str, band: int) -> bool:
-        """Is the buffer read at this band or later?"""
-        return any(r.output.computed(b) for r in self.plan.readers.get(tensor, [])
-                   for b in range(band, self.plan.bands.stop))
+    def pad(self, event: Pad) -> None:
+        self.end[event.tensor] += event.rows
+        if self.plan.held.get(event.tensor):
+            self.slide(event.tensor, None, event.rows)
 
-    def place(self, tensor: str, band: int, fresh: str, last: bool) -> None:
-        stream = self.plan.streams[tensor]
-        lo, hi = stream.real(band)
+    def place(self, tensor: str, fresh: str, first: int, real: int, last: bool) -> None:
         previous = self.placed.get(tensor)
-        name = tensor if last else self.names.new(f"{tensor}@upto{band}")
+        name = tensor if last else self.names.new(f"{tensor}@upto{first}")
         if not last:
             self.tensors[name] = replace(self.graph.tensors[tensor], name=name)
         inputs = [i for i in (previous, fresh) if i is not None]
-        self.add("RowsPlace", f"place {tensor} band {band}", inputs, name,
-                 src_first=lo, dst_first=stream.first(band) + lo, count=hi - lo)
+        self.add("RowsPlace", f"place {tensor} rows {first}..", inputs, name,
+                 src_first=0, dst_first=first, count=real)
         self.placed[tensor] = name
 
     def rewrite(self) -> None:
-        plan = self.plan
-        last_band = {t: max(b for b in plan.bands if s.computed(b))
-                     for t, s in plan.streams.items()}
-        for band in plan.bands:
-            fresh: dict[str, str] = {}
-            for index, node in enumerate(plan.nodes):
-                y = node.outputs[0]
-                if plan.streams[y].computed(band):
-                    self.band_node(index, band, fresh)
-                if y in plan.readers:
-                    self.keep_history(y, band, fresh.get(y))
-                if y in plan.outputs and y in fresh:
-                    self.place(y, band, fresh[y], band == last_band[y])
+        for event in self.plan.events:
+            if isinstance(event, Fire):
+                self.fire(event)
+            else:
+                self.pad(event)
 
+
+def reads_all_of(access: RowAccess, rows: int, band: int) -> bool:
+    """Would a band of `band` output rows, run on all `rows` rows of a buffer from its
+    first, compute its rows (a convolution ignores rows below its last window)?"""
+    if access == ELEMENTWISE:
+        return rows == band
+    return rows >= access.kernel and (rows - access.kernel) // access.stride + 1 == band
 
 def band_attrs(node: Node, graph: Graph) -> dict[str, Any]:
     """The node's attributes for a band: a convolution's explicit pads without those
@@ -427,7 +420,7 @@ def band_block(graph: Graph, plan: BlockPlan) -> Graph:
     rewriter = Rewriter(graph, plan, Names(graph))
     rewriter.rewrite()
     end = plan.start + len(plan.nodes)
-    internal = set(plan.streams) - set(plan.outputs)
+    internal = set(plan.producer) - set(plan.outputs)
     tensors = {k: v for k, v in graph.tensors.items() if k not in internal}
     tensors.update(rewriter.tensors)
     nodes = [*graph.nodes[:plan.start], *rewriter.nodes, *graph.nodes[end:]]
@@ -476,53 +469,24 @@ def band_runs(graph: Graph) -> Iterator[tuple[int, int]]:
             start = None
 
 
-@dataclass(frozen=True)
-class Candidate:
-    start: int
-    end: int
-    rows: int
-    later: tuple[int, ...]
-
-
-def banded_peak(graph: Graph, candidate: Candidate) -> tuple[int, Graph] | None:
-    plan = plan_block(graph, candidate.start, candidate.end, candidate.rows, candidate.later)
-    if plan is None:
-        return None
-    banded = band_block(graph, plan)
-    return live_peak(banded), banded
-
-
-def tune_delays(graph: Graph, candidate: Candidate, peak: int,
-                banded: Graph) -> tuple[int, Graph]:
-    """Run nodes later, one at a time, while that lowers the peak (greedy)."""
-    improved = True
-    while improved:
-        improved = False
-        for i in range(candidate.end - candidate.start):
-            for step in (1, 2):
-                later = list(candidate.later) + [0] * (candidate.end - candidate.start)
-                later[i] += step
-                trial = replace(candidate, later=tuple(later[:candidate.end - candidate.start]))
-                result = banded_peak(graph, trial)
-                if result is not None and result[0] < peak:
-                    candidate, (peak, banded), improved = trial, result, True
-                    break
-    return peak, banded
+def banded(graph: Graph, start: int, end: int, rows: int) -> Graph | None:
+    plan = plan_block(graph, start, end, rows)
+    return band_block(graph, plan) if plan is not None else None
 
 
 def band_for_memory(graph: Graph) -> Graph:
     """The graph with the block banded that lowers the peak of live bytes the most (the
-    graph as it is when none does)."""
-    best: tuple[int, Graph, Candidate] | None = None
+    graph as it is when none does); of equal peaks, the one with the longest bands (the
+    fewest calls)."""
+    best, best_peak = graph, live_peak(graph)
     for run_start, run_end in band_runs(graph):
         for start in range(run_start, run_end):
             for end in range(start + 2, run_end + 1):
-                for rows in BAND_ROWS:
-                    for shift in (0, 1):
-                        candidate = Candidate(start, end, rows, (shift,))
-                        result = banded_peak(graph, candidate)
-                        if result is not None and (best is None or result[0] < best[0]):
-                            best = (*result, candidate)
-    if best is None or best[0] >= live_peak(graph):
-        return graph
-    return tune_delays(graph, best[2], best[0], best[1])[1]
+                for rows in sorted(BAND_ROWS, reverse=True):
+                    candidate = banded(graph, start, end, rows)
+                    if candidate is None:
+                        continue
+                    peak = live_peak(candidate)
+                    if peak < best_peak:
+                        best, best_peak = candidate, peak
+    return best
