@@ -21,7 +21,7 @@ from .lowering import lower_graph
 from .names import default_name, name_problem, quoted
 from .ops import LoweringOptions
 from .passes import Recipes, check_qdq_rules, expose_intermediates, run_passes
-from .passes.bands import band_for_memory
+from .passes.bands import band_candidates
 from .planner import ArenaPlan, plan_arena
 from .program import Program
 from .refusal import explain_adapter_refusal, explain_refusal
@@ -270,6 +270,24 @@ def generate_sources(source: ModelSource, options: Options | Target) -> Generate
         raise explain_adapter_refusal(error, source, target.options) from None
 
 
+def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, ArenaPlan]:
+    """The program and its arena: of every layer whole, or with --memory min, of the
+    banded rewrites too (codegen/passes/bands.py), the one with the smallest arena (the
+    fewest calls of equal ones)."""
+    lowering = lowering_options(target, graph)
+    io = target.options.interface.io
+    graphs = [graph, *band_candidates(graph)] if target.options.memory == "min" else [graph]
+    best: tuple[Program, ArenaPlan] | None = None
+    for candidate in graphs:
+        program = quantized_io(lower_graph(candidate, name, lowering), io)
+        plan = plan_arena(program)
+        if best is None or (plan.size, len(program.calls)) < \
+                (best[1].size, len(best[0].calls)):
+            best = (program, plan)
+    assert best is not None
+    return best
+
+
 def _generate_sources(source: ModelSource, target: Target) -> Generated:
     options = target.options
     name = model_name(source, options.name)
@@ -279,10 +297,7 @@ def _generate_sources(source: ModelSource, target: Target) -> Generated:
     if options.expose_intermediates:
         graph = expose_intermediates(graph)
     graph = schedule_for_memory(graph)
-    lowered = band_for_memory(graph) if options.memory == "min" else graph
-    program = quantized_io(lower_graph(lowered, name, lowering_options(target, graph)),
-                           options.interface.io)
-    plan = plan_arena(program)
+    program, plan = lower_and_plan(graph, name, target)
     check_sizes(program, plan, options.limits)
     note = model.graph.name or ""
     files = emit_project(program, plan, target.board, source_note=note,

@@ -15,8 +15,10 @@ layer. The data movement is the `onnx2mcu` domain's RowsWindow / RowsShift / Row
 (codegen/ops/rows.py).
 
 The default mode never bands: it costs cycles (the moves, and the calls per band). The
-block is chosen by the arena it leaves: `band_for_memory` tries the runs of layers that
-can be banded and keeps the rewrite with the least live bytes at its peak.
+block is chosen by the arena it leaves: `band_candidates` tries the runs of layers that
+can be banded and gives the rewrites with the fewest live bytes at their peak, which the
+pipeline lowers and plans to keep the smallest arena (or none, where the whole layers'
+overlaps already do better).
 """
 
 from __future__ import annotations
@@ -474,19 +476,26 @@ def banded(graph: Graph, start: int, end: int, rows: int) -> Graph | None:
     return band_block(graph, plan) if plan is not None else None
 
 
-def band_for_memory(graph: Graph) -> Graph:
-    """The graph with the block banded that lowers the peak of live bytes the most (the
-    graph as it is when none does); of equal peaks, the one with the longest bands (the
-    fewest calls)."""
-    best, best_peak = graph, live_peak(graph)
+# Candidates band_candidates gives for the pipeline to lower and plan: the estimate
+# counts whole buffers only (no kernel's overlap of its input), so the best few by it are
+# planned and the smallest arena kept.
+CANDIDATES = 6
+
+
+def band_candidates(graph: Graph, limit: int = CANDIDATES) -> list[Graph]:
+    """The graph with one block banded, for the `limit` blocks whose rewrite has the
+    fewest live bytes at its peak (below the graph's own); of equal peaks, the longest
+    bands (the fewest calls) first."""
+    scored: list[tuple[int, int, int, Graph]] = []
+    own = live_peak(graph)
     for run_start, run_end in band_runs(graph):
         for start in range(run_start, run_end):
             for end in range(start + 2, run_end + 1):
-                for rows in sorted(BAND_ROWS, reverse=True):
+                for rows in BAND_ROWS:
                     candidate = banded(graph, start, end, rows)
                     if candidate is None:
                         continue
                     peak = live_peak(candidate)
-                    if peak < best_peak:
-                        best, best_peak = candidate, peak
-    return best
+                    if peak < own:
+                        scored.append((peak, -rows, len(scored), candidate))
+    return [c[3] for c in sorted(scored, key=lambda c: c[:3])[:limit]]
