@@ -33,7 +33,7 @@ from .progress import progress_bar
 from .project import check_output_dir, write_project
 from .qemu import InstructionCounts, run_firmware
 from .qemu import count_instructions as qemu_count
-from .report import Report, build_report
+from .report import Report, build_report, memory_mode
 from .validate import ValidateReport, is_classifier, validate_output
 from .verify import (
     Distance,
@@ -297,15 +297,32 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         check_cycle_board(target.board)
     gen = generate_sources(model, target)
     budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
-    counts = None
+    counts = data = None
     if count:
         entry = counted_entry(gen)
         names = [t.name for t in entry.inputs]
         data = match_inputs(inputs, names) if inputs is not None else \
             random_inputs(entry.inputs, 1, seed)[0]
         counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
+    # The other --memory mode, measured the same way, for the side by side.
+    other_memory = "min" if memory == "fast" else "fast"
+    other = generate_sources(model, resolve_target(replace(target.options,
+                                                           memory=other_memory)))
+    if other.files == gen.files:
+        other_budget, other_counts = budget, counts
+    else:
+        other_budget = firmware_budget(other, check=False)[0] if other.board.is_cortex_m \
+            else None
+        other_counts = count_generated(other, [data], per_layer=False, cycles=cycles).counts \
+            if data is not None else None
+    modes = sorted([memory_mode(gen, memory, budget, counts),
+                    memory_mode(other, other_memory, other_budget, other_counts)],
+                   key=lambda m: m.memory != "fast")
+    fast = gen if memory == "fast" else other
     source = str(model) if isinstance(model, str | Path) else ""
-    return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts)
+    return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts,
+                        memory=memory, modes=tuple(modes),
+                        tensor_bound=fast.plan.lower_bound)
 
 
 @dataclass(frozen=True)

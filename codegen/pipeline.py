@@ -270,15 +270,20 @@ def generate_sources(source: ModelSource, options: Options | Target) -> Generate
         raise explain_adapter_refusal(error, source, target.options) from None
 
 
+def memory_candidates(graph: Graph, memory: str) -> list[Graph]:
+    """The graphs whose arenas --memory chooses from: the graph, and with min, its
+    banded rewrites."""
+    return [graph, *band_candidates(graph)] if memory == "min" else [graph]
+
+
 def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, ArenaPlan]:
     """The program and its arena: of every layer whole, or with --memory min, of the
     banded rewrites too (codegen/passes/bands.py), the one with the smallest arena (the
     fewest calls of equal ones)."""
     lowering = lowering_options(target, graph)
     io = target.options.interface.io
-    graphs = [graph, *band_candidates(graph)] if target.options.memory == "min" else [graph]
     best: tuple[Program, ArenaPlan] | None = None
-    for candidate in graphs:
+    for candidate in memory_candidates(graph, target.options.memory):
         program = quantized_io(lower_graph(candidate, name, lowering), io)
         plan = plan_arena(program)
         if best is None or (plan.size, len(program.calls)) < \

@@ -17,7 +17,7 @@ import json
 import re
 import zlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .cycles import ASSUMPTIONS
@@ -117,6 +117,19 @@ class Totals:
 
 
 @dataclass(frozen=True)
+class MemoryMode:
+    """The totals of one --memory mode, for the side-by-side of both."""
+
+    memory: str  # "fast" or "min"
+    arena_bytes: int
+    ram_bytes: int | None  # arena + stack + statics, on a Cortex-M board
+    cycles: int | None  # with --count-cycles
+    instructions: int | None  # with --count-instructions
+    calls: int
+    banded: bool  # some layers run in row bands
+
+
+@dataclass(frozen=True)
 class Report:
     model: str
     source: str  # the ONNX file the user gave, or "" for an in-memory model
@@ -128,6 +141,8 @@ class Report:
     alignment: int
     totals: Totals
     notes: tuple[str, ...] = ()  # what the import assumed (a dynamic batch taken as 1)
+    memory: str = "fast"  # the --memory mode of the layers above
+    modes: tuple[MemoryMode, ...] = ()  # both modes' totals, fast first
 
 
 # ------------------------------------------------------------------ building
@@ -201,11 +216,15 @@ def below_bound_note(report: Report) -> str:
     if t.arena_bytes >= t.arena_lower_bound:
         return ""
     over = sum(1 for b in report.buffers if b.over is not None)
+    banded = len({layer.node.split(" rows ")[0] for layer in report.layers
+                  if " rows " in layer.node and not layer.kernel.startswith("q8_rows_")})
+    bands = (f"; {banded} layer(s) run in row bands (--memory min), their tensors kept "
+             "only as the rows their readers still need" if banded else "")
     return (f"arena below the lower bound by {t.arena_lower_bound - t.arena_bytes} bytes: "
             f"the bound counts whole tensors, and {over} output(s) are written over the "
             "bytes of their input that the kernel has finished with (elementwise kernels "
             "in place, depthwise convolutions and max pooling channel by channel, pointwise "
-            "convolutions pixel by pixel, transposes row tile by row tile)")
+            f"convolutions pixel by pixel, transposes row tile by row tile){bands}")
 
 
 def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:
@@ -256,10 +275,26 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         skipped_weight_bytes=sum(c.skipped_weight_bytes for c in gen.program.calls))
 
 
+def is_banded(gen: Generated) -> bool:
+    return any(c.function.startswith("q8_rows_") for c in gen.program.calls)
+
+
+def memory_mode(gen: Generated, memory: str, budget: Budget | None,
+                counts: InstructionCounts | None) -> MemoryMode:
+    return MemoryMode(memory, gen.plan.size, budget.ram_bytes if budget else None,
+                      counts.cycles.per_sample[0] if counts and counts.cycles else None,
+                      counts.per_sample[0] if counts else None, len(gen.program.calls),
+                      is_banded(gen))
+
+
 def build_report(gen: Generated, *, source: str = "", budget: Budget | None = None,
-                 budget_note: str = "", counts: InstructionCounts | None = None) -> Report:
+                 budget_note: str = "", counts: InstructionCounts | None = None,
+                 memory: str = "fast", modes: tuple[MemoryMode, ...] = (),
+                 tensor_bound: int | None = None) -> Report:
     """The report of one generated model; budget and counts come from the Cortex-M build
-    and QEMU run of the same program (api.report gathers them)."""
+    and QEMU run of the same program (api.report gathers them), modes from both --memory
+    modes' programs. tensor_bound: the model's bound over whole tensors, where the
+    program's own differs (its layers in bands)."""
     per_layer = counts.per_layer if counts is not None else None
     if per_layer is not None and len(per_layer) != len(gen.program.calls):
         raise ValueError(f"{len(per_layer)} per-layer counts for "
@@ -267,11 +302,13 @@ def build_report(gen: Generated, *, source: str = "", budget: Budget | None = No
     cycles = counts.cycles if counts is not None else None
     layers = build_layers(gen, per_layer, cycles.per_layer if cycles is not None else None)
     buffers = build_buffers(gen)
+    totals = build_totals(gen, layers, budget, budget_note, counts)
+    if tensor_bound is not None:
+        totals = replace(totals, arena_lower_bound=tensor_bound)
     return Report(model=gen.name, source=source, board=gen.board.name,
                   requant=gen.program.requant, layers=layers, buffers=buffers,
-                  steps=build_steps(gen, buffers), alignment=ALIGNMENT,
-                  totals=build_totals(gen, layers, budget, budget_note, counts),
-                  notes=tuple(gen.graph.notes))
+                  steps=build_steps(gen, buffers), alignment=ALIGNMENT, totals=totals,
+                  notes=tuple(gen.graph.notes), memory=memory, modes=modes)
 
 
 # ------------------------------------------------------------------ strings
@@ -369,6 +406,28 @@ def format_totals(report: Report) -> list[str]:
             lines.append(f"time: {t.time_ms:.3f} ms per inference at {t.clock_hz / 1e6:g} MHz "
                          f"{how}")
     lines.append(f"budget: {printable(t.note)}")
+    lines.extend(format_modes(report))
+    return lines
+
+
+def format_modes(report: Report) -> list[str]:
+    """Both --memory modes side by side: RAM (the arena where the stack is not
+    measured) and cycles (instructions where cycles are not estimated)."""
+    if len(report.modes) < 2:
+        return []
+    fast = report.modes[0]
+    lines = ["memory modes (this report: --memory " + report.memory + "):"]
+    for mode in report.modes:
+        ram = mode.ram_bytes if mode.ram_bytes is not None else mode.arena_bytes
+        base_ram = fast.ram_bytes if fast.ram_bytes is not None else fast.arena_bytes
+        what = "RAM" if mode.ram_bytes is not None else "arena"
+        work = mode.cycles if mode.cycles is not None else mode.instructions
+        base = fast.cycles if fast.cycles is not None else fast.instructions
+        unit = "cycles" if mode.cycles is not None else "instructions"
+        cost = f", {work} {unit} ({work / base:.2f}x)" if work is not None and base else ""
+        how = "layers in row bands" if mode.banded else "every layer whole"
+        lines.append(f"  {mode.memory:<4}  {what} {ram} bytes ({ram / base_ram:.2f}x){cost}, "
+                     f"{mode.calls} calls: {how}")
     return lines
 
 

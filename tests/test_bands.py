@@ -1,0 +1,138 @@
+"""--memory min: blocks of layers run a band of rows at a time (codegen/passes/bands.py),
+their tensors kept only as history buffers of a few rows (runtime_c/rows.c).
+
+Random chains of convolutions (kernels 1-5, strides 1-2, asymmetric padding, depthwise,
+residual blocks with and without a strided shortcut) quantized by ORT's quantize_static
+are run with their longest run of layers forced into bands of 1, 2 or 4 rows, under the
+sanitizers, against ORT; the zoo's architectures through the mode's own choice; and
+ResNet-8 on Cortex-M cores in QEMU (DSP and Thumb-1 kernels)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE, skip_where_ort_differs
+from zoo import INPUT_NAME, MODEL_NAMES, VARIANTS, GraphBuilder, quantize_qop, quantized_model
+
+import codegen
+import codegen.pipeline
+from codegen.firmware import cross_toolchain_available
+from codegen.interface import Interface
+from codegen.ir import Graph
+from codegen.passes.bands import band_runs, banded
+from codegen.pipeline import Options, generate_sources
+from codegen.qemu import qemu_available
+
+QUANTIZED_IO = Interface(io="quantized")
+
+
+def random_chain(seed: int) -> onnx.ModelProto:
+    """A float CNN of 3-6 random stages over a random input (H 9-20, W 3-11)."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder("resnet8", seed)
+    g.input_shape = (1, int(rng.integers(1, 5)), int(rng.integers(9, 21)),
+                     int(rng.integers(3, 12)))
+    g.shapes[INPUT_NAME] = g.input_shape
+    x = INPUT_NAME
+    for _ in range(int(rng.integers(3, 7))):
+        _, c, h, w = g.shapes[x]
+        kind = str(rng.choice(["conv", "depthwise", "residual", "strided_block"]))
+        if kind == "conv" or h < 4:
+            kh, kw = (int(k) for k in rng.choice([1, 3, 5], size=2))
+            stride = int(rng.choice([1, 1, 2])) if h >= 6 else 1
+            pads = tuple(int(rng.integers(0, k)) for k in (kh, kw, kh, kw))
+            if (h + pads[0] + pads[2] - kh) < 0 or (w + pads[1] + pads[3] - kw) < 0:
+                pads = (kh // 2, kw // 2, kh // 2, kw // 2)
+            x = g.relu(g.conv(x, int(rng.integers(1, 7)), (kh, kw), stride, pads))  # type: ignore[arg-type]
+        elif kind == "depthwise":
+            x = g.relu(g.depthwise(x, int(rng.choice([1, 2])), keras_pads=bool(rng.integers(2))))
+        elif kind == "residual":
+            y = g.relu(g.conv(x, c, (3, 3)))
+            x = g.relu(g.add(g.conv(y, c, (3, 3), gain=1.0), x))
+        else:
+            wide = int(rng.integers(1, 6))
+            y = g.conv(g.relu(g.conv(x, wide, (3, 3), 2)), wide, (3, 3), gain=1.0)
+            x = g.relu(g.add(y, g.conv(x, wide, (1, 1), 2, gain=1.0)))
+    return g.build(g.conv(x, int(rng.integers(1, 4)), (1, 1), gain=1.0))
+
+
+def quantized_chain(seed: int) -> onnx.ModelProto:
+    variant = VARIANTS[seed % len(VARIANTS)]
+    return quantize_qop(random_chain(seed), variant.activations, variant.per_channel,
+                        input_range=(-1.0, 1.0), calibration_count=8)
+
+
+def force_longest_run(rows: int) -> object:
+    """memory_candidates replaced: only the graph with its longest run of layers banded."""
+    def forced(graph: Graph, memory: str) -> list[Graph]:
+        start, end = max(band_runs(graph), key=lambda r: (r[1] - r[0], -r[0]))
+        rewritten = banded(graph, start, end, rows)
+        assert rewritten is not None, "the chain's longest run does not band"
+        return [rewritten]
+    return forced
+
+
+@pytest.mark.parametrize("seed", range(18))
+def test_random_chains_in_bands_are_bit_exact(seed: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    model = quantized_chain(seed)
+    requant = ("float", "int")[seed % 2]
+    io = QUANTIZED_IO if seed % 3 else Interface()
+    monkeypatch.setattr(codegen.pipeline, "memory_candidates",
+                        force_longest_run((1, 2, 4)[seed % 3]))
+    gen = generate_sources(model, Options(memory="min", requant=requant, interface=io))
+    assert any(c.function.startswith("q8_rows_") for c in gen.program.calls)
+    report = codegen.verify(model, samples=3, seed=seed, requant=requant, cflags=SANITIZE,
+                            memory="min", interface=io)
+    assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_zoo_in_min_memory_mode_is_bit_exact(name: str) -> None:
+    variant = VARIANTS[MODEL_NAMES.index(name) % len(VARIANTS)]
+    model = quantized_model(name, variant.id)
+    skip_where_ort_differs(model, memory="min")
+    report = codegen.verify(model, samples=2, seed=5, cflags=SANITIZE, memory="min",
+                            interface=QUANTIZED_IO)
+    assert report.ok, report.outputs
+
+
+def arena(model: onnx.ModelProto, memory: str) -> int:
+    options = Options(board="cortex-m4f", memory=memory, weights="int8",
+                      interface=QUANTIZED_IO)
+    return generate_sources(model, options).plan.size
+
+
+def test_min_memory_bands_resnet8_and_keeps_what_overlaps_do_better() -> None:
+    resnet = quantized_model("resnet8", "i8-pc")
+    fast, small = arena(resnet, "fast"), arena(resnet, "min")
+    assert small < 0.5 * fast, (fast, small)
+    # DS-CNN's depthwise layers already overlap their inputs: bands would not help.
+    dscnn = quantized_model("dscnn", "i8-pc")
+    assert arena(dscnn, "min") == arena(dscnn, "fast")
+
+
+def test_min_memory_sources_are_byte_identical() -> None:
+    model = quantized_model("resnet8", "u8-pt")
+    first = generate_sources(model, Options(memory="min")).files
+    assert first == generate_sources(model, Options(memory="min")).files
+    # The bands share each layer's weights: the image holds them once.
+    gen = generate_sources(model, Options(memory="min"))
+    whole = generate_sources(model, Options()).program.weight_bytes
+    assert gen.program.weight_bytes == whole
+
+
+CORTEX_M = pytest.mark.skipif(not (cross_toolchain_available() and qemu_available()),
+                              reason="needs arm-none-eabi-gcc and qemu-system-arm")
+
+
+@CORTEX_M
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_resnet8_in_bands_on_cortex_m(board: str, tmp_path: Path) -> None:
+    model = quantized_model("resnet8", "i8-pc" if board == "cortex-m4f" else "u8-pt")
+    report = codegen.verify(model, samples=2, seed=9, board=board, memory="min",
+                            interface=QUANTIZED_IO)
+    assert report.ok, report.outputs
