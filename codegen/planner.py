@@ -14,7 +14,7 @@ it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,9 @@ class ArenaPlan:
     shared: dict[str, str] = field(default_factory=dict)
     # output -> the input whose finished bytes it overwrites (placed overlapping it)
     overlapped: dict[str, str] = field(default_factory=dict)
+    # tensors whose rows die one by one (a banded block's input): later buffers take
+    # the rows already read
+    by_rows: frozenset[str] = frozenset()
 
     def offset(self, tensor: str) -> int:
         return self.placements[tensor].offset
@@ -161,18 +164,65 @@ def forbidden_starts(name: str, size: int, other: Placement,
 
 def lowest_free_start(intervals: list[tuple[int, int]], alignment: int) -> int:
     """The lowest aligned offset >= 0 inside none of the open intervals."""
-    candidates = sorted({0, *(_align(max(b, 0), alignment) for a, b in intervals if a < b)})
-    for c in candidates:
-        if not any(a < c < b for a, b in intervals):
+    # Their union as disjoint open intervals, in order (touching ones stay apart: the
+    # point between is free); the answer is 0 or the aligned end of one of them.
+    merged: list[list[int]] = []
+    for a, b in sorted((a, b) for a, b in intervals if a < b):
+        if merged and a < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    j = 0
+    for c in (0, *(_align(max(b, 0), alignment) for _, b in merged)):
+        while j < len(merged) and merged[j][1] <= c:
+            j += 1
+        if j == len(merged) or not merged[j][0] < c:
             return c
     raise AssertionError("no free offset")  # the end of the last interval is free
 
 
+def row_pieces(program: Program, name: str, lifetime: tuple[int, int]) -> list[Placement]:
+    """A tensor that every reader reads a window of rows at a time (RowsRead), as pieces
+    of rows of its planes, each alive until the last call that reads it (offsets from the
+    tensor's start); none for any other tensor."""
+    readers = [(step, call) for step, call in enumerate(program.calls)
+               if any(program.root(t) == name for t in call.inputs)]
+    reads = [(step, call.rows_read) for step, call in readers
+             if call.rows_read is not None and program.root(call.inputs[0]) == name and
+             sum(program.root(t) == name for t in call.inputs) == 1]
+    if not reads or len(reads) != len(readers):
+        return []
+    shape = reads[0][1]
+    assert shape is not None
+    if any(r is None or (r.planes, r.rows, r.row_bytes) !=
+           (shape.planes, shape.rows, shape.row_bytes) for _, r in reads):
+        return []
+    death = [lifetime[0]] * shape.rows
+    for step, r in reads:
+        assert r is not None
+        for row in range(max(r.first, 0), min(r.end, shape.rows)):
+            death[row] = max(death[row], step)
+    pieces = []
+    for plane in range(shape.planes):
+        row = 0
+        while row < shape.rows:
+            end = row
+            while end < shape.rows and death[end] == death[row]:
+                end += 1
+            offset = (plane * shape.rows + row) * shape.row_bytes
+            pieces.append(Placement(name, offset, (end - row) * shape.row_bytes,
+                                    lifetime[0], death[row]))
+            row = end
+    return pieces
+
+
 def place_first_fit(order: list[str], lifetimes: dict[str, tuple[int, int]],
                     sizes: dict[str, int], pairs: Pairs | None = None,
-                    alignment: int = ALIGNMENT) -> list[Placement]:
-    """Each tensor, in `order`, at the lowest offset free during its whole lifetime."""
-    placed: list[Placement] = []
+                    alignment: int = ALIGNMENT,
+                    fixed: Sequence[Placement] = ()) -> list[Placement]:
+    """Each tensor, in `order`, at the lowest offset free during its whole lifetime
+    (around the `fixed` placements)."""
+    placed: list[Placement] = list(fixed)
     for name in order:
         first, last = lifetimes[name]
         size = sizes[name]
@@ -203,18 +253,33 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = Tr
     storage = in_place_storage(program, lifetimes, sizes) if in_place else {}
     buffers = buffer_lifetimes(lifetimes, storage)
     pairs = overlap_pairs(program, lifetimes, storage, buffers) if in_place else {}
+    # The largest tensor read a window of rows at a time (a banded block's input) goes
+    # first, at offset 0, as pieces that die row by row: later buffers take its rows.
+    pieces: list[Placement] = []
+    for name in sorted(buffers, key=lambda n: (-sizes[n], n)):
+        if name not in storage and name not in storage.values() and \
+                not any(name in pair for pair in pairs):
+            pieces = row_pieces(program, name, buffers[name])
+            if pieces:
+                break
+    whole = pieces[0].tensor if pieces else None
     best: list[Placement] | None = None
     best_total = 0
     # First fit is greedy: an overlap taken early can crowd what comes later (misc_ops
     # packs tighter without), so the plans without the overlaps compete too.
     for allowed in ({}, pairs) if pairs else ({},):
         for _, key in ORDERS:
-            order = sorted(buffers, key=lambda n: key(n, buffers, sizes))
-            placed = place_first_fit(order, buffers, sizes, allowed, alignment)
+            order = sorted((n for n in buffers if n != whole),
+                           key=lambda n: key(n, buffers, sizes))
+            placed = place_first_fit(order, buffers, sizes, allowed, alignment, pieces)
             total = max((p.offset + p.size for p in placed), default=0)
             if best is None or total < best_total:
                 best, best_total = placed, total
     assert best is not None
+    if whole is not None:
+        best = [p for p in best if p.tensor != whole]
+        best.append(Placement(whole, 0, sizes[whole], *buffers[whole]))
+        best_total = max(best_total, sizes[whole])
     steps = len(program.calls)
     live_bytes = [sum(sizes[n] for n, (a, b) in lifetimes.items() if a <= s <= b)
                   for s in range(steps)]
@@ -224,4 +289,5 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = Tr
     overlapped = {y: x for (y, x) in pairs
                   if offsets[y] < offsets[x] + sizes[x] and offsets[x] < offsets[y] + sizes[y]}
     return ArenaPlan(placements, best_total, max(live_bytes, default=0),
-                     {name: owner for name, owner in storage.items()}, overlapped)
+                     {name: owner for name, owner in storage.items()}, overlapped,
+                     frozenset([whole] if whole is not None else []))

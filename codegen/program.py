@@ -88,6 +88,20 @@ class Overlap:
 
 
 @dataclass(frozen=True)
+class RowsRead:
+    """The rows a call reads of its first input, an NCHW-like tensor of `planes` planes
+    of `rows` rows of `row_bytes` bytes: rows [first, end) of each plane. When every
+    reader of a tensor says so, each row dies after the last call that reads it (a
+    banded block's input, read a window at a time)."""
+
+    planes: int
+    rows: int
+    row_bytes: int
+    first: int
+    end: int
+
+
+@dataclass(frozen=True)
 class KernelCall:
     """One call of a runtime kernel: function(&params, inputs..., outputs...)."""
 
@@ -109,6 +123,7 @@ class KernelCall:
     # An input whose bytes the output may partly overwrite (sub-tensor lifetimes: a
     # depthwise convolution's finished channels, a pointwise convolution's finished pixels).
     overlap: Overlap | None = None
+    rows_read: RowsRead | None = None
     # Work and weights the node no longer needs (output channels whose weights are all
     # zero, filled with their constant): what `report` says was removed.
     skipped_macs: int = 0

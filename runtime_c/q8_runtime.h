@@ -807,7 +807,9 @@ void q8_logsoftmax_f32(const q8_softmax_f32_params *params, const float *Q8_REST
  * band buffers hold a window of rows of each plane. Source rows
  * [src_first, src_first + count) go to destination rows [dst_first, dst_first + count);
  * the window, shift and fill kernels write `pad` (a zero point) into every other row
- * they own, which is the padding of the convolutions that read them.
+ * they own, which is the padding of the convolutions that read them. No pointer is
+ * restrict-qualified: a window may be written over rows of its source already read
+ * (the planner gives later buffers the read rows of a banded block's input).
  */
 typedef struct {
     int32_t planes;
@@ -822,21 +824,21 @@ typedef struct {
 } q8_rows_params;
 
 /* dst: the source's rows, pad elsewhere. */
-void q8_rows_window(const q8_rows_params *params, const void *Q8_RESTRICT src,
-                    void *Q8_RESTRICT dst);
+void q8_rows_window(const q8_rows_params *params, const void *src,
+                    void *dst);
 /* dst: pad. */
-void q8_rows_fill(const q8_rows_params *params, void *Q8_RESTRICT dst);
+void q8_rows_fill(const q8_rows_params *params, void *dst);
 /* dst rows [0, dst_rows - shift) are prev's [shift, dst_rows); of the rest, the fresh
  * rows, pad elsewhere. dst may be prev (in place). */
 void q8_rows_shift(const q8_rows_params *params, const void *prev,
-                   const void *Q8_RESTRICT fresh, void *dst);
+                   const void *fresh, void *dst);
 void q8_rows_shift_pad(const q8_rows_params *params, const void *prev, void *dst);
 /* dst: prev (in place, or copied), with the fresh rows written over it; the first
  * band of a tensor writes into an unset buffer (no prev). */
 void q8_rows_place(const q8_rows_params *params, const void *prev,
-                   const void *Q8_RESTRICT fresh, void *dst);
-void q8_rows_place_first(const q8_rows_params *params, const void *Q8_RESTRICT fresh,
-                         void *Q8_RESTRICT dst);
+                   const void *fresh, void *dst);
+void q8_rows_place_first(const q8_rows_params *params, const void *fresh,
+                         void *dst);
 
 /* Byte copy, for graph outputs that are graph inputs or constants. */
 typedef struct {

@@ -44,14 +44,14 @@ static void pad_rows(const q8_rows_params *p, int32_t from, int32_t to, uint8_t 
     }
 }
 
-void q8_rows_window(const q8_rows_params *params, const void *Q8_RESTRICT src,
-                    void *Q8_RESTRICT dst)
+void q8_rows_window(const q8_rows_params *params, const void *src,
+                    void *dst)
 {
     pad_rows(params, 0, params->dst_rows, (uint8_t *)dst);
     copy_band(params, (const uint8_t *)src, (uint8_t *)dst);
 }
 
-void q8_rows_fill(const q8_rows_params *params, void *Q8_RESTRICT dst)
+void q8_rows_fill(const q8_rows_params *params, void *dst)
 {
     pad_rows(params, 0, params->dst_rows, (uint8_t *)dst);
 }
@@ -71,7 +71,7 @@ static void keep_rows(const q8_rows_params *p, const uint8_t *prev, uint8_t *dst
 }
 
 void q8_rows_shift(const q8_rows_params *params, const void *prev,
-                   const void *Q8_RESTRICT fresh, void *dst)
+                   const void *fresh, void *dst)
 {
     keep_rows(params, (const uint8_t *)prev, (uint8_t *)dst);
     pad_rows(params, params->dst_rows - params->shift, params->dst_rows, (uint8_t *)dst);
@@ -85,7 +85,7 @@ void q8_rows_shift_pad(const q8_rows_params *params, const void *prev, void *dst
 }
 
 void q8_rows_place(const q8_rows_params *params, const void *prev,
-                   const void *Q8_RESTRICT fresh, void *dst)
+                   const void *fresh, void *dst)
 {
     if (dst != prev) {
         memmove(dst, prev, (size_t)params->planes * (size_t)params->dst_rows *
@@ -94,8 +94,8 @@ void q8_rows_place(const q8_rows_params *params, const void *prev,
     copy_band(params, (const uint8_t *)fresh, (uint8_t *)dst);
 }
 
-void q8_rows_place_first(const q8_rows_params *params, const void *Q8_RESTRICT fresh,
-                         void *Q8_RESTRICT dst)
+void q8_rows_place_first(const q8_rows_params *params, const void *fresh,
+                         void *dst)
 {
     copy_band(params, (const uint8_t *)fresh, (uint8_t *)dst);
 }

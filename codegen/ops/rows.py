@@ -4,8 +4,9 @@ at a time, and bands placed into whole tensors (runtime_c/rows.c). Every byte is
 the tensor or its zero point, so the results are exact.
 
 Attributes: src_first, dst_first, count (the rows copied), shift (RowsShift: rows the
-buffer drops) and pad (the byte written into every other row the kernel owns). The
-outputs' shapes and quantization are the ones the pass gave them.
+buffer drops), pad (the byte written into every other row the kernel owns) and
+rows_axis (2: NCHW planes; 1: NHWC, whose rows are contiguous, as a block's transposed
+input is read). The outputs' shapes and quantization are the ones the pass gave them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import replace
 
 from ..errors import ModelError
 from ..ir import Graph, Node, Tensor, itemsize
-from ..program import Alias, CInts, CStruct, CValue, KernelCall
+from ..program import Alias, CInts, CStruct, CValue, KernelCall, RowsRead
 from . import Inferred, LoweringOptions, OpDef, register
 
 DOMAIN = "onnx2mcu"
@@ -23,11 +24,14 @@ SOURCES = ("rows.c",)
 FIELDS = ("src_first", "dst_first", "count", "shift", "pad")
 
 
-def rows_shape(graph: Graph, name: str) -> tuple[int, int, int]:
-    """(planes, rows per plane, bytes per row) of a 4-D NCHW tensor with n = 1."""
+def rows_shape(graph: Graph, name: str, axis: int = 2) -> tuple[int, int, int]:
+    """(planes, rows per plane, bytes per row) of a 4-D tensor with n = 1: NCHW (rows
+    on axis 2), or NHWC (axis 1: one plane of rows of W x C values)."""
     t = graph.tensors[name]
-    n, c, h, w = t.shape
-    return n * c, h, w * itemsize(t.dtype)
+    n, a, b, c = t.shape
+    if axis == 1:
+        return n, a, b * c * itemsize(t.dtype)
+    return n * a, b, c * itemsize(t.dtype)
 
 
 def infer_rows(node: Node, graph: Graph) -> Inferred:
@@ -50,12 +54,13 @@ def rows_function(node: Node) -> str:
 
 def lower_rows(node: Node, graph: Graph, spec: object,
                options: LoweringOptions) -> Sequence[KernelCall]:
-    planes, dst_rows, row_bytes = rows_shape(graph, node.outputs[0])
+    axis = int(node.attrs.get("rows_axis", 2))
+    planes, dst_rows, row_bytes = rows_shape(graph, node.outputs[0], axis)
     function = rows_function(node)
     # The rows come from the last input (the window's source, the fresh band).
     source = node.inputs[-1] if function not in ("q8_rows_fill", "q8_rows_shift_pad") \
         else node.outputs[0]
-    src_rows = rows_shape(graph, source)[1]
+    src_rows = rows_shape(graph, source, axis)[1]
     values = {k: int(node.attrs.get(k, 0)) for k in FIELDS}
     params = CStruct("q8_rows_params", (
         ("planes", planes), ("row_bytes", row_bytes), ("src_rows", src_rows),
@@ -65,8 +70,12 @@ def lower_rows(node: Node, graph: Graph, spec: object,
     # A buffer carried from one band to the next keeps its storage.
     carried = node.op_type == "RowsShift" or function == "q8_rows_place"
     in_place = 0 if carried else None
+    read = None
+    if function == "q8_rows_window":
+        read = RowsRead(*rows_shape(graph, source, axis), values["src_first"],
+                        values["src_first"] + values["count"])
     return [KernelCall(function, node.name, tuple(node.inputs), tuple(node.outputs),
-                       params, sources=SOURCES, in_place=in_place)]
+                       params, sources=SOURCES, in_place=in_place, rows_read=read)]
 
 
 for _op in ("RowsWindow", "RowsShift", "RowsPlace"):
