@@ -27,6 +27,19 @@ from codegen.pipeline import Options, generate_sources
 from codegen.qemu import qemu_available
 
 QUANTIZED_IO = Interface(io="quantized")
+CORPUS = Path(__file__).resolve().parent / "corpus"
+# Exporters' CNNs: tf2onnx (an NHWC input and its transpose, banded too), torch's two
+# exporters through ORT's quantizer, NNCF and Quark.
+CORPUS_CNNS = (
+    "tf_mobilenet_tiny_tflite_int8io_tf2onnx_qdq.onnx",
+    "tf_ds_cnn_tflite_int8io_tf2onnx_qdq.onnx",
+    "tf_mobilenet_tiny_tf2onnx_quark_a8w8.onnx",
+    "tv_mobilenet_v2_torchscript_ort_qop_u8s8.onnx",
+    "tv_mnasnet_dynamo_ort_qdq_u8s8.onnx",
+    "unet_tiny_dynamo_ort_qdq_s8s8.onnx",
+    "mobilenetv3_block_dynamo_nncf_mixed.onnx",
+    "shufflenetv2_unit_dynamo_quark_a8w8.onnx",
+)
 
 
 def random_chain(seed: int) -> onnx.ModelProto:
@@ -94,10 +107,28 @@ def test_random_chains_in_bands_are_bit_exact(seed: int,
 def test_zoo_in_min_memory_mode_is_bit_exact(name: str) -> None:
     variant = VARIANTS[MODEL_NAMES.index(name) % len(VARIANTS)]
     model = quantized_model(name, variant.id)
-    skip_where_ort_differs(model, memory="min")
+    skip_where_ort_differs(model)
     report = codegen.verify(model, samples=2, seed=5, cflags=SANITIZE, memory="min",
                             interface=QUANTIZED_IO)
     assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("name", CORPUS_CNNS)
+def test_exporters_cnns_in_min_memory_mode_are_bit_exact(name: str) -> None:
+    skip_where_ort_differs(CORPUS / name)
+    report = codegen.verify(CORPUS / name, samples=2, seed=4, cflags=SANITIZE, memory="min",
+                            interface=QUANTIZED_IO)
+    assert report.ok, report.outputs
+
+
+def test_tf2onnx_mobilenet_bands_its_input_transpose() -> None:
+    """The NHWC input is read a row at a time through the banded transpose, and the
+    planner gives the rows read to later buffers."""
+    gen = generate_sources(CORPUS / CORPUS_CNNS[0],
+                           Options(memory="min", interface=QUANTIZED_IO))
+    assert any(c.function == "q8_rows_window" and c.rows_read is not None and
+               c.rows_read.planes == 1 for c in gen.program.calls)
+    assert gen.plan.by_rows
 
 
 def arena(model: onnx.ModelProto, memory: str) -> int:

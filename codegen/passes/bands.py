@@ -23,7 +23,7 @@ overlaps already do better).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,7 +36,11 @@ from ..ops.rows import DOMAIN
 BAND_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
     ("QLinearConv", ""): (0,),
     ("QLinearAdd", "com.microsoft"): (0, 3),
+    # NHWC -> NCHW (an exporter's input transpose): its output row r is its input's
+    # row r, a contiguous run of W x C values.
+    ("Transpose", ""): (0,),
 }
+NHWC_TO_NCHW = [0, 3, 1, 2]
 # The input whose zero point pads a convolution's window (x_zero_point).
 CONV_ZERO_POINT = 2
 # Output rows per band that the search tries.
@@ -76,6 +80,8 @@ def row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
            for i, name in enumerate(node.inputs) if i not in slots):
         return None
     assert y is not None
+    if node.op_type == "Transpose":
+        return {0: ELEMENTWISE} if list(node.attrs.get("perm", [])) == NHWC_TO_NCHW else None
     if node.op_type == "QLinearAdd":
         return {i: ELEMENTWISE for i in slots} if all(
             x is not None and x.shape == y.shape for x in xs) else None
@@ -212,6 +218,10 @@ def plan_block(graph: Graph, start: int, end: int, rows: int) -> BlockPlan | Non
     accesses = [a for a in access if a is not None]
     inside = {n.name for n in nodes}
     produced = [n.outputs[0] for n in nodes]
+    transposed = {n.inputs[0] for n in nodes if n.op_type == "Transpose"}
+    if transposed & set(produced) or any(
+            n.op_type != "Transpose" and transposed & set(n.inputs) for n in nodes):
+        return None  # an NHWC tensor is read a row of W x C values at a time, only
     outputs = [t for t in produced if t in graph.outputs or
                any(r.name not in inside for r in readers_of(graph, t))]
     if produced[-1] not in outputs:
@@ -275,10 +285,11 @@ class Rewriter:
     end: dict[str, int] = field(default_factory=dict)  # tensor -> rows [.., end) exist
     placed: dict[str, str] = field(default_factory=dict)  # output -> its whole tensor now
 
-    def tensor_like(self, original: str, name: str, rows: int) -> str:
+    def tensor_like(self, original: str, name: str, rows: int, axis: int = 2) -> str:
         t = self.graph.tensors[original]
-        n, c, _, w = t.shape
-        self.tensors[name] = Tensor(name, t.dtype, (n, c, rows, w), t.quant)
+        shape = list(t.shape)
+        shape[axis] = rows
+        self.tensors[name] = Tensor(name, t.dtype, tuple(shape), t.quant)
         return name
 
     def add(self, op: str, name: str, inputs: Sequence[str], output: str,
@@ -287,14 +298,15 @@ class Rewriter:
                                dict(attrs)))
 
     def window(self, tensor: str, source: str, source_first: int, rows: int,
-               source_rows: int, label: str) -> str:
+               source_rows: int, label: str, axis: int = 2) -> str:
         """A RowsWindow of `rows` rows of `source` from its row `source_first` (rows
         outside [0, source_rows): the padding byte)."""
-        out = self.tensor_like(tensor, self.names.new(f"{tensor}@{label}"), rows)
+        out = self.tensor_like(tensor, self.names.new(f"{tensor}@{label}"), rows, axis)
         lo, hi = max(source_first, 0), min(source_first + rows, source_rows)
+        layout = {"rows_axis": axis} if axis != 2 else {}
         self.add("RowsWindow", f"window {tensor} {label}", (source,), out,
                  src_first=lo, dst_first=lo - source_first, count=max(0, hi - lo),
-                 pad=self.plan.pads.get(tensor, 0))
+                 pad=self.plan.pads.get(tensor, 0), **layout)
         return out
 
     def source(self, tensor: str) -> tuple[str, int]:
@@ -312,8 +324,9 @@ class Rewriter:
         node, access = self.plan.nodes[index], self.plan.access[index][w.slot]
         tensor = node.inputs[w.slot]
         if tensor not in self.plan.held:  # a whole tensor computed before the block
-            height = self.graph.tensors[tensor].shape[2]
-            return self.window(tensor, tensor, w.first, w.rows, height, label), False
+            axis = 1 if node.op_type == "Transpose" else 2
+            height = self.graph.tensors[tensor].shape[axis]
+            return self.window(tensor, tensor, w.first, w.rows, height, label, axis), False
         source, top = self.source(tensor)
         rows = self.tensors[source].shape[2]
         offset = w.first - top
@@ -429,34 +442,65 @@ def band_block(graph: Graph, plan: BlockPlan) -> Graph:
     return replace(graph, nodes=nodes, tensors=tensors)
 
 
+def release_steps(graph: Graph, size: Callable[[str], int]) -> dict[int, int]:
+    """step -> the 8-bit bytes that die after it: each tensor after its last read, and a
+    tensor read only a window of rows at a time row by row (as the planner places the
+    largest such tensor)."""
+    reads: dict[str, list[tuple[int, Node]]] = {}
+    born = {name: 0 for name in graph.inputs}
+    for step, node in enumerate(graph.nodes):
+        for name in set(node.inputs):
+            if name:
+                reads.setdefault(name, []).append((step, node))
+        for name in node.outputs:
+            born[name] = step
+    released: dict[int, int] = {}
+    for name, readers in reads.items():
+        if name in graph.outputs or not size(name):
+            continue
+        if all(n.domain == DOMAIN and n.op_type == "RowsWindow" for _, n in readers):
+            rows = graph.tensors[name].shape[int(readers[0][1].attrs.get("rows_axis", 2))]
+            death = [born.get(name, 0)] * rows
+            for step, n in readers:
+                first = int(n.attrs.get("src_first", 0))
+                for row in range(first, min(rows, first + int(n.attrs.get("count", 0)))):
+                    death[row] = max(death[row], step)
+            for step in death:
+                released[step] = released.get(step, 0) + size(name) // rows
+        else:
+            last = readers[-1][0]
+            released[last] = released.get(last, 0) + size(name)
+    return released
+
+
 def live_peak(graph: Graph) -> int:
-    """The most activation bytes alive at once (graph inputs and outputs included), a
-    buffer carried from band to band counted once: what the search compares."""
-    last_read: dict[str, int] = {}
-    for step, node in enumerate(graph.nodes):
-        for name in node.inputs:
-            last_read[name] = step
-    for name in graph.outputs:
-        last_read[name] = len(graph.nodes)
+    """The most 8-bit activation bytes alive at once (graph inputs and outputs included),
+    a buffer carried from band to band counted once: what the search compares."""
+    return live_profile(graph)[0]
 
+
+def live_profile(graph: Graph) -> tuple[int, int]:
+    """live_peak, and the index of the node at which it is reached."""
     def size(name: str) -> int:
+        # Float tensors are the caller's I/O (--io float) or gone (--io quantized).
         t = graph.tensors.get(name)
-        return 0 if t is None or name in graph.constants else t.nbytes
+        return 0 if t is None or name in graph.constants or t.dtype == "float32" \
+            else t.nbytes
 
+    released = release_steps(graph, size)
     live = sum(size(name) for name in graph.inputs)
-    peak = live
+    peak, at = live, 0
     for step, node in enumerate(graph.nodes):
-        carried = (node.domain == DOMAIN and node.op_type != "RowsWindow" and \
-            len(node.inputs) == 2) or node.op_type == "RowsShift"
+        carried = (node.domain == DOMAIN and node.op_type != "RowsWindow" and
+                   len(node.inputs) == 2) or node.op_type == "RowsShift"
         added = sum(size(o) for o in node.outputs) - (size(node.inputs[0]) if carried else 0)
         live += added
-        peak = max(peak, live)
-        for name in set(node.inputs):
-            if name and last_read.get(name) == step and name not in graph.outputs:
-                live -= size(name)
+        if live > peak:
+            peak, at = live, step
+        live -= released.get(step, 0)
         if carried:
             live += size(node.inputs[0])  # counted in the output's instead
-    return peak
+    return peak, at
 
 
 def band_runs(graph: Graph) -> Iterator[tuple[int, int]]:
@@ -479,23 +523,50 @@ def banded(graph: Graph, start: int, end: int, rows: int) -> Graph | None:
 # Candidates band_candidates gives for the pipeline to lower and plan: the estimate
 # counts whole buffers only (no kernel's overlap of its input), so the best few by it are
 # planned and the smallest arena kept.
-CANDIDATES = 6
+CANDIDATES = 3
+
+
+# Block starts and ends the search tries on either side of the peak, at first (evenly
+# spread over the run), and then around the best so far.
+GRID = 8
+
+
+def spread(lo: int, hi: int, count: int) -> list[int]:
+    """At most `count` integers evenly over [lo, hi], both ends included."""
+    if hi - lo + 1 <= count:
+        return list(range(lo, hi + 1))
+    return sorted({lo + round(i * (hi - lo) / (count - 1)) for i in range(count)})
 
 
 def band_candidates(graph: Graph, limit: int = CANDIDATES) -> list[Graph]:
     """The graph with one block banded, for the `limit` blocks whose rewrite has the
     fewest live bytes at its peak (below the graph's own); of equal peaks, the longest
-    bands (the fewest calls) first."""
-    scored: list[tuple[int, int, int, Graph]] = []
-    own = live_peak(graph)
+    bands (the fewest calls) first. A block must hold the node at the graph's peak; its
+    start and end are searched on a grid, then around the best."""
+    own, at = live_profile(graph)
+    scored: dict[tuple[int, int, int], tuple[int, Graph]] = {}
+
+    def score(start: int, end: int, rows: int) -> None:
+        if (start, end, rows) in scored or end - start < 2:
+            return
+        candidate = banded(graph, start, end, rows)
+        if candidate is not None:
+            scored[(start, end, rows)] = (live_peak(candidate), candidate)
+
     for run_start, run_end in band_runs(graph):
-        for start in range(run_start, run_end):
-            for end in range(start + 2, run_end + 1):
+        if not run_start <= at < run_end:
+            continue
+        starts, ends = spread(run_start, at, GRID), spread(at + 1, run_end, GRID)
+        for start in starts:
+            for end in ends:
                 for rows in BAND_ROWS:
-                    candidate = banded(graph, start, end, rows)
-                    if candidate is None:
-                        continue
-                    peak = live_peak(candidate)
-                    if peak < own:
-                        scored.append((peak, -rows, len(scored), candidate))
-    return [c[3] for c in sorted(scored, key=lambda c: c[:3])[:limit]]
+                    score(start, end, rows)
+        for _ in range(2):  # refine around the best so far
+            if not scored:
+                break
+            start, end, rows = min(scored, key=lambda k: (scored[k][0], -k[2]))
+            for s in range(max(run_start, start - 3), min(at, start + 3) + 1):
+                for e in range(max(at + 1, end - 3), min(run_end, end + 3) + 1):
+                    score(s, e, rows)
+    ranked = sorted((peak, -key[2], key) for key, (peak, _) in scored.items() if peak < own)
+    return [scored[key][1] for _, _, key in ranked[:limit]]
