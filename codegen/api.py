@@ -513,7 +513,8 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
              input_shapes: Mapping[str, tuple[int, ...]] | None = None,
              cflags: Sequence[str] = (), progress: Callable[[str], None] | None = None,
              integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
-             native: bool = False, limits: Limits = DEFAULT_LIMITS) -> ValidateReport:
+             native: bool = False, limits: Limits = DEFAULT_LIMITS,
+             memory: str = "fast") -> ValidateReport:
     """The generated C of the quantized `model` against the float model it was made from,
     on every sample of `dataset` (a data set path, or arrays keyed by input name with the
     samples on the first axis): see codegen.validate for the figures. On a Cortex-M board
@@ -522,7 +523,8 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     from .importer import load_model
 
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits))
+                                           qdq_rules, weights, native, limits,
+                                           memory=memory))
     float_proto = load_model(float_model, limits)
     source = dataset if isinstance(dataset, str) else "the data set"
     arrays = load_arrays(dataset) if isinstance(dataset, str) else \
