@@ -100,8 +100,9 @@ def official_model(name: str, tf2onnx_python: str) -> Path:
 
 
 def measure(model: onnx.ModelProto | Path, board: str, weights: str, io: str,
-            per_layer: bool) -> tuple[Generated, Row]:
-    options = Options(board=board, weights=weights, interface=Interface(io=io))
+            per_layer: bool, memory: str = "fast") -> tuple[Generated, Row]:
+    options = Options(board=board, weights=weights, interface=Interface(io=io),
+                      memory=memory)
     gen = generate_sources(model if isinstance(model, onnx.ModelProto) else str(model),
                            options)
     data = random_inputs(harness_entries(gen.program)[0].inputs, 1, seed=0)

@@ -3,10 +3,11 @@
 The whole tensors inside the block are never alive: each layer's output is kept only as a
 window of rows (its history buffer, NCHW planes of a few rows) that slides down the
 tensor, long enough for the layers that read it, as line-buffered image pipelines keep
-them. Nothing is computed twice: at band t a layer computes its next `rows` output rows,
-`delay` rows behind where band t would put them, far enough for the rows it reads to be
-computed already by its producers in the same band. The block's inputs are read a window
-at a time; its outputs are placed band by band into whole tensors.
+them. Nothing is computed twice: a layer computes its next `rows` output rows when a
+reader needs them (Demand), after its own producers have computed the rows it reads; a
+buffer keeps the rows between the oldest its readers will still read and the newest. The
+block's inputs are read a window at a time; its outputs are placed band by band into
+whole tensors.
 
 Each band's layer is an ordinary node of the same operator on its window (no padding
 above or below: the windows hold the padding rows, the zero point, as the kernel would
@@ -96,10 +97,6 @@ def row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
             window.output[0] != y.shape[2]:
         return None
     return {0: RowAccess(window.kernel[0], window.strides[0], window.pads_begin[0])}
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def readers_of(graph: Graph, tensor: str) -> list[Node]:
