@@ -318,11 +318,9 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
     modes = sorted([memory_mode(gen, memory, budget, counts),
                     memory_mode(other, other_memory, other_budget, other_counts)],
                    key=lambda m: m.memory != "fast")
-    fast = gen if memory == "fast" else other
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts,
-                        memory=memory, modes=tuple(modes),
-                        tensor_bound=fast.plan.lower_bound)
+                        memory=memory, modes=tuple(modes))
 
 
 @dataclass(frozen=True)

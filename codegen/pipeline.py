@@ -283,14 +283,19 @@ def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, Ar
     lowering = lowering_options(target, graph)
     io = target.options.interface.io
     best: tuple[Program, ArenaPlan] | None = None
+    bound = None
     for candidate in memory_candidates(graph, target.options.memory):
         program = quantized_io(lower_graph(candidate, name, lowering), io)
         plan = plan_arena(program)
+        if candidate is graph:
+            bound = plan.lower_bound
         if best is None or (plan.size, len(program.calls)) < \
                 (best[1].size, len(best[0].calls)):
             best = (program, plan)
     assert best is not None
-    return best
+    # The lower bound stays the model's: of its whole tensors, bands or not.
+    return best[0], replace(best[1], lower_bound=bound if bound is not None else
+                            best[1].lower_bound)
 
 
 def _generate_sources(source: ModelSource, target: Target) -> Generated:

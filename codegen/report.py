@@ -16,8 +16,9 @@ import html
 import json
 import re
 import zlib
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .cycles import ASSUMPTIONS
@@ -216,8 +217,10 @@ def below_bound_note(report: Report) -> str:
     if t.arena_bytes >= t.arena_lower_bound:
         return ""
     over = sum(1 for b in report.buffers if b.over is not None)
-    banded = len({layer.node.split(" rows ")[0] for layer in report.layers
-                  if " rows " in layer.node and not layer.kernel.startswith("q8_rows_")})
+    calls = Counter(layer.node for layer in report.layers
+                    if not layer.kernel.startswith("q8_rows_"))
+    banded = sum(1 for count in calls.values() if count > 1) \
+        if any(layer.kernel.startswith("q8_rows_") for layer in report.layers) else 0
     bands = (f"; {banded} layer(s) run in row bands (--memory min), their tensors kept "
              "only as the rows their readers still need" if banded else "")
     return (f"arena below the lower bound by {t.arena_lower_bound - t.arena_bytes} bytes: "
@@ -289,12 +292,10 @@ def memory_mode(gen: Generated, memory: str, budget: Budget | None,
 
 def build_report(gen: Generated, *, source: str = "", budget: Budget | None = None,
                  budget_note: str = "", counts: InstructionCounts | None = None,
-                 memory: str = "fast", modes: tuple[MemoryMode, ...] = (),
-                 tensor_bound: int | None = None) -> Report:
+                 memory: str = "fast", modes: tuple[MemoryMode, ...] = ()) -> Report:
     """The report of one generated model; budget and counts come from the Cortex-M build
     and QEMU run of the same program (api.report gathers them), modes from both --memory
-    modes' programs. tensor_bound: the model's bound over whole tensors, where the
-    program's own differs (its layers in bands)."""
+    modes' programs."""
     per_layer = counts.per_layer if counts is not None else None
     if per_layer is not None and len(per_layer) != len(gen.program.calls):
         raise ValueError(f"{len(per_layer)} per-layer counts for "
@@ -303,8 +304,6 @@ def build_report(gen: Generated, *, source: str = "", budget: Budget | None = No
     layers = build_layers(gen, per_layer, cycles.per_layer if cycles is not None else None)
     buffers = build_buffers(gen)
     totals = build_totals(gen, layers, budget, budget_note, counts)
-    if tensor_bound is not None:
-        totals = replace(totals, arena_lower_bound=tensor_bound)
     return Report(model=gen.name, source=source, board=gen.board.name,
                   requant=gen.program.requant, layers=layers, buffers=buffers,
                   steps=build_steps(gen, buffers), alignment=ALIGNMENT, totals=totals,

@@ -353,8 +353,9 @@ class Rewriter:
                                              f"{node.name} {label}")
         y = node.outputs[0]
         out = self.tensor_like(y, self.names.new(f"{y}@{event.first}"), self.plan.rows)
-        self.nodes.append(replace(node, name=self.names.new(f"{node.name} {label}"),
-                                  op_type=op, domain=domain, inputs=tuple(inputs),
+        # A band keeps its layer's name: its calls are the layer's (inspect and report
+        # sum them; the layer's weight storage choice applies).
+        self.nodes.append(replace(node, op_type=op, domain=domain, inputs=tuple(inputs),
                                   outputs=(out,), attrs=attrs))
         self.fresh[y] = out
         self.end[y] = event.first + self.plan.rows
