@@ -124,14 +124,33 @@ def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: 
     if interface.runtime is not None:
         interface = replace(interface,
                             runtime=shared_runtime_path(Path(interface.runtime), out))
-    gen = generate_sources(model, _options(board, name, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits, interface,
-                                           memory=memory))
-    budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else (None, "")
+    options = _options(board, name, requant, input_shapes, integer_only, qdq_rules, weights,
+                       native, limits, interface, memory=memory)
+    gen = generate_sources(model, options)
+    try:
+        budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else \
+            (None, "")
+    except BudgetError as error:
+        raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
     write_project(out, gen.files, force=force)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
                           tuple(gen.graph.notes))
+
+
+def min_memory_hint(model: ModelSource, gen: Generated, options: Options) -> str:
+    """For a model too big for its board with every layer whole: what --memory min
+    would need (nothing where it would not lower the RAM)."""
+    if options.memory != "fast":
+        return ""
+    small = generate_sources(model, replace(options, memory="min"))
+    if small.plan.size >= gen.plan.size:
+        return ""
+    budget, _ = firmware_budget(small, check=False)
+    ram = budget.ram_bytes if budget is not None else small.plan.size + io_bytes(small)
+    assert gen.board.memory is not None
+    fits = "fits" if ram <= gen.board.memory.ram_length else "does not fit either"
+    return f"; with --memory min (layers in row bands) it needs {ram} bytes of RAM: {fits}"
 
 
 def write_runtime(out: str | Path, force: bool = False) -> tuple[str, ...]:

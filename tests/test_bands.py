@@ -19,6 +19,7 @@ from zoo import INPUT_NAME, MODEL_NAMES, VARIANTS, GraphBuilder, quantize_qop, q
 
 import codegen
 import codegen.pipeline
+from codegen.errors import BudgetError
 from codegen.firmware import cross_toolchain_available
 from codegen.interface import Interface
 from codegen.ir import Graph
@@ -160,6 +161,16 @@ def test_min_memory_sources_are_byte_identical() -> None:
     gen = generate_sources(model, Options(memory="min"))
     whole = generate_sources(model, Options()).program.weight_bytes
     assert gen.program.weight_bytes == whole
+
+
+def test_a_model_too_big_for_its_board_hears_what_min_mode_needs(tmp_path: Path) -> None:
+    model = quantized_model("resnet8", "u8-pt")
+    with pytest.raises(BudgetError) as refusal:
+        codegen.generate(model, tmp_path / "out", board="microbit")
+    message = str(refusal.value)
+    assert "does not fit board 'microbit'" in message
+    assert "with --memory min (layers in row bands) it needs" in message
+    assert not (tmp_path / "out").exists()
 
 
 CORTEX_M = pytest.mark.skipif(not (cross_toolchain_available() and qemu_available()),
