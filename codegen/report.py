@@ -25,7 +25,7 @@ from .cycles import ASSUMPTIONS
 from .firmware import Budget
 from .ir import Tensor
 from .pipeline import Generated
-from .planner import ALIGNMENT, scratch_name
+from .planner import ALIGNMENT, Placement, scratch_name
 from .qemu import InstructionCounts
 
 SCRATCH_PREFIX = scratch_name(0).removesuffix("0")
@@ -206,8 +206,19 @@ def build_buffers(gen: Generated) -> tuple[Buffer, ...]:
     return tuple(Buffer(p.tensor, "scratch" if p.tensor.startswith(SCRATCH_PREFIX) else
                         "tensor", p.offset, p.size, p.first, p.last,
                         tuple(sorted(aliases.get(p.tensor, ()))),
-                        gen.plan.overlapped.get(p.tensor) or gen.plan.shared.get(p.tensor))
+                        gen.plan.overlapped.get(p.tensor) or gen.plan.shared.get(p.tensor) or
+                        over_read_rows(gen, p))
                  for p in placements)
+
+
+def over_read_rows(gen: Generated, p: Placement) -> str | None:
+    """The tensor dying row by row (--memory min) whose read rows `p` lies over."""
+    for name in gen.plan.by_rows:
+        whole = gen.plan.placements[name]
+        if name != p.tensor and p.offset < whole.offset + whole.size and \
+                whole.offset < p.offset + p.size and p.first <= whole.last:
+            return name
+    return None
 
 
 def below_bound_note(report: Report) -> str:
@@ -222,7 +233,8 @@ def below_bound_note(report: Report) -> str:
     banded = sum(1 for count in calls.values() if count > 1) \
         if any(layer.kernel.startswith("q8_rows_") for layer in report.layers) else 0
     bands = (f"; {banded} layer(s) run in row bands (--memory min), their tensors kept "
-             "only as the rows their readers still need" if banded else "")
+             "only as the rows their readers still need, and later buffers take the rows "
+             "of the block's input it has read" if banded else "")
     return (f"arena below the lower bound by {t.arena_lower_bound - t.arena_bytes} bytes: "
             f"the bound counts whole tensors, and {over} output(s) are written over the "
             "bytes of their input that the kernel has finished with (elementwise kernels "
