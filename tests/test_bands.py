@@ -18,6 +18,7 @@ from conftest import SANITIZE, skip_where_ort_differs
 from zoo import INPUT_NAME, MODEL_NAMES, VARIANTS, GraphBuilder, quantize_qop, quantized_model
 
 import codegen
+import codegen.api
 import codegen.pipeline
 from codegen.errors import BudgetError
 from codegen.firmware import cross_toolchain_available
@@ -26,6 +27,7 @@ from codegen.ir import Graph
 from codegen.passes.bands import band_runs, banded
 from codegen.pipeline import Options, generate_sources
 from codegen.qemu import qemu_available
+from codegen.report import format_report_text
 
 QUANTIZED_IO = Interface(io="quantized")
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -161,6 +163,22 @@ def test_min_memory_sources_are_byte_identical() -> None:
     gen = generate_sources(model, Options(memory="min"))
     whole = generate_sources(model, Options()).program.weight_bytes
     assert gen.program.weight_bytes == whole
+
+
+def test_report_gives_both_memory_modes() -> None:
+    model = quantized_model("resnet8", "i8-pc")
+    report = codegen.api.report(model, memory="min", interface=QUANTIZED_IO)
+    fast, small = report.modes
+    assert (fast.memory, small.memory) == ("fast", "min") and report.memory == "min"
+    assert small.banded and not fast.banded and small.arena_bytes < fast.arena_bytes
+    assert small.arena_bytes == report.totals.arena_bytes
+    # The bound stays the whole tensors' one; the note says why the arena is below it.
+    assert report.totals.arena_lower_bound == generate_sources(
+        model, Options(interface=QUANTIZED_IO)).plan.lower_bound
+    text = format_report_text(report)
+    assert "memory modes (this report: --memory min):" in text
+    assert "layer(s) run in row bands" in text
+    assert any(b.over is not None for b in report.buffers)
 
 
 def test_a_model_too_big_for_its_board_hears_what_min_mode_needs(tmp_path: Path) -> None:
