@@ -7,10 +7,11 @@ min-RAM figure for ResNet-8 (21.1 KB at 1.84x its normal latency).
 Models: the four official MLPerf Tiny models converted by tf2onnx (see bench/mcu.py for the
 environment; converted models are cached in bench/.cache/) and every architecture of the
 test zoo (ORT's quantize_static, QOperator, int8 per-channel). Quantized I/O (the input
-and output in the arena, as TFLite Micro counts them), int8 weights.
+and output in the arena, as TFLite Micro counts them; --io float: the caller's float
+buffers, outside the RAM counted), int8 weights.
 
     .venv/bin/python bench/memory_modes.py [--board cortex-m4f] [--source zoo|official|both]
-        [--models resnet8,...] [--tf2onnx-python PYTHON] [--markdown]
+        [--models resnet8,...] [--tf2onnx-python PYTHON] [--io quantized|float] [--markdown]
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ def main() -> int:
                         help="official models; the zoo runs all its architectures")
     parser.add_argument("--tf2onnx-python", default=os.environ.get("TF2ONNX_PYTHON",
                                                                    sys.executable))
+    parser.add_argument("--io", choices=["quantized", "float"], default="quantized",
+                        help="float: the caller's float tensors, the quantized input then "
+                             "computed in the arena (banded too in min mode)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     rows = []
@@ -75,8 +79,8 @@ def main() -> int:
             model: onnx.ModelProto | Path = (
                 official_model(name, args.tf2onnx_python) if source == "official"
                 else zoo.quantized_model(name, "i8-pc"))
-            _, fast = measure(model, args.board, "int8", "quantized", False, "fast")
-            _, small = measure(model, args.board, "int8", "quantized", False, "min")
+            _, fast = measure(model, args.board, "int8", args.io, False, "fast")
+            _, small = measure(model, args.board, "int8", args.io, False, "min")
             rows.append(cells(source, name, fast, small))
             if not args.markdown:
                 print("  ".join(rows[-1]), flush=True)

@@ -270,10 +270,22 @@ def generate_sources(source: ModelSource, options: Options | Target) -> Generate
         raise explain_adapter_refusal(error, source, target.options) from None
 
 
-def memory_candidates(graph: Graph, memory: str) -> list[Graph]:
+def memory_candidates(graph: Graph, memory: str, io: str = "float") -> list[Graph]:
     """The graphs whose arenas --memory chooses from: the graph, and with min, its
-    banded rewrites."""
-    return [graph, *band_candidates(graph)] if memory == "min" else [graph]
+    banded rewrites. With quantized I/O the QuantizeLinear of a graph input stays whole
+    (the caller writes its output: the quantized input)."""
+    if memory != "min":
+        return [graph]
+    return [graph, *band_candidates(graph, keep_whole=io_boundary_nodes(graph, io))]
+
+
+def io_boundary_nodes(graph: Graph, io: str) -> frozenset[str]:
+    """The QuantizeLinear nodes of the graph inputs that quantized I/O removes (the
+    caller writes their outputs): they cannot run in bands."""
+    if io == "float":
+        return frozenset()
+    return frozenset(n.name for n in graph.nodes if n.op_type == "QuantizeLinear" and
+                     not n.domain and n.inputs[0] in graph.inputs)
 
 
 def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, ArenaPlan]:
@@ -284,7 +296,7 @@ def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, Ar
     io = target.options.interface.io
     best: tuple[Program, ArenaPlan] | None = None
     bound = None
-    for candidate in memory_candidates(graph, target.options.memory):
+    for candidate in memory_candidates(graph, target.options.memory, io):
         program = quantized_io(lower_graph(candidate, name, lowering), io)
         plan = plan_arena(program)
         if candidate is graph:

@@ -9,6 +9,7 @@ ResNet-8 on Cortex-M cores in QEMU (DSP and Thumb-1 kernels)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from codegen.firmware import cross_toolchain_available
 from codegen.interface import Interface
 from codegen.ir import Graph
 from codegen.passes.bands import band_runs, banded
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import Options, generate_sources, io_boundary_nodes
 from codegen.qemu import qemu_available
 from codegen.report import format_report_text
 
@@ -83,8 +84,9 @@ def quantized_chain(seed: int) -> onnx.ModelProto:
 
 def force_longest_run(rows: int) -> object:
     """memory_candidates replaced: only the graph with its longest run of layers banded."""
-    def forced(graph: Graph, memory: str) -> list[Graph]:
-        start, end = max(band_runs(graph), key=lambda r: (r[1] - r[0], -r[0]))
+    def forced(graph: Graph, memory: str, io: str = "float") -> list[Graph]:
+        runs = band_runs(graph, io_boundary_nodes(graph, io))
+        start, end = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
         rewritten = banded(graph, start, end, rows)
         assert rewritten is not None, "the chain's longest run does not band"
         return [rewritten]
@@ -153,6 +155,19 @@ def test_min_memory_bands_resnet8_and_keeps_what_overlaps_do_better() -> None:
     # DS-CNN's depthwise layers already overlap their inputs: bands would not help.
     dscnn = quantized_model("dscnn", "i8-pc")
     assert arena(dscnn, "min") == arena(dscnn, "fast")
+
+
+def test_float_io_bands_the_input_quantization() -> None:
+    """With --io float the caller's float input is read a band at a time: the quantized
+    input is never whole."""
+    model = quantized_model("mobilenet_v1_025", "i8-pc")
+    options = Options(board="cortex-m4f", weights="int8")
+    fast = generate_sources(model, options)
+    small = generate_sources(model, replace(options, memory="min"))
+    quantize = [c for c in small.program.calls if c.function.startswith("q8_quantize")]
+    assert len(quantize) > 1 and small.plan.size < 0.5 * fast.plan.size
+    report = codegen.verify(model, samples=2, seed=2, cflags=SANITIZE, memory="min")
+    assert report.ok, report.outputs
 
 
 def test_min_memory_sources_are_byte_identical() -> None:

@@ -40,6 +40,7 @@ BAND_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
     # NHWC -> NCHW (an exporter's input transpose): its output row r is its input's
     # row r, a contiguous run of W x C values.
     ("Transpose", ""): (0,),
+    ("QuantizeLinear", ""): (0,),
 }
 NHWC_TO_NCHW = [0, 3, 1, 2]
 # The input whose zero point pads a convolution's window (x_zero_point).
@@ -61,9 +62,8 @@ class RowAccess:
 ELEMENTWISE = RowAccess(1, 1, 0)
 
 
-def is_band_tensor(t: Tensor | None) -> bool:
-    return t is not None and len(t.shape) == 4 and t.shape[0] == 1 and \
-        t.dtype in ("int8", "uint8")
+def is_band_tensor(t: Tensor | None, dtypes: tuple[str, ...] = ("int8", "uint8")) -> bool:
+    return t is not None and len(t.shape) == 4 and t.shape[0] == 1 and t.dtype in dtypes
 
 
 def row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
@@ -75,7 +75,10 @@ def row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
         return None
     y = graph.tensors.get(node.outputs[0])
     xs = [graph.tensors.get(node.inputs[i]) if i < len(node.inputs) else None for i in slots]
-    if not is_band_tensor(y) or not all(is_band_tensor(x) for x in xs):
+    # A QuantizeLinear reads the float input (--io float: the caller's), a band at a time:
+    # the quantized input is then never whole.
+    x_dtypes = ("float32",) if node.op_type == "QuantizeLinear" else ("int8", "uint8")
+    if not is_band_tensor(y) or not all(is_band_tensor(x, x_dtypes) for x in xs):
         return None
     if any(name and name not in graph.constants
            for i, name in enumerate(node.inputs) if i not in slots):
@@ -83,6 +86,12 @@ def row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
     assert y is not None
     if node.op_type == "Transpose":
         return {0: ELEMENTWISE} if list(node.attrs.get("perm", [])) == NHWC_TO_NCHW else None
+    if node.op_type == "QuantizeLinear":
+        scale = graph.constants.get(node.inputs[1])
+        per_row_axis = scale is not None and scale.size > 1 and \
+            int(node.attrs.get("axis", 1)) % 4 in (0, 2, 3)
+        return None if per_row_axis or xs[0] is None or xs[0].shape != y.shape \
+            else {0: ELEMENTWISE}
     if node.op_type == "QLinearAdd":
         return {i: ELEMENTWISE for i in slots} if all(
             x is not None and x.shape == y.shape for x in xs) else None
@@ -501,11 +510,14 @@ def live_profile(graph: Graph) -> tuple[int, int]:
     return peak, at
 
 
-def band_runs(graph: Graph) -> Iterator[tuple[int, int]]:
-    """The maximal runs [start, end) of consecutive nodes that can run in bands."""
+def band_runs(graph: Graph, keep_whole: frozenset[str] = frozenset()
+              ) -> Iterator[tuple[int, int]]:
+    """The maximal runs [start, end) of consecutive nodes that can run in bands (none of
+    keep_whole's nodes)."""
     start = None
     for i, node in enumerate([*graph.nodes, None]):
-        ok = node is not None and node.domain != DOMAIN and row_access(node, graph) is not None
+        ok = node is not None and node.domain != DOMAIN and node.name not in keep_whole \
+            and row_access(node, graph) is not None
         if ok and start is None:
             start = i
         elif not ok and start is not None:
@@ -536,11 +548,13 @@ def spread(lo: int, hi: int, count: int) -> list[int]:
     return sorted({lo + round(i * (hi - lo) / (count - 1)) for i in range(count)})
 
 
-def band_candidates(graph: Graph, limit: int = CANDIDATES) -> list[Graph]:
+def band_candidates(graph: Graph, limit: int = CANDIDATES,
+                    keep_whole: frozenset[str] = frozenset()) -> list[Graph]:
     """The graph with one block banded, for the `limit` blocks whose rewrite has the
     fewest live bytes at its peak (below the graph's own); of equal peaks, the longest
     bands (the fewest calls) first. A block must hold the node at the graph's peak; its
-    start and end are searched on a grid, then around the best."""
+    start and end are searched on a grid, then around the best. keep_whole: nodes no
+    block may hold."""
     own, at = live_profile(graph)
     scored: dict[tuple[int, int, int], tuple[int, Graph]] = {}
 
@@ -551,7 +565,7 @@ def band_candidates(graph: Graph, limit: int = CANDIDATES) -> list[Graph]:
         if candidate is not None:
             scored[(start, end, rows)] = (live_peak(candidate), candidate)
 
-    for run_start, run_end in band_runs(graph):
+    for run_start, run_end in band_runs(graph, keep_whole):
         if not run_start <= at < run_end:
             continue
         starts, ends = spread(run_start, at, GRID), spread(at + 1, run_end, GRID)
