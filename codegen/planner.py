@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .program import Overlap, Program
+from .program import KernelCall, Overlap, Program
 
 ALIGNMENT = 8
 
@@ -181,12 +181,20 @@ def lowest_free_start(intervals: list[tuple[int, int]], alignment: int) -> int:
     raise AssertionError("no free offset")  # the end of the last interval is free
 
 
-def row_pieces(program: Program, name: str, lifetime: tuple[int, int]) -> list[Placement]:
+def readers_by_tensor(program: Program) -> dict[str, list[tuple[int, KernelCall]]]:
+    """root tensor -> the (step, call) of each call reading it."""
+    readers: dict[str, list[tuple[int, KernelCall]]] = {}
+    for step, call in enumerate(program.calls):
+        for root in {program.root(t) for t in call.inputs}:
+            readers.setdefault(root, []).append((step, call))
+    return readers
+
+
+def row_pieces(program: Program, name: str, lifetime: tuple[int, int],
+               readers: list[tuple[int, KernelCall]]) -> list[Placement]:
     """A tensor that every reader reads a window of rows at a time (RowsRead), as pieces
     of rows of its planes, each alive until the last call that reads it (offsets from the
     tensor's start); none for any other tensor."""
-    readers = [(step, call) for step, call in enumerate(program.calls)
-               if any(program.root(t) == name for t in call.inputs)]
     reads = [(step, call.rows_read) for step, call in readers
              if call.rows_read is not None and program.root(call.inputs[0]) == name and
              sum(program.root(t) == name for t in call.inputs) == 1]
@@ -256,10 +264,12 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = Tr
     # The largest tensor read a window of rows at a time (a banded block's input) goes
     # first, at offset 0, as pieces that die row by row: later buffers take its rows.
     pieces: list[Placement] = []
-    for name in sorted(buffers, key=lambda n: (-sizes[n], n)):
+    readers = readers_by_tensor(program)
+    read_by_rows = {program.root(c.inputs[0]) for c in program.calls if c.rows_read}
+    for name in sorted(read_by_rows & set(buffers), key=lambda n: (-sizes[n], n)):
         if name not in storage and name not in storage.values() and \
                 not any(name in pair for pair in pairs):
-            pieces = row_pieces(program, name, buffers[name])
+            pieces = row_pieces(program, name, buffers[name], readers.get(name, []))
             if pieces:
                 break
     whole = pieces[0].tensor if pieces else None

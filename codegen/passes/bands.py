@@ -152,6 +152,7 @@ class BlockPlan:
     outputs: list[str]  # the block's tensors read after it (placed whole)
     held: dict[str, int]  # tensor read inside -> rows its history buffer keeps (0: none)
     pads: dict[str, int]  # tensor -> its padding byte
+    attrs: list[dict[str, Any]]  # each node's attributes for its bands
 
     @property
     def producer(self) -> dict[str, int]:
@@ -241,7 +242,8 @@ def plan_block(graph: Graph, start: int, end: int, rows: int) -> BlockPlan | Non
     pads = block_pads(graph, nodes, accesses)
     if pads is None:
         return None
-    return BlockPlan(start, nodes, accesses, rows, demand.events, outputs, held, pads)
+    return BlockPlan(start, nodes, accesses, rows, demand.events, outputs, held, pads,
+                     [band_attrs(n, graph) for n in nodes])
 
 def block_pads(graph: Graph, nodes: Sequence[Node],
                access: Sequence[dict[int, RowAccess]]) -> dict[str, int] | None:
@@ -347,7 +349,7 @@ class Rewriter:
         last = event.first + self.plan.rows - 1
         label = f"rows {event.first}..{last}"
         inputs = list(node.inputs)
-        attrs = band_attrs(node, self.graph)
+        attrs = self.plan.attrs[event.node]
         op, domain = node.op_type, node.domain
         for w in event.windows:
             source, view = self.input_of(event.node, w, f"{node.name} {label}")
@@ -365,7 +367,7 @@ class Rewriter:
         # A band keeps its layer's name: its calls are the layer's (inspect and report
         # sum them; the layer's weight storage choice applies).
         self.nodes.append(replace(node, op_type=op, domain=domain, inputs=tuple(inputs),
-                                  outputs=(out,), attrs=attrs))
+                                  outputs=(out,), attrs=dict(attrs)))
         self.fresh[y] = out
         self.end[y] = event.first + self.plan.rows
         height = self.graph.tensors[y].shape[2]
