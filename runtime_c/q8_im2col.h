@@ -1427,23 +1427,15 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
 /* The exported kernels, one per file named after the function (conv_s8_im2col_freq.c for
  * q8_conv_s8_im2col_freq, ...), so that a project compiles only the variants it calls: the
  * bounded float requantization is chosen per call, from the parameters. */
+#define Q8_IM2COL_CALL(RQ) conv_im2col(params, x, y, scratch, is_signed, RQ)
 #define Q8_DEFINE_IM2COL(NAME, TX, SIGNED, MODE)                                             \
     void NAME(const q8_conv_im2col_params *params, const TX *input,                          \
               void *output, int16_t *Q8_RESTRICT scratch)                                    \
     {                                                                                        \
+        enum { is_signed = SIGNED };                                                         \
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \
-        switch (layer_requant_mode(&params->requant, MODE)) {                                \
-        Q8_SATURATING_CASES(                                                                 \
-            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8),               \
-            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8))               \
-        case Q8_RQ_FREQ_BOUNDED:                                                             \
-            conv_im2col(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);                  \
-            break;                                                                           \
-        default:                                                                             \
-            conv_im2col(params, x, y, scratch, SIGNED, MODE);                                \
-            break;                                                                           \
-        }                                                                                    \
+        Q8_CALL_FOR_LAYER_MODE(&params->requant, MODE, Q8_IM2COL_CALL)                       \
     }
 
 #define Q8_DEFINE_IM2COL_B8(NAME, TX, SIGNED, MODE)                                          \
@@ -1461,23 +1453,15 @@ Q8_INLINE void conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_t *
 
 /* The wide-weight kernels: LAYOUT is W16_PAIRS (rows interleaved in pairs for the DSP
  * loop, *_w16_*) or W16_BLOCKS (blocks of 8 taps, plain C compilers vectorize, *_w16b_*). */
+#define Q8_IM2COL_W16_CALL(RQ) conv_im2col_w16(params, x, y, scratch, is_signed, RQ, layout)
 #define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
     void NAME(const q8_conv_im2col_w16_params *params, const TX *input,                      \
               void *output, int16_t *Q8_RESTRICT scratch)                                    \
     {                                                                                        \
+        enum { is_signed = SIGNED, layout = LAYOUT };                                        \
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \
-        switch (layer_requant_mode(&params->requant, MODE)) {                                \
-        Q8_SATURATING_CASES(                                                                 \
-            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8, LAYOUT),   \
-            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8, LAYOUT))   \
-        case Q8_RQ_FREQ_BOUNDED:                                                             \
-            conv_im2col_w16(params, x, y, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED, LAYOUT);      \
-            break;                                                                           \
-        default:                                                                             \
-            conv_im2col_w16(params, x, y, scratch, SIGNED, MODE, LAYOUT);                    \
-            break;                                                                           \
-        }                                                                                    \
+        Q8_CALL_FOR_LAYER_MODE(&params->requant, MODE, Q8_IM2COL_W16_CALL)                   \
     }
 
 #endif /* Q8_IM2COL_H */

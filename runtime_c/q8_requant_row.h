@@ -111,6 +111,20 @@ Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
     return Q8_RQ_FREQ_BOUNDED;
 }
 
+/* A kernel that chooses its mode once per call, called with the mode as a compile-time
+ * constant in each case the layer can take: CALL(mode) is a function-like macro, MODE
+ * the kernel's own mode (a constant, Q8_RQ_FREQ or Q8_RQ_IREQ). */
+#define Q8_CALL_FOR_LAYER_MODE(LAYER, MODE, CALL)                                         \
+    switch (layer_requant_mode(LAYER, MODE)) {                                            \
+    Q8_SATURATING_CASES(CALL(Q8_RQ_FREQ_BOUNDED_S8), CALL(Q8_RQ_FREQ_BOUNDED_U8))         \
+    case Q8_RQ_FREQ_BOUNDED:                                                              \
+        CALL(Q8_RQ_FREQ_BOUNDED);                                                         \
+        break;                                                                            \
+    default:                                                                              \
+        CALL(MODE);                                                                       \
+        break;                                                                            \
+    }
+
 Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
 {
 #if Q8_HAS_VCVTR
