@@ -806,8 +806,8 @@ void q8_logsoftmax_f32(const q8_softmax_f32_params *params, const float *Q8_REST
  * time. Tensors are NCHW with n = 1, `planes` planes of rows of `row_bytes` bytes; the
  * band buffers hold a window of rows of each plane. Source rows
  * [src_first, src_first + count) go to destination rows [dst_first, dst_first + count);
- * the window, shift and fill kernels write `pad` (a zero point) into every other row
- * they own, which is the padding of the convolutions that read them. No pointer is
+ * the window and fill kernels write `pad` (a zero point) into every other row they
+ * own, which is the padding of the convolutions that read them. No pointer is
  * restrict-qualified: a window may be written over rows of its source already read
  * (the planner gives later buffers the read rows of a banded block's input).
  */
@@ -819,7 +819,6 @@ typedef struct {
     int32_t src_first;
     int32_t dst_first;
     int32_t count;
-    int32_t shift;     /* q8_rows_shift*: rows the buffer drops at the top */
     int32_t pad;
 } q8_rows_params;
 
@@ -828,11 +827,6 @@ void q8_rows_window(const q8_rows_params *params, const void *src,
                     void *dst);
 /* dst: pad. */
 void q8_rows_fill(const q8_rows_params *params, void *dst);
-/* dst rows [0, dst_rows - shift) are prev's [shift, dst_rows); of the rest, the fresh
- * rows, pad elsewhere. dst may be prev (in place). */
-void q8_rows_shift(const q8_rows_params *params, const void *prev,
-                   const void *fresh, void *dst);
-void q8_rows_shift_pad(const q8_rows_params *params, const void *prev, void *dst);
 /* dst: prev (in place, or copied), with the fresh rows written over it; the first
  * band of a tensor writes into an unset buffer (no prev). */
 void q8_rows_place(const q8_rows_params *params, const void *prev,

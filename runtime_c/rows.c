@@ -1,6 +1,6 @@
 /*
- * rows.c - the band buffers of generate --memory min: windows of rows of NCHW planes,
- * slid down a tensor a band at a time, and the bands placed into whole tensors.
+ * rows.c - the band buffers of generate --memory min: windows of rows of NCHW planes
+ * gathered from the bands that computed them, and the bands placed into whole tensors.
  * Plain memmove/memcpy/memset per plane: the data moved is a few percent of what the
  * convolutions between them read.
  */
@@ -54,34 +54,6 @@ void q8_rows_window(const q8_rows_params *params, const void *src,
 void q8_rows_fill(const q8_rows_params *params, void *dst)
 {
     pad_rows(params, 0, params->dst_rows, (uint8_t *)dst);
-}
-
-/* The kept rows move up plane by plane in increasing order: each plane's destination
- * lies below its source and above every later plane's, so in place nothing is
- * overwritten before it is read. */
-static void keep_rows(const q8_rows_params *p, const uint8_t *prev, uint8_t *dst)
-{
-    const size_t plane = (size_t)p->dst_rows * (size_t)p->row_bytes;
-    const size_t kept = (size_t)(p->dst_rows - p->shift) * (size_t)p->row_bytes;
-    const size_t dropped = (size_t)p->shift * (size_t)p->row_bytes;
-    int32_t c;
-    for (c = 0; c < p->planes; ++c) {
-        memmove(dst + (size_t)c * plane, prev + (size_t)c * plane + dropped, kept);
-    }
-}
-
-void q8_rows_shift(const q8_rows_params *params, const void *prev,
-                   const void *fresh, void *dst)
-{
-    keep_rows(params, (const uint8_t *)prev, (uint8_t *)dst);
-    pad_rows(params, params->dst_rows - params->shift, params->dst_rows, (uint8_t *)dst);
-    copy_band(params, (const uint8_t *)fresh, (uint8_t *)dst);
-}
-
-void q8_rows_shift_pad(const q8_rows_params *params, const void *prev, void *dst)
-{
-    keep_rows(params, (const uint8_t *)prev, (uint8_t *)dst);
-    pad_rows(params, params->dst_rows - params->shift, params->dst_rows, (uint8_t *)dst);
 }
 
 void q8_rows_place(const q8_rows_params *params, const void *prev,

@@ -1,18 +1,19 @@
 """Row bands (generate --memory min): a block of layers run a band of rows at a time.
 
-The whole tensors inside the block are never alive: each layer's output is kept only as a
-window of rows (its history buffer, NCHW planes of a few rows) that slides down the
-tensor, long enough for the layers that read it, as line-buffered image pipelines keep
-them. Nothing is computed twice: a layer computes its next `rows` output rows when a
-reader needs them (Demand), after its own producers have computed the rows it reads; a
-buffer keeps the rows between the oldest its readers will still read and the newest. The
-block's inputs are read a window at a time; its outputs are placed band by band into
-whole tensors.
+The whole tensors inside the block are never alive: each layer's output exists only as
+the bands of rows it computed, each kept until the last window that reads it. Nothing is
+computed twice: a layer computes its next `rows` output rows when a reader needs them
+(Demand), after its own producers have computed the rows it reads. A reader reads a
+producer's band itself where the band holds exactly its rows (a pointwise convolution,
+an elementwise sum), else a window gathered from the bands that hold them (a 3x3
+convolution's rows), which lives only for that read: between two reads, only the rows a
+later read needs again are kept, as the bands that hold them. The block's inputs are
+read a window at a time; its outputs are placed band by band into whole tensors.
 
 Each band's layer is an ordinary node of the same operator on its window (no padding
 above or below: the windows hold the padding rows, the zero point, as the kernel would
 read them), lowered by the same family, so the results are exactly those of the whole
-layer. The data movement is the `onnx2mcu` domain's RowsWindow / RowsShift / RowsPlace
+layer. The data movement is the `onnx2mcu` domain's RowsWindow / RowsPlace
 (codegen/ops/rows.py).
 
 The default mode never bands: it costs cycles (the moves, and the calls per band). The
@@ -132,12 +133,13 @@ class Fire:
 
 
 @dataclass(frozen=True)
-class Pad:
-    """`rows` rows of padding appended below the last row of `tensor`, which the
-    windows of its readers reach."""
+class Band:
+    """A band a node of the block computed: rows [first, first + real) of its output
+    (the band's rows past the tensor's end are not the tensor's)."""
 
-    tensor: str
-    rows: int
+    first: int
+    name: str
+    real: int
 
 
 @dataclass
@@ -148,9 +150,8 @@ class BlockPlan:
     nodes: list[Node]
     access: list[dict[int, RowAccess]]
     rows: int  # output rows each band of a node computes
-    events: list[Fire | Pad]
+    events: list[Fire]
     outputs: list[str]  # the block's tensors read after it (placed whole)
-    held: dict[str, int]  # tensor read inside -> rows its history buffer keeps (0: none)
     pads: dict[str, int]  # tensor -> its padding byte
     attrs: list[dict[str, Any]]  # each node's attributes for its bands
 
@@ -162,18 +163,16 @@ class BlockPlan:
 @dataclass
 class Demand:
     """Runs the block's bands on demand: a band runs when a reader needs its rows, so
-    each history buffer keeps only the rows between what its readers have read and
-    what they need next (the layers of a residual block interleave, its shortcut
-    computed just before the sum). Records the bands' order and the buffers' depths."""
+    only the rows between what its readers have read and what they need next are kept
+    (the layers of a residual block interleave, its shortcut computed just before the
+    sum). Records the bands' order and how many rows a read needed kept."""
 
     graph: Graph
     nodes: list[Node]
     access: list[dict[int, RowAccess]]
     rows: int
-    events: list[Fire | Pad] = field(default_factory=list)
+    events: list[Fire] = field(default_factory=list)
     end: dict[str, int] = field(default_factory=dict)  # rows [.., end) exist
-    span: dict[str, int] = field(default_factory=dict)  # most rows a read needed kept
-    padded: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.producer = {n.outputs[0]: i for i, n in enumerate(self.nodes)}
@@ -184,13 +183,10 @@ class Demand:
         return self.graph.tensors[tensor].shape[2]
 
     def demand(self, tensor: str, end: int) -> None:
-        """Make rows [.., end) of a tensor the block computes exist."""
+        """Make rows [.., end) of a tensor the block computes exist (rows past its
+        end are padding)."""
         while self.end[tensor] < min(end, self.height(tensor)):
             self.fire(self.producer[tensor])
-        if end > self.end[tensor]:
-            self.events.append(Pad(tensor, end - self.end[tensor]))
-            self.padded.add(tensor)
-            self.end[tensor] = end
 
     def fire(self, index: int) -> None:
         node = self.nodes[index]
@@ -201,10 +197,6 @@ class Demand:
             if node.inputs[slot] in self.producer:
                 self.demand(node.inputs[slot], window.first + window.rows)
             windows.append(window)
-        for w in windows:  # after every demand: one may run the other input's producer
-            x = node.inputs[w.slot]
-            if x in self.producer:
-                self.span[x] = max(self.span.get(x, 0), self.end[x] - w.first)
         self.events.append(Fire(index, first, tuple(windows)))
         self.fired[index] += 1
         self.end[node.outputs[0]] = first + self.rows
@@ -237,13 +229,12 @@ def plan_block(graph: Graph, start: int, end: int, rows: int) -> BlockPlan | Non
     demand.run([produced[-1], *outputs])
     if min(demand.fired) == 0:
         return None  # a node none of the outputs needs
-    held = {t: 0 if span <= rows and t not in demand.padded else max(span, rows)
-            for t, span in demand.span.items()}
     pads = block_pads(graph, nodes, accesses)
     if pads is None:
         return None
-    return BlockPlan(start, nodes, accesses, rows, demand.events, outputs, held, pads,
+    return BlockPlan(start, nodes, accesses, rows, demand.events, outputs, pads,
                      [band_attrs(n, graph) for n in nodes])
+
 
 def block_pads(graph: Graph, nodes: Sequence[Node],
                access: Sequence[dict[int, RowAccess]]) -> dict[str, int] | None:
@@ -288,9 +279,7 @@ class Rewriter:
     names: Names
     nodes: list[Node] = field(default_factory=list)
     tensors: dict[str, Tensor] = field(default_factory=dict)
-    history: dict[str, str] = field(default_factory=dict)  # tensor -> its buffer now
-    fresh: dict[str, str] = field(default_factory=dict)  # tensor -> its last band
-    end: dict[str, int] = field(default_factory=dict)  # tensor -> rows [.., end) exist
+    bands: dict[str, list[Band]] = field(default_factory=dict)  # tensor -> its bands so far
     placed: dict[str, str] = field(default_factory=dict)  # output -> its whole tensor now
 
     def tensor_like(self, original: str, name: str, rows: int, axis: int = 2) -> str:
@@ -317,88 +306,66 @@ class Rewriter:
                  pad=self.plan.pads.get(tensor, 0), **layout)
         return out
 
-    def source(self, tensor: str) -> tuple[str, int]:
-        """What holds the rows of a tensor the block computes: its history buffer (or
-        its last band), and the first row it holds."""
-        held = self.plan.held[tensor]
-        if held:
-            return self.history[tensor], self.end[tensor] - held
-        return self.fresh[tensor], self.end[tensor] - self.plan.rows
-
-    def input_of(self, index: int, w: Window, label: str) -> tuple[str, bool]:
-        """What a band reads for one input: the buffer itself where the rows line up,
-        else a window of it; and whether it is the buffer's first rows of each plane
-        (for an elementwise reader to read through its strides)."""
+    def input_of(self, index: int, w: Window, label: str) -> str:
+        """What a band reads for one input: a whole tensor's window, the producer's band
+        itself where it holds exactly the rows read, else a window gathered from the
+        bands that hold them."""
         node, access = self.plan.nodes[index], self.plan.access[index][w.slot]
         tensor = node.inputs[w.slot]
-        if tensor not in self.plan.held:  # a whole tensor computed before the block
+        if tensor not in self.plan.producer:  # a whole tensor computed before the block
             axis = 1 if node.op_type == "Transpose" else 2
             height = self.graph.tensors[tensor].shape[axis]
-            return self.window(tensor, tensor, w.first, w.rows, height, label, axis), False
-        source, top = self.source(tensor)
-        rows = self.tensors[source].shape[2]
-        offset = w.first - top
-        if offset == 0 and reads_all_of(access, rows, self.plan.rows):
-            return source, False
-        if offset == 0 and access == ELEMENTWISE and node.op_type == "QLinearAdd":
-            return source, True
-        return self.window(tensor, source, offset, w.rows, rows, label), False
+            return self.window(tensor, tensor, w.first, w.rows, height, label, axis)
+        last = w.first + w.rows
+        bands = [b for b in self.bands.get(tensor, [])
+                 if b.first < last and b.first + b.real > w.first]
+        if len(bands) == 1 and bands[0].first == w.first and \
+                reads_all_of(access, self.plan.rows, self.plan.rows) and \
+                (access == ELEMENTWISE or last <= bands[0].first + bands[0].real):
+            return bands[0].name  # rows past the tensor's end are an elementwise band's own
+        return self.gather(tensor, bands, w, label)
+
+    def gather(self, tensor: str, bands: Sequence[Band], w: Window, label: str) -> str:
+        """A window of rows [w.first, w.first + w.rows) of a tensor the block computes:
+        the rows its bands hold copied in, the padding byte elsewhere."""
+        name = self.names.new(f"{tensor}@{label}")
+        built: str | None = None
+        for band in bands:
+            lo, hi = max(band.first, w.first), min(band.first + band.real, w.first + w.rows)
+            copied = dict(src_first=lo - band.first, dst_first=lo - w.first, count=hi - lo)
+            step = name if band is bands[-1] else self.names.new(f"{name}~{band.first}")
+            self.tensor_like(tensor, step, w.rows)
+            if built is None:
+                self.add("RowsWindow", f"window {tensor} {label}", (band.name,), step,
+                         pad=self.plan.pads.get(tensor, 0), **copied)
+            else:
+                self.add("RowsPlace", f"window {tensor} {label} rows {band.first}..",
+                         (built, band.name), step, **copied)
+            built = step
+        if built is None:
+            self.tensor_like(tensor, name, w.rows)
+            self.add("RowsWindow", f"window {tensor} {label}", (), name, src_first=0,
+                     dst_first=0, count=0, pad=self.plan.pads.get(tensor, 0))
+        return name
 
     def fire(self, event: Fire) -> None:
         node = self.plan.nodes[event.node]
         last = event.first + self.plan.rows - 1
         label = f"rows {event.first}..{last}"
         inputs = list(node.inputs)
-        attrs = self.plan.attrs[event.node]
-        op, domain = node.op_type, node.domain
         for w in event.windows:
-            source, view = self.input_of(event.node, w, f"{node.name} {label}")
-            inputs[w.slot] = source
-            if view and op == node.op_type:
-                op, domain = "QLinearAddRows", DOMAIN
-                attrs = {"view_slot": w.slot, "view_rows": self.tensors[source].shape[2]}
-            elif view:  # both operands are buffer tops: the second one is copied
-                tensor = node.inputs[w.slot]
-                rows = self.tensors[source].shape[2]
-                inputs[w.slot] = self.window(tensor, source, 0, w.rows, rows,
-                                             f"{node.name} {label}")
+            inputs[w.slot] = self.input_of(event.node, w, f"{node.name} {label}")
         y = node.outputs[0]
         out = self.tensor_like(y, self.names.new(f"{y}@{event.first}"), self.plan.rows)
         # A band keeps its layer's name: its calls are the layer's (inspect and report
         # sum them; the layer's weight storage choice applies).
-        self.nodes.append(replace(node, op_type=op, domain=domain, inputs=tuple(inputs),
-                                  outputs=(out,), attrs=dict(attrs)))
-        self.fresh[y] = out
-        self.end[y] = event.first + self.plan.rows
+        self.nodes.append(replace(node, inputs=tuple(inputs), outputs=(out,),
+                                  attrs=dict(self.plan.attrs[event.node])))
         height = self.graph.tensors[y].shape[2]
         real = min(self.plan.rows, height - event.first)
-        if self.plan.held.get(y):
-            self.slide(y, out, real)
+        self.bands.setdefault(y, []).append(Band(event.first, out, real))
         if y in self.plan.outputs:
             self.place(y, out, event.first, real, last >= height - 1)
-
-    def slide(self, tensor: str, fresh: str | None, real: int) -> None:
-        """Slide the tensor's history buffer down: `real` rows of `fresh` (a band), or
-        padding, at its end."""
-        held = self.plan.held[tensor]
-        shift = self.plan.rows if fresh is not None else real
-        copied = dict(src_first=0, dst_first=held - shift,
-                      count=real if fresh is not None else 0, pad=self.plan.pads.get(tensor, 0))
-        name = self.tensor_like(tensor, self.names.new(f"{tensor}@held{self.end[tensor]}"),
-                                held)
-        previous = self.history.get(tensor)
-        inputs = [i for i in (previous, fresh) if i is not None]
-        if previous is None:
-            self.add("RowsWindow", f"start history of {tensor}", inputs, name, **copied)
-        else:
-            self.add("RowsShift", f"history of {tensor} to row {self.end[tensor]}", inputs,
-                     name, shift=shift, **copied)
-        self.history[tensor] = name
-
-    def pad(self, event: Pad) -> None:
-        self.end[event.tensor] += event.rows
-        if self.plan.held.get(event.tensor):
-            self.slide(event.tensor, None, event.rows)
 
     def place(self, tensor: str, fresh: str, first: int, real: int, last: bool) -> None:
         previous = self.placed.get(tensor)
@@ -414,8 +381,6 @@ class Rewriter:
         for event in self.plan.events:
             if isinstance(event, Fire):
                 self.fire(event)
-            else:
-                self.pad(event)
 
 
 def reads_all_of(access: RowAccess, rows: int, band: int) -> bool:
@@ -424,6 +389,7 @@ def reads_all_of(access: RowAccess, rows: int, band: int) -> bool:
     if access == ELEMENTWISE:
         return rows == band
     return rows >= access.kernel and (rows - access.kernel) // access.stride + 1 == band
+
 
 def band_attrs(node: Node, graph: Graph) -> dict[str, Any]:
     """The node's attributes for a band: a convolution's explicit pads without those
@@ -500,8 +466,8 @@ def live_profile(graph: Graph) -> tuple[int, int]:
     live = sum(size(name) for name in graph.inputs)
     peak, at = live, 0
     for step, node in enumerate(graph.nodes):
-        carried = (node.domain == DOMAIN and node.op_type != "RowsWindow" and
-                   len(node.inputs) == 2) or node.op_type == "RowsShift"
+        carried = node.domain == DOMAIN and node.op_type == "RowsPlace" and \
+            len(node.inputs) == 2
         added = sum(size(o) for o in node.outputs) - (size(node.inputs[0]) if carried else 0)
         live += added
         if live > peak:
