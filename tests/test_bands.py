@@ -217,3 +217,18 @@ def test_resnet8_in_bands_on_cortex_m(board: str, tmp_path: Path) -> None:
     report = codegen.verify(model, samples=2, seed=9, board=board, memory="min",
                             interface=QUANTIZED_IO)
     assert report.ok, report.outputs
+
+
+@CORTEX_M
+def test_mobilenet_in_bands_on_cortex_m4f() -> None:
+    """Depthwise bands of one output row (the padded kernel on a DSP core, the two-row
+    kernel would throw half away) and of stride 2, gathered windows, in QEMU."""
+    model = quantized_model("mobilenet_v1_025", "i8-pc")
+    gen = generate_sources(model, Options(board="cortex-m4f", memory="min", weights="int8",
+                                          interface=QUANTIZED_IO))
+    strides = {(c.function, dict(c.params.fields)["stride_h"]) for c in gen.program.calls
+               if c.function.startswith("q8_dwconv") and c.params is not None}
+    assert ("q8_dwconv_s8_3x3_padded_freq", 1) in strides, strides
+    report = codegen.verify(model, samples=2, seed=9, board="cortex-m4f", memory="min",
+                            weights="int8", interface=QUANTIZED_IO)
+    assert report.ok, report.outputs

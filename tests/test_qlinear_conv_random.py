@@ -163,8 +163,11 @@ def offset_plane_configs(count: int, seed: int) -> list[ConvConfig]:
 
 def depthwise_rows_configs(count: int, seed: int) -> list[ConvConfig]:
     """Stride-1 depthwise 3x3 layers for the two-row kernel (dwconv_3x3_rows.c): odd and
-    even heights, narrow and wide planes, one band per pass and several."""
-    configs = [replace(c, strides=(1, 1)) for c in depthwise_3x3_configs(count, seed)]
+    even heights, narrow and wide planes, one band per pass and several. At least two
+    output rows: a single one takes the padded kernel."""
+    configs = [replace(c, strides=(1, 1), spatial=(max(c.spatial[0], 4 - c.pads[0] - c.pads[2]),
+                                                   c.spatial[1]))
+               for c in depthwise_3x3_configs(count, seed)]
     wide = replace(configs[0], spatial=(21, 30), pads=(1, 1, 1, 1), batch=1, seed=seed - 1)
     return [*configs, wide]
 

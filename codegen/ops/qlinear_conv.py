@@ -198,10 +198,12 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     ) -> KernelCall:
     """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
     point folded into the bias (modulo 2^32). On cores with the DSP extension, stride-1
-    layers take dwconv_3x3_rows.c, two output rows at a time; on Thumb-1 cores every layer
-    takes the padded kernel, whose copy turns int8 into unsigned bytes. `channels`: compute
-    those only (the others read a constant channel, lower_constant_planes); the weights,
-    bias and requantization constants are then those channels' alone."""
+    layers take dwconv_3x3_rows.c, two output rows at a time, unless they have only one
+    (a band of --memory min: half the two-row kernel's multiplies would be thrown away);
+    on Thumb-1 cores every layer takes the padded kernel, whose copy turns int8 into
+    unsigned bytes. `channels`: compute those only (the others read a constant channel,
+    lower_constant_planes); the weights, bias and requantization constants are then
+    those channels' alone."""
     c = weights.shape[0]
     centered = weights.reshape(c, 9).astype(np.int64) - np.broadcast_to(
         w_zp.astype(np.int64).reshape(-1, 1), (c, 1))
@@ -225,7 +227,7 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     # With padding, each channel is first copied into a scratch plane with its border.
     padded = any(window.pads_begin) or any(window.pads_end) or options.thumb1
     plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
-    if options.dsp and tuple(window.strides) == (1, 1):
+    if options.dsp and tuple(window.strides) == (1, 1) and y.shape[2] > 1:
         bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
         params = CStruct(params.ctype, tuple((k, bands if k == "bands" else v)
                                              for k, v in params.fields))
