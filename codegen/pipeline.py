@@ -270,13 +270,16 @@ def generate_sources(source: ModelSource, options: Options | Target) -> Generate
         raise explain_adapter_refusal(error, source, target.options) from None
 
 
-def memory_candidates(graph: Graph, memory: str, io: str = "float") -> list[Graph]:
+def memory_candidates(graph: Graph, memory: str, io: str = "float",
+                      kernels: str = "fast") -> list[Graph]:
     """The graphs whose arenas --memory chooses from: the graph, and with min, its
     banded rewrites. With quantized I/O the QuantizeLinear of a graph input stays whole
-    (the caller writes its output: the quantized input)."""
+    (the caller writes its output: the quantized input). With the fast kernels a
+    depthwise band reads its window's rows from the bands themselves."""
     if memory != "min":
         return [graph]
-    return [graph, *band_candidates(graph, keep_whole=io_boundary_nodes(graph, io))]
+    return [graph, *band_candidates(graph, keep_whole=io_boundary_nodes(graph, io),
+                                    gather=kernels == "fast")]
 
 
 def io_boundary_nodes(graph: Graph, io: str) -> frozenset[str]:
@@ -296,7 +299,8 @@ def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, Ar
     io = target.options.interface.io
     best: tuple[Program, ArenaPlan] | None = None
     bound = None
-    for candidate in memory_candidates(graph, target.options.memory, io):
+    for candidate in memory_candidates(graph, target.options.memory, io,
+                                       target.options.kernels):
         program = quantized_io(lower_graph(candidate, name, lowering), io)
         plan = plan_arena(program)
         if candidate is graph:

@@ -132,33 +132,42 @@ Q8_INLINE void pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t 
  * copy itself on rows of a few bytes. `flip` (0x80808080 or 0) turns int8 bytes into
  * x + 128 for the offset plane below. */
 #if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#define Q8_NO_MEMCPY_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define Q8_NO_MEMCPY_LOOPS
 #endif
-Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_t H, int32_t W, int32_t pt,
-                                   int32_t pl, int32_t PH, int32_t PW, uint32_t flip,
-                                   uint8_t *padded)
+Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_row(const uint8_t *src, int32_t cols,
+                                                   uint32_t flip, uint8_t *dst)
+{
+    int32_t i;
+#if defined(__ARM_FEATURE_UNALIGNED) || !defined(__arm__)
+    for (i = 0; i + 4 <= cols; i += 4) {
+        q8_store32(dst + i, q8_load32(src + i) ^ flip);
+    }
+#else
+    /* No unaligned word access (Cortex-M0/M0+): memcpy calls, not single loads. */
+    for (i = 0; i + 4 <= cols; i += 4) {
+        dst[i] = (uint8_t)(src[i] ^ flip);
+        dst[i + 1] = (uint8_t)(src[i + 1] ^ flip);
+        dst[i + 2] = (uint8_t)(src[i + 2] ^ flip);
+        dst[i + 3] = (uint8_t)(src[i + 3] ^ flip);
+    }
+#endif
+    for (; i < cols; i++) {
+        dst[i] = (uint8_t)(src[i] ^ flip);
+    }
+}
+
+Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_t H,
+                                                      int32_t W, int32_t pt, int32_t pl,
+                                                      int32_t PH, int32_t PW, uint32_t flip,
+                                                      uint8_t *padded)
 {
     const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
-    int32_t r, i;
+    int32_t r;
     for (r = 0; r < rows; r++) {
-        const uint8_t *src = x_c + (size_t)r * (size_t)W;
-        uint8_t *dst = padded + (size_t)(r + pt) * (size_t)PW + pl;
-#if defined(__ARM_FEATURE_UNALIGNED) || !defined(__arm__)
-        for (i = 0; i + 4 <= cols; i += 4) {
-            q8_store32(dst + i, q8_load32(src + i) ^ flip);
-        }
-#else
-        /* No unaligned word access (Cortex-M0/M0+): memcpy calls, not single loads. */
-        for (i = 0; i + 4 <= cols; i += 4) {
-            dst[i] = (uint8_t)(src[i] ^ flip);
-            dst[i + 1] = (uint8_t)(src[i + 1] ^ flip);
-            dst[i + 2] = (uint8_t)(src[i + 2] ^ flip);
-            dst[i + 3] = (uint8_t)(src[i + 3] ^ flip);
-        }
-#endif
-        for (; i < cols; i++) {
-            dst[i] = (uint8_t)(src[i] ^ flip);
-        }
+        copy_row(x_c + (size_t)r * (size_t)W, cols, flip,
+                 padded + (size_t)(r + pt) * (size_t)PW + pl);
     }
 }
 

@@ -291,6 +291,33 @@ void q8_dwconv_s8_3x3_rows_ireq(const q8_dwconv_params *params,
                                 void *Q8_RESTRICT scratch);
 
 /*
+ * A depthwise 3x3 band of generate --memory min on a window of rows gathered from up to
+ * three bands of the layer before (dwconv_3x3_gather.c): window row r is row
+ * row_index[r] of band row_source[r] (NCHW planes of source_rows[s] rows, n = 1), or
+ * padding (the pad value) where row_source[r] < 0. conv.input is the window's shape; no
+ * padding above or below (the window holds it). Scratch as the padded kernel's.
+ */
+typedef struct {
+    q8_dwconv_params conv;
+    const int8_t *row_source;
+    const int16_t *row_index;
+    int32_t source_rows[3];
+} q8_dwconv_gather_params;
+
+void q8_dwconv_u8_3x3_gather_freq(const q8_dwconv_gather_params *params, const uint8_t *x0,
+                                  const uint8_t *x1, const uint8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_gather_freq(const q8_dwconv_gather_params *params, const int8_t *x0,
+                                  const int8_t *x1, const int8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_gather_ireq(const q8_dwconv_gather_params *params, const uint8_t *x0,
+                                  const uint8_t *x1, const uint8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_gather_ireq(const q8_dwconv_gather_params *params, const int8_t *x0,
+                                  const int8_t *x1, const int8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+
+/*
  * Integer matrix products (QLinearMatMul, MatMulInteger, QGemm), batched:
  *   acc[b][i][j] = sum_p (A[i][p] - a_zp) * (B[p][j] - b_zp[j]) + bias[i][j]
  * with A[i][p] = a[a_offset[b] + i*a_stride_m + p*a_stride_k] (transposes are strides)

@@ -82,12 +82,14 @@ def quantized_chain(seed: int) -> onnx.ModelProto:
                         input_range=(-1.0, 1.0), calibration_count=8)
 
 
-def force_longest_run(rows: int) -> object:
-    """memory_candidates replaced: only the graph with its longest run of layers banded."""
-    def forced(graph: Graph, memory: str, io: str = "float") -> list[Graph]:
+def force_longest_run(rows: int, gather: bool = True) -> object:
+    """memory_candidates replaced: only the graph with its longest run of layers banded
+    (gather: depthwise bands read their rows from the bands, else from a window)."""
+    def forced(graph: Graph, memory: str, io: str = "float",
+               kernels: str = "fast") -> list[Graph]:
         runs = band_runs(graph, io_boundary_nodes(graph, io))
         start, end = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
-        rewritten = banded(graph, start, end, rows)
+        rewritten = banded(graph, start, end, rows, gather and kernels == "fast")
         assert rewritten is not None, "the chain's longest run does not band"
         return [rewritten]
     return forced
@@ -100,7 +102,7 @@ def test_random_chains_in_bands_are_bit_exact(seed: int,
     requant = ("float", "int")[seed % 2]
     io = QUANTIZED_IO if seed % 3 else Interface()
     monkeypatch.setattr(codegen.pipeline, "memory_candidates",
-                        force_longest_run((1, 2, 4)[seed % 3]))
+                        force_longest_run((1, 2, 4)[seed % 3], gather=seed % 4 != 3))
     gen = generate_sources(model, Options(memory="min", requant=requant, interface=io))
     assert any(c.function.startswith("q8_rows_") for c in gen.program.calls)
     report = codegen.verify(model, samples=3, seed=seed, requant=requant, cflags=SANITIZE,
@@ -220,15 +222,17 @@ def test_resnet8_in_bands_on_cortex_m(board: str, tmp_path: Path) -> None:
 
 
 @CORTEX_M
-def test_mobilenet_in_bands_on_cortex_m4f() -> None:
-    """Depthwise bands of one output row (the padded kernel on a DSP core, the two-row
-    kernel would throw half away) and of stride 2, gathered windows, in QEMU."""
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_mobilenet_in_bands_on_cortex_m(board: str) -> None:
+    """Depthwise bands reading their rows from the bands of the layer before, of strides
+    1 and 2, and gathered windows of the other convolutions, in QEMU."""
     model = quantized_model("mobilenet_v1_025", "i8-pc")
-    gen = generate_sources(model, Options(board="cortex-m4f", memory="min", weights="int8",
+    gen = generate_sources(model, Options(board=board, memory="min", weights="int8",
                                           interface=QUANTIZED_IO))
-    strides = {(c.function, dict(c.params.fields)["stride_h"]) for c in gen.program.calls
-               if c.function.startswith("q8_dwconv") and c.params is not None}
-    assert ("q8_dwconv_s8_3x3_padded_freq", 1) in strides, strides
-    report = codegen.verify(model, samples=2, seed=9, board="cortex-m4f", memory="min",
+    strides = {dict(dict(c.params.fields)["conv"].fields)["stride_h"]  # type: ignore[union-attr]
+               for c in gen.program.calls
+               if c.function.startswith("q8_dwconv_s8_3x3_gather_") and c.params is not None}
+    assert strides == {1, 2}, strides
+    report = codegen.verify(model, samples=2, seed=9, board=board, memory="min",
                             weights="int8", interface=QUANTIZED_IO)
     assert report.ok, report.outputs

@@ -13,10 +13,13 @@ input is read). The outputs' shapes and quantization are the ones the pass gave 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
 
 from ..errors import ModelError
 from ..ir import Graph, Node, Tensor, itemsize
-from ..program import CStruct, KernelCall, RowsRead
+from ..program import CArray, CInts, CRef, CStruct, KernelCall, RowsRead
 from . import Inferred, LoweringOptions, OpDef, register
 
 DOMAIN = "onnx2mcu"
@@ -76,3 +79,65 @@ def lower_rows(node: Node, graph: Graph, spec: object,
 
 for _op in ("RowsWindow", "RowsPlace"):
     register(OpDef(_op, DOMAIN, infer_rows, lower_rows))
+
+
+# A depthwise 3x3 band reading its window's rows straight from the bands of the layer
+# before (codegen/passes/bands.py gathers no window buffer for it): QLinearConv's inputs
+# with the first band in place of x and the others after B, and the attributes of its
+# band plus GATHER_ATTRS: window_rows, and per window row its band (row_source, -1:
+# padding) and its row in that band (row_index).
+GATHER_ATTRS = ("window_rows", "row_source", "row_index")
+GATHER_SOURCES = 3
+CONV_INPUTS = 9
+
+
+def gather_sources(node: Node) -> tuple[str, ...]:
+    return (node.inputs[0], *node.inputs[CONV_INPUTS:])
+
+
+def lower_conv_gather(node: Node, graph: Graph, spec: object,
+                      options: LoweringOptions) -> Sequence[KernelCall]:
+    from .qlinear_conv import lower_qlinear_conv
+
+    sources = gather_sources(node)
+    band = graph.tensors[sources[0]]
+    n, c, _, w = band.shape
+    window = Tensor(f"{node.outputs[0]}@window", band.dtype,
+                    (n, c, int(node.attrs["window_rows"]), w), band.quant)
+    conv = replace(node, op_type="QLinearConv", domain="",
+                   inputs=(window.name, *node.inputs[1:CONV_INPUTS]),
+                   attrs={k: v for k, v in node.attrs.items() if k not in GATHER_ATTRS})
+    # Without the DSP choice: the two-row kernel's parameters are not the padded one's.
+    calls = lower_qlinear_conv(conv, replace(graph, tensors={**graph.tensors,
+                                                             window.name: window}),
+                               spec, replace(options, dsp=False))
+    if len(calls) != 1 or not isinstance(calls[0], KernelCall) or \
+            "_3x3_" not in calls[0].function:
+        raise ModelError(f"{node.describe()}: a gathered window needs the depthwise 3x3 "
+                         f"kernel, not {[getattr(c, 'function', c) for c in calls]}")
+    call = calls[0]
+    assert call.params is not None
+    prefix, _, mode = call.function.rpartition("_")
+    kind = prefix.split("_")[2]  # q8_dwconv_{s8,u8}_3x3...
+    rows_of = [graph.tensors[s].shape[2] for s in sources]
+    params = CStruct("q8_dwconv_gather_params", (
+        ("conv", call.params), ("row_source", CRef("row_source")),
+        ("row_index", CRef("row_index")),
+        ("source_rows", CInts(tuple(rows_of + [0] * (GATHER_SOURCES - len(rows_of)))))))
+    arrays = (*call.arrays,
+              CArray("row_source", "int8_t", np.asarray(node.attrs["row_source"], np.int8)),
+              CArray("row_index", "int16_t", np.asarray(node.attrs["row_index"], np.int16)))
+    y = graph.tensors[node.outputs[0]]
+    fields = dict(call.params.fields)
+    stride_h, stride_w = int(fields["stride_h"]), int(fields["stride_w"])  # type: ignore[arg-type]
+    # The padded plane, and stride_w spare bytes as the padded kernel's (Thumb-1 reads
+    # past an odd row's last output).
+    plane = ((y.shape[2] - 1) * stride_h + 3) * ((y.shape[3] - 1) * stride_w + 3)
+    padded_sources = (*sources, *[sources[0]] * (GATHER_SOURCES - len(sources)))
+    return [replace(call, function=f"q8_dwconv_{kind}_3x3_gather_{mode}",
+                    inputs=padded_sources, params=params, arrays=arrays,
+                    sources=("dwconv_3x3_gather.c",), scratch_bytes=plane + stride_w,
+                    overlap=None)]
+
+
+register(OpDef("QLinearConvGather", DOMAIN, infer_rows, lower_conv_gather))

@@ -32,7 +32,8 @@ from typing import Any
 from ..errors import ModelError
 from ..ir import Graph, Node, Tensor
 from ..ops._geometry import sliding_window
-from ..ops.rows import DOMAIN
+from ..ops.qlinear_conv import conv_groups, conv_window, is_depthwise_3x3
+from ..ops.rows import CONV_INPUTS, DOMAIN, GATHER_SOURCES
 
 # The operators a band can run, and the inputs each reads a window of rows of.
 BAND_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
@@ -154,6 +155,9 @@ class BlockPlan:
     outputs: list[str]  # the block's tensors read after it (placed whole)
     pads: dict[str, int]  # tensor -> its padding byte
     attrs: list[dict[str, Any]]  # each node's attributes for its bands
+    # The nodes whose kernel reads a window's rows from the bands themselves (depthwise
+    # 3x3 convolutions, with the fast kernels): no window buffer is gathered for them.
+    gathering: frozenset[int] = frozenset()
 
     @property
     def producer(self) -> dict[str, int]:
@@ -206,10 +210,12 @@ class Demand:
             self.demand(tensor, self.height(tensor))
 
 
-def plan_block(graph: Graph, start: int, end: int, rows: int) -> BlockPlan | None:
+def plan_block(graph: Graph, start: int, end: int, rows: int,
+               gather: bool = True) -> BlockPlan | None:
     """The bands of graph.nodes[start:end], each computing `rows` rows of a node's
     output; None where the nodes cannot run in bands, or where the block's outputs (the
-    tensors read after it) do not include its last node's."""
+    tensors read after it) do not include its last node's. gather: depthwise 3x3 bands
+    read their windows' rows from the bands (the fast kernels only)."""
     nodes = graph.nodes[start:end]
     access = [row_access(n, graph) for n in nodes]
     if any(a is None for a in access):
@@ -232,8 +238,21 @@ def plan_block(graph: Graph, start: int, end: int, rows: int) -> BlockPlan | Non
     pads = block_pads(graph, nodes, accesses)
     if pads is None:
         return None
+    gathering = frozenset(i for i, n in enumerate(nodes) if gather and reads_bands(n, graph))
     return BlockPlan(start, nodes, accesses, rows, demand.events, outputs, pads,
-                     [band_attrs(n, graph) for n in nodes])
+                     [band_attrs(n, graph) for n in nodes], gathering)
+
+
+def reads_bands(node: Node, graph: Graph) -> bool:
+    """A depthwise 3x3 convolution: its kernel copies each channel's rows into a padded
+    plane anyway, so it can take them from the bands that hold them."""
+    if node.op_type != "QLinearConv" or node.domain:
+        return False
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    w = graph.constants[node.inputs[3]]
+    groups = conv_groups(node, x.shape, w.shape)
+    # One channel is a group-1 convolution, which the im2col kernels take.
+    return groups > 1 and is_depthwise_3x3(x, y, conv_window(node, x.shape, w.shape), groups)
 
 
 def block_pads(graph: Graph, nodes: Sequence[Node],
@@ -316,14 +335,42 @@ class Rewriter:
             axis = 1 if node.op_type == "Transpose" else 2
             height = self.graph.tensors[tensor].shape[axis]
             return self.window(tensor, tensor, w.first, w.rows, height, label, axis)
+        bands = self.bands_of(tensor, w)
         last = w.first + w.rows
-        bands = [b for b in self.bands.get(tensor, [])
-                 if b.first < last and b.first + b.real > w.first]
         if len(bands) == 1 and bands[0].first == w.first and \
                 reads_all_of(access, self.plan.rows, self.plan.rows) and \
                 (access == ELEMENTWISE or last <= bands[0].first + bands[0].real):
             return bands[0].name  # rows past the tensor's end are an elementwise band's own
         return self.gather(tensor, bands, w, label)
+
+    def bands_of(self, tensor: str, w: Window) -> list[Band]:
+        """The bands of a tensor the block computes that hold rows of the window."""
+        return [b for b in self.bands.get(tensor, [])
+                if b.first < w.first + w.rows and b.first + b.real > w.first]
+
+    def gathering_node(self, event: Fire) -> Node | None:
+        """The band of a depthwise 3x3 convolution that reads its window's rows from the
+        bands holding them (QLinearConvGather), where that saves a window buffer."""
+        node = self.plan.nodes[event.node]
+        if event.node not in self.plan.gathering or node.inputs[0] not in self.plan.producer:
+            return None
+        (w,) = event.windows
+        tensor = node.inputs[0]
+        bands = self.bands_of(tensor, w)
+        if not 0 < len(bands) <= GATHER_SOURCES or (
+                len(bands) == 1 and bands[0].first == w.first and bands[0].real == w.rows):
+            return None
+        source, index = [], []
+        for row in range(w.first, w.first + w.rows):
+            held = [i for i, b in enumerate(bands) if b.first <= row < b.first + b.real]
+            source.append(held[0] if held else -1)
+            index.append(row - bands[held[0]].first if held else 0)
+        conv_inputs = [*node.inputs, *[""] * (CONV_INPUTS - len(node.inputs))]
+        inputs = (bands[0].name, *conv_inputs[1:CONV_INPUTS], *[b.name for b in bands[1:]])
+        attrs = {**self.plan.attrs[event.node], "window_rows": w.rows,
+                 "row_source": source, "row_index": index}
+        return replace(node, op_type="QLinearConvGather", domain=DOMAIN, inputs=inputs,
+                       attrs=attrs)
 
     def gather(self, tensor: str, bands: Sequence[Band], w: Window, label: str) -> str:
         """A window of rows [w.first, w.first + w.rows) of a tensor the block computes:
@@ -352,15 +399,17 @@ class Rewriter:
         node = self.plan.nodes[event.node]
         last = event.first + self.plan.rows - 1
         label = f"rows {event.first}..{last}"
-        inputs = list(node.inputs)
-        for w in event.windows:
-            inputs[w.slot] = self.input_of(event.node, w, f"{node.name} {label}")
+        band = self.gathering_node(event)
+        if band is None:
+            inputs = list(node.inputs)
+            for w in event.windows:
+                inputs[w.slot] = self.input_of(event.node, w, f"{node.name} {label}")
+            band = replace(node, inputs=tuple(inputs), attrs=dict(self.plan.attrs[event.node]))
         y = node.outputs[0]
         out = self.tensor_like(y, self.names.new(f"{y}@{event.first}"), self.plan.rows)
         # A band keeps its layer's name: its calls are the layer's (inspect and report
         # sum them; the layer's weight storage choice applies).
-        self.nodes.append(replace(node, inputs=tuple(inputs), outputs=(out,),
-                                  attrs=dict(self.plan.attrs[event.node])))
+        self.nodes.append(replace(band, outputs=(out,)))
         height = self.graph.tensors[y].shape[2]
         real = min(self.plan.rows, height - event.first)
         self.bands.setdefault(y, []).append(Band(event.first, out, real))
@@ -493,8 +542,8 @@ def band_runs(graph: Graph, keep_whole: frozenset[str] = frozenset()
             start = None
 
 
-def banded(graph: Graph, start: int, end: int, rows: int) -> Graph | None:
-    plan = plan_block(graph, start, end, rows)
+def banded(graph: Graph, start: int, end: int, rows: int, gather: bool = True) -> Graph | None:
+    plan = plan_block(graph, start, end, rows, gather)
     return band_block(graph, plan) if plan is not None else None
 
 
@@ -517,19 +566,20 @@ def spread(lo: int, hi: int, count: int) -> list[int]:
 
 
 def band_candidates(graph: Graph, limit: int = CANDIDATES,
-                    keep_whole: frozenset[str] = frozenset()) -> list[Graph]:
+                    keep_whole: frozenset[str] = frozenset(),
+                    gather: bool = True) -> list[Graph]:
     """The graph with one block banded, for the `limit` blocks whose rewrite has the
     fewest live bytes at its peak (below the graph's own); of equal peaks, the longest
     bands (the fewest calls) first. A block must hold the node at the graph's peak; its
     start and end are searched on a grid, then around the best. keep_whole: nodes no
-    block may hold."""
+    block may hold; gather: as plan_block's."""
     own, at = live_profile(graph)
     scored: dict[tuple[int, int, int], tuple[int, Graph]] = {}
 
     def score(start: int, end: int, rows: int) -> None:
         if (start, end, rows) in scored or end - start < 2:
             return
-        candidate = banded(graph, start, end, rows)
+        candidate = banded(graph, start, end, rows, gather)
         if candidate is not None:
             scored[(start, end, rows)] = (live_peak(candidate), candidate)
 
