@@ -236,3 +236,34 @@ def test_mobilenet_in_bands_on_cortex_m(board: str) -> None:
     report = codegen.verify(model, samples=2, seed=9, board=board, memory="min",
                             weights="int8", interface=QUANTIZED_IO)
     assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_depthwise_bands_without_bias_read_the_bands(rows: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """QLinearConv without B (8 inputs): the gathering band's other bands come after its
+    empty bias slot. Strides 1 and 2, top padding and none."""
+    rng = np.random.default_rng(0)
+    weights = [onnx.numpy_helper.from_array(rng.normal(size=shape).astype(np.float32), name)
+               for name, shape in (("w1", (6, 3, 1, 1)), ("w2", (6, 1, 3, 3)),
+                                   ("w3", (6, 1, 3, 3)))]
+    nodes = [onnx.helper.make_node("Conv", ["x", "w1"], ["a"]),
+             onnx.helper.make_node("Relu", ["a"], ["b"]),
+             onnx.helper.make_node("Conv", ["b", "w2"], ["c"], group=6, pads=[1, 1, 1, 1]),
+             onnx.helper.make_node("Relu", ["c"], ["d"]),
+             onnx.helper.make_node("Conv", ["d", "w3"], ["y"], group=6, pads=[0, 1, 1, 1],
+                                   strides=[2, 2])]
+    graph = onnx.helper.make_graph(
+        nodes, "no_bias", [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                              [1, 3, 11, 9])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], weights)
+    model = quantize_qop(onnx.helper.make_model(graph, opset_imports=[
+        onnx.helper.make_opsetid("", 13)]), VARIANTS[0].activations, VARIANTS[0].per_channel,
+        input_range=(-1.0, 1.0), calibration_count=8)
+    assert all(len(n.input) == 8 for n in model.graph.node if n.op_type == "QLinearConv")
+    monkeypatch.setattr(codegen.pipeline, "memory_candidates", force_longest_run(rows))
+    gen = generate_sources(model, Options(memory="min", interface=QUANTIZED_IO))
+    assert any("_3x3_gather_" in c.function for c in gen.program.calls)
+    report = codegen.verify(model, samples=3, seed=1, cflags=SANITIZE, memory="min",
+                            interface=QUANTIZED_IO)
+    assert report.ok, report.outputs
