@@ -199,7 +199,7 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     """The depthwise 3x3 path: weights minus their zero point as int16, the input zero
     point folded into the bias (modulo 2^32). On cores with the DSP extension, stride-1
     layers take dwconv_3x3_rows.c, two output rows at a time, unless they have only one
-    (a band of --memory min: half the two-row kernel's multiplies would be thrown away);
+    (half the two-row kernel's multiplies would be thrown away);
     on Thumb-1 cores every layer takes the padded kernel, whose copy turns int8 into
     unsigned bytes. `channels`: compute those only (the others read a constant channel,
     lower_constant_planes); the weights, bias and requantization constants are then

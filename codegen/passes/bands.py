@@ -169,7 +169,7 @@ class Demand:
     """Runs the block's bands on demand: a band runs when a reader needs its rows, so
     only the rows between what its readers have read and what they need next are kept
     (the layers of a residual block interleave, its shortcut computed just before the
-    sum). Records the bands' order and how many rows a read needed kept."""
+    sum). Records the bands' order."""
 
     graph: Graph
     nodes: list[Node]
