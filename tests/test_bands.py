@@ -267,3 +267,15 @@ def test_depthwise_bands_without_bias_read_the_bands(rows: int,
     report = codegen.verify(model, samples=3, seed=1, cflags=SANITIZE, memory="min",
                             interface=QUANTIZED_IO)
     assert report.ok, report.outputs
+
+
+def test_gathering_bands_count_as_their_layer() -> None:
+    """report and inspect put a depthwise band that reads the bands (QLinearConvGather)
+    under its QLinearConv layer, not as a copy of its own."""
+    from codegen.report import build_layers
+
+    gen = generate_sources(quantized_model("mobilenet_v1_025", "i8-pc"),
+                           Options(memory="min", interface=QUANTIZED_IO))
+    gathering = [layer for layer in build_layers(gen, None) if "_gather_" in layer.kernel]
+    assert gathering and {layer.op for layer in gathering} == {"QLinearConv"}
+    assert {layer.node for layer in gathering} <= {n.name for n in gen.graph.nodes}

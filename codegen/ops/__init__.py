@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..ir import Graph, Node, QuantParams, Tensor
@@ -153,6 +153,9 @@ class OpDef:
     # of such operators between one DequantizeLinear and one QuantizeLinear becomes a
     # 256-entry table (passes/tabulate.py).
     elementwise: ElementwiseFn | None = None
+    # A form of another operator's band (generate --memory min): its calls are that
+    # operator's layer's (report and inspect count them there).
+    band_of: tuple[str, str] | None = None
 
     def moves(self, node: Node) -> bool:
         """Whether this node moves values (a mode may decide: Resize)."""
@@ -185,6 +188,16 @@ def lower_node(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[L
     opdef = lookup(node)
     assert opdef is not None, node.describe()
     return opdef.lower(node, graph, opdef.infer(node, graph).spec, options)
+
+
+def layer_description(node: Node) -> str:
+    """How kernel calls name the layer the node computes: the node, or for a band in
+    another form (OpDef.band_of), that operator's node of the same name."""
+    opdef = lookup(node)
+    if opdef is None or opdef.band_of is None:
+        return node.describe()
+    op_type, domain = opdef.band_of
+    return replace(node, op_type=op_type, domain=domain).describe()
 
 
 def registered() -> list[OpDef]:

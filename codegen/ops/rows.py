@@ -140,4 +140,5 @@ def lower_conv_gather(node: Node, graph: Graph, spec: object,
                     overlap=None)]
 
 
-register(OpDef("QLinearConvGather", DOMAIN, infer_rows, lower_conv_gather))
+register(OpDef("QLinearConvGather", DOMAIN, infer_rows, lower_conv_gather,
+               band_of=("QLinearConv", "")))
