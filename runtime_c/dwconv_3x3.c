@@ -4,18 +4,15 @@
  */
 #include "q8_dwconv.h"
 
-/* Layers without padding read the input directly. */
-#define Q8_DEFINE_DWCONV(NAME, TX, SIGNED, MODE)                                         \
-    void NAME(const q8_dwconv_params *params, const TX *input,                           \
-              void *output)                                                              \
-    {                                                                                    \
-        if (MODE == Q8_RQ_FREQ && params->requant.bounded) {                                \
-            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, SIGNED, \
-                       Q8_RQ_FREQ_BOUNDED);                                                 \
-        } else {                                                                         \
-            dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, SIGNED, \
-                       MODE);                                                            \
-        }                                                                                \
+/* Layers without padding read the input directly. The requantization mode is settled
+ * once per call: the saturating VCVTR forms where the layer's range allows. */
+#define Q8_DW_CALL(RQ)                                                                     \
+    dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, is_signed, RQ)
+#define Q8_DEFINE_DWCONV(NAME, TX, SIGNED, MODE)                                          \
+    void NAME(const q8_dwconv_params *params, const TX *input, void *output)              \
+    {                                                                                     \
+        const int is_signed = SIGNED;                                                     \
+        Q8_CALL_FOR_LAYER_MODE(&params->requant, MODE, Q8_DW_CALL)                        \
     }
 
 Q8_DEFINE_DWCONV(q8_dwconv_u8_3x3_freq, uint8_t, 0, Q8_RQ_FREQ)

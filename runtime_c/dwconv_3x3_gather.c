@@ -59,19 +59,18 @@ Q8_INLINE void dwconv_3x3_gather(const q8_dwconv_gather_params *g,
     }
 }
 
+/* The requantization mode is settled once per call: the saturating VCVTR forms where
+ * the layer's range allows. */
+#define Q8_DW_GATHER_CALL(RQ)                                                              \
+    dwconv_3x3_gather(params, sources, (uint8_t *)output, (uint8_t *)scratch, is_signed, RQ)
 #define Q8_DEFINE_DWCONV_GATHER(NAME, TX, SIGNED, MODE)                                   \
     void NAME(const q8_dwconv_gather_params *params, const TX *x0, const TX *x1,          \
               const TX *x2, void *output, void *Q8_RESTRICT scratch)                      \
     {                                                                                     \
         const uint8_t *const sources[3] = {(const uint8_t *)x0, (const uint8_t *)x1,      \
                                            (const uint8_t *)x2};                          \
-        if (MODE == Q8_RQ_FREQ && params->conv.requant.bounded) {                         \
-            dwconv_3x3_gather(params, sources, (uint8_t *)output, (uint8_t *)scratch,     \
-                              SIGNED, Q8_RQ_FREQ_BOUNDED);                                \
-        } else {                                                                          \
-            dwconv_3x3_gather(params, sources, (uint8_t *)output, (uint8_t *)scratch,     \
-                              SIGNED, MODE);                                              \
-        }                                                                                 \
+        const int is_signed = SIGNED;                                                     \
+        Q8_CALL_FOR_LAYER_MODE(&params->conv.requant, MODE, Q8_DW_GATHER_CALL)            \
     }
 
 Q8_DEFINE_DWCONV_GATHER(q8_dwconv_u8_3x3_gather_freq, uint8_t, 0, Q8_RQ_FREQ)

@@ -240,6 +240,25 @@ def test_thumb1_depthwise_kernel_against_ort_in_qemu() -> None:
     assert not bad, bad
 
 
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m33"])
+def test_depthwise_kernels_against_ort_in_qemu(board: str) -> None:
+    """The depthwise 3x3 kernels other than the two-row one (strides 1 and 2, padded or
+    not) on FPU+DSP cores, whose full-range outputs take the VCVTR/SSAT/USAT forms,
+    against ORT."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_qlinear_conv_random import depthwise_3x3_configs
+
+    configs = depthwise_3x3_configs(24, 5500)
+    model = conv_batch_model(configs)
+    kernels = {c.function for c in
+               generate_sources(model, Options(board=board)).program.calls}
+    assert any("_3x3_padded_" in k for k in kernels), kernels
+    report = codegen.verify(model, board=board, samples=2, seed=3)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("board,requant", [("cortex-m4f", "float"), ("cortex-m4f", "int"),
                                            ("cortex-m33", "float")])
 def test_depthwise_rows_kernel_against_ort_in_qemu(board: str, requant: str) -> None:
