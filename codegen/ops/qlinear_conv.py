@@ -226,7 +226,7 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     macs = (y.numel // y.shape[1]) * c * 9  # c: the computed channels
     # With padding, each channel is first copied into a scratch plane with its border.
     padded = any(window.pads_begin) or any(window.pads_end) or options.thumb1
-    plane = ((y.shape[2] - 1) * window.strides[0] + 3) * ((y.shape[3] - 1) * window.strides[1] + 3)
+    plane = padded_plane_bytes(y.shape, window.strides)
     if options.dsp and tuple(window.strides) == (1, 1) and y.shape[2] > 1:
         bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
         params = CStruct(params.ctype, tuple((k, bands if k == "bands" else v)
@@ -241,12 +241,23 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                           overlap=plane_overlap(x, y, whole) if channels is None else None)
     variant = "3x3_padded" if padded else "3x3"
     source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
-    # stride_w spare bytes: Thumb-1's kernel computes an odd row's last output as a pair,
-    # whose second output reads past the plane's last row (and is not stored).
     return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
                       (x.name,), (y.name,), params, arrays, (source,), macs,
-                      scratch_bytes=plane + window.strides[1] if padded else 0,
+                      scratch_bytes=padded_scratch_bytes(y.shape, window.strides)
+                      if padded else 0,
                       overlap=plane_overlap(x, y, padded) if channels is None else None)
+
+
+def padded_plane_bytes(y_shape: tuple[int, ...], strides: Sequence[int]) -> int:
+    """The plane a padded depthwise 3x3 kernel copies a channel into, border included."""
+    return ((y_shape[2] - 1) * strides[0] + 3) * ((y_shape[3] - 1) * strides[1] + 3)
+
+
+def padded_scratch_bytes(y_shape: tuple[int, ...], strides: Sequence[int]) -> int:
+    """The padded kernel's scratch: its plane, and stride_w spare bytes (Thumb-1's kernel
+    computes an odd row's last output as a pair, whose second output reads past the
+    plane's last row and is not stored)."""
+    return padded_plane_bytes(y_shape, strides) + strides[1]
 
 
 # Scratch the two-row depthwise kernel may take beyond the padded plane of the other one.

@@ -21,6 +21,7 @@ from ..errors import ModelError
 from ..ir import Graph, Node, Tensor, itemsize
 from ..program import CArray, CInts, CRef, CStruct, KernelCall, RowsRead
 from . import Inferred, LoweringOptions, OpDef, register
+from ._common import kernel_suffix
 
 DOMAIN = "onnx2mcu"
 SOURCES = ("rows.c",)
@@ -97,7 +98,7 @@ def gather_sources(node: Node) -> tuple[str, ...]:
 
 def lower_conv_gather(node: Node, graph: Graph, spec: object,
                       options: LoweringOptions) -> Sequence[KernelCall]:
-    from .qlinear_conv import lower_qlinear_conv
+    from .qlinear_conv import lower_qlinear_conv, padded_scratch_bytes
 
     sources = gather_sources(node)
     band = graph.tensors[sources[0]]
@@ -117,8 +118,6 @@ def lower_conv_gather(node: Node, graph: Graph, spec: object,
                          f"kernel, not {[getattr(c, 'function', c) for c in calls]}")
     call = calls[0]
     assert call.params is not None
-    prefix, _, mode = call.function.rpartition("_")
-    kind = prefix.split("_")[2]  # q8_dwconv_{s8,u8}_3x3...
     rows_of = [graph.tensors[s].shape[2] for s in sources]
     params = CStruct("q8_dwconv_gather_params", (
         ("conv", call.params), ("row_source", CRef("row_source")),
@@ -127,16 +126,15 @@ def lower_conv_gather(node: Node, graph: Graph, spec: object,
     arrays = (*call.arrays,
               CArray("row_source", "int8_t", np.asarray(node.attrs["row_source"], np.int8)),
               CArray("row_index", "int16_t", np.asarray(node.attrs["row_index"], np.int16)))
-    y = graph.tensors[node.outputs[0]]
     fields = dict(call.params.fields)
-    stride_h, stride_w = int(fields["stride_h"]), int(fields["stride_w"])  # type: ignore[arg-type]
-    # The padded plane, and stride_w spare bytes as the padded kernel's (Thumb-1 reads
-    # past an odd row's last output).
-    plane = ((y.shape[2] - 1) * stride_h + 3) * ((y.shape[3] - 1) * stride_w + 3)
+    strides = (int(fields["stride_h"]), int(fields["stride_w"]))  # type: ignore[arg-type]
+    mode = "ireq" if options.requant == "int" else "freq"
     padded_sources = (*sources, *[sources[0]] * (GATHER_SOURCES - len(sources)))
-    return [replace(call, function=f"q8_dwconv_{kind}_3x3_gather_{mode}",
+    return [replace(call, function=f"q8_dwconv_{kernel_suffix(band.dtype)}_3x3_gather_{mode}",
                     inputs=padded_sources, params=params, arrays=arrays,
-                    sources=("dwconv_3x3_gather.c",), scratch_bytes=plane + stride_w,
+                    sources=("dwconv_3x3_gather.c",),
+                    scratch_bytes=padded_scratch_bytes(graph.tensors[node.outputs[0]].shape,
+                                                       strides),
                     overlap=None)]
 
 

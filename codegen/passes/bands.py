@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..errors import ModelError
@@ -159,7 +160,7 @@ class BlockPlan:
     # 3x3 convolutions, with the fast kernels): no window buffer is gathered for them.
     gathering: frozenset[int] = frozenset()
 
-    @property
+    @cached_property
     def producer(self) -> dict[str, int]:
         return {n.outputs[0]: i for i, n in enumerate(self.nodes)}
 
@@ -350,15 +351,14 @@ class Rewriter:
 
     def gathering_node(self, event: Fire) -> Node | None:
         """The band of a depthwise 3x3 convolution that reads its window's rows from the
-        bands holding them (QLinearConvGather), where that saves a window buffer."""
+        bands holding them (QLinearConvGather) instead of a gathered window."""
         node = self.plan.nodes[event.node]
         if event.node not in self.plan.gathering or node.inputs[0] not in self.plan.producer:
             return None
         (w,) = event.windows
         tensor = node.inputs[0]
         bands = self.bands_of(tensor, w)
-        if not 0 < len(bands) <= GATHER_SOURCES or (
-                len(bands) == 1 and bands[0].first == w.first and bands[0].real == w.rows):
+        if not 0 < len(bands) <= GATHER_SOURCES:
             return None
         source, index = [], []
         for row in range(w.first, w.first + w.rows):
