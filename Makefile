@@ -67,7 +67,7 @@ cortex-m-tools:
 
 test: lint pytest
 
-# The tests whose comparisons with ORT depend on ORT's CPU (codegen/cpu.py), run under
+# The tests whose comparisons with ORT depend on ORT's CPU (codegen/oracle/cpu.py), run under
 # each forced profile (ONNX2MCU_CPU_PROFILE): green each time, the checks that would not
 # hold on that CPU skipped with the reason, the modelled u8 x s8 paths exercised.
 # CPU_PROFILES, CPU_PROFILE_TESTS and CPU_PROFILE_PYTEST_ARGS (say, -k) narrow it.

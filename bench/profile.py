@@ -23,22 +23,22 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import zoo  # noqa: E402
 
-from codegen.build import (  # noqa: E402
+from codegen.oracle.verify import random_inputs  # noqa: E402
+from codegen.pipeline import Options, generate_sources  # noqa: E402
+from codegen.target.build import (  # noqa: E402
     cache_key,
     cached_build,
     compile_in,
     compiler_identity,
     host_compiler,
 )
-from codegen.cycles import (  # noqa: E402
+from codegen.target.cycles import (  # noqa: E402
     cycle_model_for,
     disassemble,
     instruction_costs,
 )
-from codegen.firmware import build_firmware, cross_tool  # noqa: E402
-from codegen.pipeline import Options, generate_sources  # noqa: E402
-from codegen.qemu import run_firmware  # noqa: E402
-from codegen.verify import random_inputs  # noqa: E402
+from codegen.target.firmware import build_firmware, cross_tool  # noqa: E402
+from codegen.target.qemu import run_firmware  # noqa: E402
 
 
 def profiler_plugin() -> Path:

@@ -7,6 +7,8 @@
     codegen.write_runtime("rt/")                         # one runtime for several models
 """
 
+from codegen.backend.interface import Interface
+
 from .api import GenerateResult, convert, generate, run, verify, write_runtime
 from .errors import (
     ModelError,
@@ -17,7 +19,6 @@ from .errors import (
     ToolchainError,
     UnsupportedError,
 )
-from .interface import Interface
 from .version import __version__
 
 __all__ = [

@@ -10,32 +10,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .boards import Board
-from .build import build_host, run_binary
-from .cycles import cycle_model_for
-from .dataset import conform_arrays, fit_batch_axis, split_samples
-from .emitter import emit_shared_runtime, own_runtime_files
-from .errors import BudgetError, InputDataError, OptionError, OutputError
-from .firmware import (
-    Budget,
-    build_firmware,
-    check_budget,
-    cross_toolchain_available,
-    format_budget,
-    measure_budget,
-)
-from .importer import ModelSource
-from .interface import DEFAULT_INTERFACE, Interface, shared_runtime_path
-from .io_boundary import Entry, graph_feeds, harness_entries
-from .limits import DEFAULT_LIMITS, Limits
-from .pipeline import Generated, Options, generate_sources, resolve_target
-from .progress import progress_bar
-from .project import check_output_dir, write_project
-from .qemu import InstructionCounts, run_firmware
-from .qemu import count_instructions as qemu_count
-from .report import Report, build_report, memory_mode
-from .validate import ValidateReport, is_classifier, validate_output
-from .verify import (
+from codegen.backend.emitter import emit_shared_runtime, own_runtime_files
+from codegen.backend.interface import DEFAULT_INTERFACE, Interface, shared_runtime_path
+from codegen.backend.io_boundary import Entry, graph_feeds, harness_entries
+from codegen.backend.project import check_output_dir, write_project
+from codegen.core.boards import Board
+from codegen.core.dataset import conform_arrays, fit_batch_axis, split_samples
+from codegen.core.limits import DEFAULT_LIMITS, Limits
+from codegen.core.progress import progress_bar
+from codegen.frontend.importer import ModelSource
+from codegen.oracle.validate import ValidateReport, is_classifier, validate_output
+from codegen.oracle.verify import (
     Distance,
     OutputReport,
     Reference,
@@ -50,6 +35,22 @@ from .verify import (
     run_ort,
     with_outputs,
 )
+from codegen.target.build import build_host, run_binary
+from codegen.target.cycles import cycle_model_for
+from codegen.target.firmware import (
+    Budget,
+    build_firmware,
+    check_budget,
+    cross_toolchain_available,
+    format_budget,
+    measure_budget,
+)
+from codegen.target.qemu import InstructionCounts, run_firmware
+from codegen.target.qemu import count_instructions as qemu_count
+from codegen.views.report import Report, build_report, memory_mode
+
+from .errors import BudgetError, InputDataError, OptionError, OutputError
+from .pipeline import Generated, Options, generate_sources, resolve_target
 
 Samples = Sequence[Mapping[str, NDArray[Any]]]
 
@@ -187,9 +188,10 @@ def convert(model: ModelSource, out: str | Path, *,
     """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
     import onnx
 
-    from .exporter import converted_model
-    from .importer import import_model, load_model
-    from .passes import check_qdq_rules, float_islands, run_passes
+    from codegen.frontend.importer import import_model, load_model
+    from codegen.views.exporter import converted_model
+
+    from .transform import check_qdq_rules, float_islands, run_passes
 
     out = Path(out)
     if out.exists() and (out.is_dir() or not force):
@@ -473,7 +475,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
 def label_accuracy(gen: Generated, ours: Samples,
                    labels: NDArray[Any]) -> list[tuple[str, float]]:
     """The top-1 accuracy of each float output that looks like class scores."""
-    from .validate import top1
+    from codegen.oracle.validate import top1
 
     entry = harness_entries(gen.program)[0]
     sizes = [int(np.prod(t.shape)) for t in entry.inputs]
@@ -500,8 +502,8 @@ def converted_reference(gen: Generated, limits: Limits = DEFAULT_LIMITS) -> Refe
     """The reference of --integer-only: the model `convert --integer-only` writes (built
     in memory by the same export), as ORT runs it (with the same adjustments as any
     model: the int8 QDQ rules followed, exact u8 x s8 products)."""
-    from .exporter import converted_model
-    from .importer import import_model
+    from codegen.frontend.importer import import_model
+    from codegen.views.exporter import converted_model
 
     model = converted_model(gen.graph, gen.qdq_rules)
     reference = reference_model(model, import_model(model, None, limits), gen.qdq_rules)
@@ -534,10 +536,10 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
              memory: str = "fast") -> ValidateReport:
     """The generated C of the quantized `model` against the float model it was made from,
     on every sample of `dataset` (a data set path, or arrays keyed by input name with the
-    samples on the first axis): see codegen.validate for the figures. On a Cortex-M board
+    samples on the first axis): see codegen.oracle.validate for the figures. On a Cortex-M board
     the C runs in QEMU."""
-    from .dataset import load_arrays, load_labels, model_input_specs
-    from .importer import load_model
+    from codegen.core.dataset import load_arrays, load_labels, model_input_specs
+    from codegen.frontend.importer import load_model
 
     gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
                                            qdq_rules, weights, native, limits,

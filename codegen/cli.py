@@ -30,25 +30,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from codegen.backend.interface import ARENA_KINDS, IO_KINDS, Interface
+from codegen.core.boards import list_boards
+from codegen.core.dataset import load_dataset, load_labels
+from codegen.core.limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
+from codegen.core.names import visible
+from codegen.core.progress import progress_bar
+from codegen.frontend.importer import parse_input_shape
+from codegen.oracle.quantize import ACTIVATION_TYPES, CALIBRATION_METHODS, QUANT_FORMATS
+from codegen.oracle.validate import VALIDATION_FORMATS
+from codegen.oracle.verify import ORT_LEVELS, Distance, VerifyReport, ort_version
+from codegen.target.cycles import ASSUMPTIONS
+
 from . import api
-from .boards import list_boards
-from .cycles import ASSUMPTIONS
-from .dataset import load_dataset, load_labels
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
-from .importer import parse_input_shape
-from .interface import ARENA_KINDS, IO_KINDS, Interface
-from .limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
-from .names import visible
 from .pipeline import Options, resolve_target
-from .progress import progress_bar
-from .quantize import ACTIVATION_TYPES, CALIBRATION_METHODS, QUANT_FORMATS
-from .validate import VALIDATION_FORMATS
-from .verify import ORT_LEVELS, Distance, VerifyReport, ort_version
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .boards import Board
-    from .inspection import Inspection
+    from codegen.core.boards import Board
+    from codegen.views.inspection import Inspection
 
 
 def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | None:
@@ -361,7 +362,7 @@ def cmd_boards(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .inspection import format_inspection, inspect_model
+    from codegen.views.inspection import format_inspection, inspect_model
 
     inspection = inspect_model(args.model, Options(**_options(args)))
     print(format_inspection(inspection))
@@ -477,8 +478,8 @@ def print_counts(report: api.CountReport) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .project import check_output_file, write_output_file
-    from .report import FORMATS, render_arena_svg
+    from codegen.backend.project import check_output_file, write_output_file
+    from codegen.views.report import FORMATS, render_arena_svg
 
     counting = args.count_instructions or args.count_cycles
     if args.inputs and not counting:
@@ -540,8 +541,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:
-    from .inspection import format_inspection_summary, inspect_model
-    from .quantize import QuantizeSettings, quantize
+    from codegen.oracle.quantize import QuantizeSettings, quantize
+    from codegen.views.inspection import format_inspection_summary, inspect_model
 
     settings = QuantizeSettings(quant_format=args.format, method=args.method,
                                 activations=args.activations, per_channel=not args.per_tensor)

@@ -9,28 +9,29 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from .boards import Board, load_board
-from .emitter import emit_project, estimate_source_bytes
+from codegen.backend.emitter import emit_project, estimate_source_bytes
+from codegen.backend.interface import DEFAULT_INTERFACE, Interface, check_interface
+from codegen.backend.io_boundary import quantized_io
+from codegen.backend.lowering import lower_graph
+from codegen.backend.planner import ArenaPlan, plan_arena
+from codegen.core.boards import Board, load_board
+from codegen.core.ir import Graph
+from codegen.core.limits import DEFAULT_LIMITS, Limits, check_limit
+from codegen.core.names import default_name, name_problem, quoted
+from codegen.core.program import Program
+from codegen.frontend.importer import ModelSource, import_model, load_model
+from codegen.transform.bands import band_candidates
+from codegen.transform.schedule import schedule_for_memory
+from codegen.views.refusal import explain_adapter_refusal, explain_refusal
+
 from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
-from .importer import ModelSource, import_model, load_model
-from .interface import DEFAULT_INTERFACE, Interface, check_interface
-from .io_boundary import quantized_io
-from .ir import Graph
-from .limits import DEFAULT_LIMITS, Limits, check_limit
-from .lowering import lower_graph
-from .names import default_name, name_problem, quoted
 from .ops import LoweringOptions
-from .passes import Recipes, check_qdq_rules, expose_intermediates, run_passes
-from .passes.bands import band_candidates
-from .planner import ArenaPlan, plan_arena
-from .program import Program
-from .refusal import explain_adapter_refusal, explain_refusal
-from .schedule import schedule_for_memory
+from .transform import Recipes, check_qdq_rules, expose_intermediates, run_passes
 
 REQUANT_MODES = ("float", "int")
 KERNEL_SETS = ("fast", "reference")
 # fast: every layer whole, the fewest cycles; min: blocks of layers in row bands where
-# that lowers the arena (codegen/passes/bands.py), for more cycles.
+# that lowers the arena (codegen/transform/bands.py), for more cycles.
 MEMORY_MODES = ("fast", "min")
 WEIGHT_WIDTHS = ("auto", "int8", "int16")
 # With --weights auto, wide (int16) weights are used when they take at most this share of
@@ -260,7 +261,7 @@ def prepare_graph(model: onnx.ModelProto, target: Target) -> Recipes:
 
 def generate_sources(source: ModelSource, options: Options | Target) -> Generated:
     """Run every stage in memory; nothing is written to disk. An unsupported operator or
-    float island is reported with what would work (codegen/refusal.py)."""
+    float island is reported with what would work (codegen/views/refusal.py)."""
     target = options if isinstance(options, Target) else resolve_target(options)
     try:
         return _generate_sources(source, target)
@@ -293,7 +294,7 @@ def io_boundary_nodes(graph: Graph, io: str) -> frozenset[str]:
 
 def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, ArenaPlan]:
     """The program and its arena: of every layer whole, or with --memory min, of the
-    banded rewrites too (codegen/passes/bands.py), the one with the smallest arena (the
+    banded rewrites too (codegen/transform/bands.py), the one with the smallest arena (the
     fewest calls of equal ones)."""
     lowering = lowering_options(target, graph)
     io = target.options.interface.io

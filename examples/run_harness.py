@@ -15,9 +15,9 @@ from pathlib import Path
 
 import onnx
 
-from codegen.build import decode_samples, encode_samples
-from codegen.ir import QuantParams, Tensor
-from codegen.verify import compare_outputs, ort_version, random_inputs, run_ort
+from codegen.core.ir import QuantParams, Tensor
+from codegen.oracle.verify import compare_outputs, ort_version, random_inputs, run_ort
+from codegen.target.build import decode_samples, encode_samples
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Shared test set-up: an isolated build cache, the sanitizer flags every generated
 project is compiled with in the tests, and what makes the suite hold on any CPU.
 
-ORT picks some kernels by CPU (codegen.cpu). On a CPU profile whose ORT runs other
+ORT picks some kernels by CPU (codegen.oracle.cpu). On a CPU profile whose ORT runs other
 kernels than the generated C follows for a model's nodes, a test that compares that
 model with ORT is skipped with the reason: explicitly by `skip_where_ort_differs` (or
 the `ort_kernels` marker) before the work, and otherwise by `codegen.verify` itself,
@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 import codegen
 from codegen import api
-from codegen.cpu import (
+from codegen.errors import OptionError
+from codegen.oracle.cpu import (
     FAMILIES,
     CpuProfile,
     FamilyUse,
@@ -32,10 +33,9 @@ from codegen.cpu import (
     current_profile,
     differences,
 )
-from codegen.errors import OptionError
+from codegen.oracle.verify import VerifyReport, reference_model, run_ort
+from codegen.oracle.verify import cpu_profile as local_cpu_profile
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import VerifyReport, reference_model, run_ort
-from codegen.verify import cpu_profile as local_cpu_profile
 
 # Every generated project in the tests is compiled with the strict warning flags (always
 # on) and run under AddressSanitizer and UndefinedBehaviorSanitizer; any report aborts.
@@ -66,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line(
         "markers", "ort_kernels(*families): the test compares with ORT kernels of these "
-        f"codegen.cpu families ({', '.join(FAMILY_BY_KEY)}); skipped on a CPU profile whose "
+        f"codegen.oracle.cpu families ({', '.join(FAMILY_BY_KEY)}); skipped on a CPU profile whose "
         "ORT runs others")
     config.addinivalue_line(
         "markers", "cpu_differences_expected: codegen.verify returns its report even where "

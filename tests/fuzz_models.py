@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import modelgen
 import zoo
 
+from codegen.core.names import visible
 from codegen.errors import Onnx2McuError
-from codegen.names import visible
 from codegen.pipeline import Options, generate_sources
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""--memory min: blocks of layers run a band of rows at a time (codegen/passes/bands.py),
+"""--memory min: blocks of layers run a band of rows at a time (codegen/transform/bands.py),
 their tensors kept only as history buffers of a few rows (runtime_c/rows.c).
 
 Random chains of convolutions (kernels 1-5, strides 1-2, asymmetric padding, depthwise,
@@ -21,14 +21,14 @@ from zoo import INPUT_NAME, MODEL_NAMES, VARIANTS, GraphBuilder, quantize_qop, q
 import codegen
 import codegen.api
 import codegen.pipeline
+from codegen.backend.interface import Interface
+from codegen.core.ir import Graph
 from codegen.errors import BudgetError
-from codegen.firmware import cross_toolchain_available
-from codegen.interface import Interface
-from codegen.ir import Graph
-from codegen.passes.bands import band_runs, banded
 from codegen.pipeline import Options, generate_sources, io_boundary_nodes
-from codegen.qemu import qemu_available
-from codegen.report import format_report_text
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
+from codegen.transform.bands import band_runs, banded
+from codegen.views.report import format_report_text
 
 QUANTIZED_IO = Interface(io="quantized")
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -272,7 +272,7 @@ def test_depthwise_bands_without_bias_read_the_bands(rows: int,
 def test_gathering_bands_count_as_their_layer() -> None:
     """report and inspect put a depthwise band that reads the bands (QLinearConvGather)
     under its QLinearConv layer, not as a copy of its own."""
-    from codegen.report import build_layers
+    from codegen.views.report import build_layers
 
     gen = generate_sources(quantized_model("mobilenet_v1_025", "i8-pc"),
                            Options(memory="min", interface=QUANTIZED_IO))

@@ -20,9 +20,9 @@ from zoo import ZOO_CASES, case_id, quantized_model
 
 from codegen import cli
 from codegen.errors import OptionError
-from codegen.firmware import cross_toolchain_available
-from codegen.inspection import inspect_model
 from codegen.pipeline import Options, generate_sources
+from codegen.target.firmware import cross_toolchain_available
+from codegen.views.inspection import inspect_model
 
 WEIGHTS = ("int8", "int16")
 # Every variant on the host; on the Cortex-M boards (a cross build each, for the budget

@@ -1,6 +1,6 @@
 """Constant subgraphs (Shape, Gather/Slice/Concat/Unsqueeze on shapes, ConstantOfShape,
 Expand, Range, Cast, arithmetic on constants) are folded at import by onnx's reference
-evaluator with static shapes (codegen/folding.py), and the model is exact against ORT."""
+evaluator with static shapes (codegen/frontend/folding.py), and the model is exact against ORT."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 import codegen
 from codegen.errors import UnsupportedError
-from codegen.importer import import_model
+from codegen.frontend.importer import import_model
 
 F32 = np.float32
 

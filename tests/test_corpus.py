@@ -23,10 +23,10 @@ import pytest
 from conftest import SANITIZE, ort_reference, skip_where_ort_differs
 
 import codegen
-from codegen.build import decode_samples, encode_samples
 from codegen.errors import UnsupportedError
+from codegen.oracle.verify import compare_outputs, random_inputs
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import compare_outputs, random_inputs
+from codegen.target.build import decode_samples, encode_samples
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 TORCH_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())

@@ -21,10 +21,10 @@ from zoo import qdq_model, quantized_model
 import codegen
 from codegen.api import count_instructions
 from codegen.errors import BudgetError
-from codegen.firmware import build_firmware, cross_toolchain_available, soft_float_routines
+from codegen.oracle.verify import random_inputs
 from codegen.pipeline import Options, generate_sources
-from codegen.qemu import qemu_available
-from codegen.verify import random_inputs
+from codegen.target.firmware import build_firmware, cross_toolchain_available, soft_float_routines
+from codegen.target.qemu import qemu_available
 
 if not (cross_toolchain_available() and qemu_available()):
     print("\n*** tests/test_cortex_m.py SKIPPED: arm-none-eabi-gcc or qemu-system-arm is "
@@ -203,9 +203,9 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(board: str,
     from test_matrix_ops import combine, qgemm_case
     from test_qlinear_conv_random import depthwise_rows_configs
 
-    from codegen.io_boundary import harness_entries
-    from codegen.qemu import run_firmware
-    from codegen.verify import compare_outputs
+    from codegen.backend.io_boundary import harness_entries
+    from codegen.oracle.verify import compare_outputs
+    from codegen.target.qemu import run_firmware
 
     rng = np.random.default_rng(91)
     configs = [random_conv_config(rng, 9100 + i) for i in range(8)]
@@ -314,7 +314,7 @@ def test_auto_weights_widen_the_layers_with_most_reuse_when_flash_is_tight() -> 
     most pixels), within the budget, the rest int8."""
     from dataclasses import replace
 
-    from codegen.boards import load_board
+    from codegen.core.boards import load_board
     from codegen.pipeline import (
         WIDE_WEIGHTS_FLASH_SHARE,
         generate_sources,
@@ -357,7 +357,7 @@ def test_sources_compile_at_every_optimization_level(board: str, weights: str,
     fully connected; Thumb-1 on M0+) compiles with -Werror at each (the loops fall back to
     C at -O0, where GCC cannot allocate them, and on Thumb-1 at -Os, where GCC keeps the
     high registers out of use)."""
-    from codegen.firmware import cross_tool
+    from codegen.target.firmware import cross_tool
 
     gen = generate_sources(quantized_model("dscnn", "i8-pc"),
                            Options(board=board, weights=weights))

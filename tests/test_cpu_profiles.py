@@ -1,4 +1,4 @@
-"""The CPU profile (codegen.cpu): CPU flags to profile in the order ORT's MLAS chooses its
+"""The CPU profile (codegen.oracle.cpu): CPU flags to profile in the order ORT's MLAS chooses its
 kernels, the ONNX2MCU_CPU_PROFILE override of each profile, and what verify says under
 each: one short note per kernel family that ORT computes otherwise on that CPU, the u8 x
 s8 reference it models, the details under --verbose, and the skip helpers of the suite."""
@@ -18,12 +18,13 @@ import pytest
 from conftest import skip_where_ort_differs
 from zoo import qdq_model, quantized_model
 
-from codegen import cpu, ops
-from codegen.cpu import FAMILIES, PROFILE_ENV, PROFILES, SATURATION_ENV, current_profile
+from codegen import ops
+from codegen.core.ir import Node
 from codegen.errors import OptionError
-from codegen.ir import Node
+from codegen.oracle import cpu
+from codegen.oracle.cpu import FAMILIES, PROFILE_ENV, PROFILES, SATURATION_ENV, current_profile
+from codegen.oracle.verify import Reference, reference_model
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import Reference, reference_model
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tiny_cnn_qop.onnx"
 
@@ -93,7 +94,7 @@ def test_this_machine_is_detected_as_its_own_profile(monkeypatch: pytest.MonkeyP
     """Undisturbed detection agrees with the flags and the probe: x86-avx512-vnni here."""
     monkeypatch.delenv(PROFILE_ENV, raising=False)
     monkeypatch.delenv(SATURATION_ENV, raising=False)
-    from codegen.verify import _probe_saturation, cpu_profile
+    from codegen.oracle.verify import _probe_saturation, cpu_profile
 
     profile = cpu_profile()
     assert profile.forced_by == "" and profile.label == profile.name

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import codegen
-from codegen.boards import load_board
-from codegen.cycles import (
+from codegen.core.boards import load_board
+from codegen.target.cycles import (
     Instruction,
     base_mnemonic,
     disassemble,
@@ -20,7 +20,7 @@ from codegen.cycles import (
     known_mnemonic,
     parse_disassembly,
 )
-from codegen.qemu import measure_marked_region
+from codegen.target.qemu import measure_marked_region
 
 CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
 needs_cross_tools = pytest.mark.skipif(not CROSS_TOOLS,
@@ -125,8 +125,8 @@ def test_every_instruction_of_a_model_image_has_a_class(board: str, tmp_path: Pa
     included (an unknown one would silently cost 1)."""
     from zoo import quantized_model
 
-    from codegen.firmware import build_firmware
     from codegen.pipeline import Options, generate_sources
+    from codegen.target.firmware import build_firmware
 
     for name in ("dscnn", "mobilenet_v1_025"):
         gen = generate_sources(quantized_model(name, "i8-pc"), Options(board=board))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from codegen.cli import main, print_report
-from codegen.dataset import fit_batch_axis, load_dataset, split_samples
-from codegen.ir import Tensor
-from codegen.verify import OutputReport, VerifyReport, differing_samples
+from codegen.core.dataset import fit_batch_axis, load_dataset, split_samples
+from codegen.core.ir import Tensor
+from codegen.oracle.verify import OutputReport, VerifyReport, differing_samples
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "tiny_cnn_qop.onnx"
 

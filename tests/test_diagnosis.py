@@ -18,7 +18,7 @@ from test_cli_errors import conv_model
 
 import codegen
 import codegen.pipeline
-from codegen.program import CStruct, CValue, Program
+from codegen.core.program import CStruct, CValue, Program
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "tiny_cnn_qop.onnx"

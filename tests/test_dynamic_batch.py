@@ -24,7 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import codegen
 from codegen.errors import ShapeError
-from codegen.importer import import_model
+from codegen.frontend.importer import import_model
 from codegen.pipeline import Options, generate_sources
 
 REPO = Path(__file__).resolve().parent.parent

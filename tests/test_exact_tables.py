@@ -1,4 +1,4 @@
-"""The tables and constants computed at generation time (codegen/numerics.py) are pinned:
+"""The tables and constants computed at generation time (codegen/arith/numerics.py) are pinned:
 the digests below were captured from the implementation that called the host's libm
 (math.exp, math.log) before it was replaced by exactly rounded arithmetic, so the new one
 is shown to reproduce the old bytes on this machine, and the generated C no longer
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from codegen import numerics
+from codegen.arith import numerics
 from codegen.ops.elementwise import qadd_constants, qadd_inner_table
 
 F32 = np.float32

@@ -22,14 +22,14 @@ from conftest import SANITIZE, ort_reference, skip_where_ort_differs
 from zoo import INPUT_NAME, MODEL_NAMES, quantized_model, sample_inputs
 
 import codegen
-from codegen.boards import load_board
-from codegen.build import decode_samples, encode_samples
+from codegen.backend.interface import Interface
 from codegen.cli import main
-from codegen.interface import Interface
+from codegen.core.boards import load_board
+from codegen.core.resources import runtime_dir
+from codegen.oracle.verify import compare_outputs
 from codegen.pipeline import Options, generate_sources
-from codegen.qemu import run_firmware
-from codegen.resources import runtime_dir
-from codegen.verify import compare_outputs
+from codegen.target.build import decode_samples, encode_samples
+from codegen.target.qemu import run_firmware
 
 CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
 # Two models of different families: their runtimes share most kernel files.
@@ -393,7 +393,7 @@ def test_a_bad_board_file_names_each_bad_field(change: tuple[str, str], message:
 
 
 def test_every_shipped_board_passes_its_own_checks() -> None:
-    from codegen.boards import list_boards
+    from codegen.core.boards import list_boards
     boards = list_boards()
     assert all(b.clock_hz for b in boards if b.is_cortex_m)
 

@@ -36,8 +36,8 @@ from fuzz_models import (
 )
 from onnx import TensorProto, numpy_helper
 
+from codegen.core.limits import Limits, format_bytes, parse_size
 from codegen.errors import LimitError, ModelError
-from codegen.limits import Limits, format_bytes, parse_size
 from codegen.pipeline import Options, generate_sources
 
 COUNT = int(os.environ.get("ONNX2MCU_FUZZ_COUNT", "2500"))

@@ -17,9 +17,9 @@ from conftest import SANITIZE
 from test_cli_errors import conv_model
 
 import codegen
-from codegen.build import build_host, cache_root
+from codegen.oracle.verify import run_ort
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import run_ort
+from codegen.target.build import build_host, cache_root
 
 REPO = Path(__file__).resolve().parent.parent
 

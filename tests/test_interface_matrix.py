@@ -16,7 +16,7 @@ from conftest import SANITIZE, skip_where_ort_differs
 from zoo import ZOO_CASES, case_id, quantized_model
 
 import codegen
-from codegen.interface import Interface
+from codegen.backend.interface import Interface
 
 if os.environ.get("ONNX2MCU_INTERFACE_MATRIX") != "1":
     pytest.skip("the interface matrix runs with make test-interfaces", allow_module_level=True)

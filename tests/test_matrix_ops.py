@@ -16,8 +16,8 @@ from onnx import helper
 
 import codegen
 from codegen.api import run_generated
+from codegen.oracle.verify import random_inputs
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import random_inputs
 
 F32 = np.float32
 

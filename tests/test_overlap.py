@@ -1,5 +1,5 @@
 """Sub-tensor lifetimes: kernels whose output overwrites the bytes of their input that they
-have finished with (codegen.program.Overlap). For each kernel that declares an Overlap,
+have finished with (codegen.core.program.Overlap). For each kernel that declares an Overlap,
 randomized layers are built with every output placed at the tightest offset its Overlap
 allows against its input (tight_plan, replacing the planner), run under the sanitizers
 (and in QEMU for the Cortex-M kernels' assembly), and compared byte for byte with the
@@ -20,13 +20,13 @@ from test_qlinear_conv_random import depthwise_3x3_configs, thumb1_sources_on_th
 
 import codegen.pipeline
 from codegen.api import run_generated
-from codegen.firmware import cross_toolchain_available
-from codegen.interface import Interface
-from codegen.planner import ALIGNMENT, ArenaPlan, Placement, plan_arena, scratch_name
-from codegen.planner import tensor_lifetimes as lifetimes_of
-from codegen.program import Program
-from codegen.qemu import qemu_available
-from codegen.verify import random_inputs
+from codegen.backend.interface import Interface
+from codegen.backend.planner import ALIGNMENT, ArenaPlan, Placement, plan_arena, scratch_name
+from codegen.backend.planner import tensor_lifetimes as lifetimes_of
+from codegen.core.program import Program
+from codegen.oracle.verify import random_inputs
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
 
 QUANTIZED_IO = Interface(io="quantized")  # the inputs in the arena, where they may overlap
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen.ir import Graph, Node, Tensor
-from codegen.planner import ALIGNMENT, plan_arena, tensor_lifetimes
-from codegen.program import KernelCall, Program
-from codegen.schedule import peak_live_bytes, schedule_for_memory
+from codegen.backend.planner import ALIGNMENT, plan_arena, tensor_lifetimes
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import KernelCall, Program
+from codegen.transform.schedule import peak_live_bytes, schedule_for_memory
 
 
 def chain_program(sizes: list[int], reads: list[list[int]]) -> Program:

@@ -3,7 +3,7 @@ hand-built Brevitas-style QCDQ models must generate integer-only network code (n
 operator between the first QuantizeLinear and the last DequantizeLinear), be bit-exact
 against ORT at ORT_ENABLE_ALL, and round-trip through `convert`: the exported QOperator
 model, run by ORT, gives exactly what the generated C gives. The comparisons are skipped
-where this CPU's ORT runs other kernels than the generated C follows (codegen.cpu)."""
+where this CPU's ORT runs other kernels than the generated C follows (codegen.oracle.cpu)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from roundtrip import check_round_trip, our_float_operators
 from zoo import ZOO_CASES, case_id, qdq_model
 
 import codegen
-from codegen.inspection import inspect_model
 from codegen.ops import float_island_ops
+from codegen.oracle.verify import X86_QDQ_CONFIG, reference_model
 from codegen.pipeline import Generated, Options, generate_sources
-from codegen.verify import X86_QDQ_CONFIG, reference_model
+from codegen.views.inspection import inspect_model
 
 FLOAT_OPS = float_island_ops()
 

@@ -15,9 +15,9 @@ from onnx import numpy_helper
 
 import codegen
 from codegen.api import run_generated
-from codegen.interface import DEFAULT_INTERFACE, Interface
+from codegen.backend.interface import DEFAULT_INTERFACE, Interface
+from codegen.oracle.verify import random_inputs
 from codegen.pipeline import Generated, Options, generate_sources
-from codegen.verify import random_inputs
 
 CONFIGS = 320
 PER_MODEL = 16

@@ -14,9 +14,9 @@ import zoo
 
 from codegen import api
 from codegen.cli import main
-from codegen.firmware import cross_toolchain_available
-from codegen.qemu import qemu_available
-from codegen.quantize import QuantizeSettings, quantize
+from codegen.oracle.quantize import QuantizeSettings, quantize
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
 
 CALIBRATION_SAMPLES = 8
 STRIPES = Path(__file__).parent.parent / "examples" / "stripes"

@@ -18,8 +18,8 @@ from onnx import TensorProto, helper, numpy_helper
 from roundtrip import check_round_trip
 
 import codegen
+from codegen.oracle.verify import SATURATION_ENV
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import SATURATION_ENV
 
 F32 = np.float32
 SHAPE = [1, 3, 8, 8]

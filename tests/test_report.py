@@ -16,10 +16,10 @@ from zoo import ZOO_CASES, case_id, quantized_model
 
 from codegen import api
 from codegen.cli import main
-from codegen.firmware import cross_toolchain_available
 from codegen.pipeline import Options, generate_sources
-from codegen.qemu import qemu_available
-from codegen.report import (
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
+from codegen.views.report import (
     build_report,
     format_report_text,
     printable,

@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from codegen.requant import (
+from codegen.arith.requant import (
     float32_mult_exp,
     output_scale,
     requantize_float_reference,
     requantize_int_reference,
 )
-from codegen.resources import runtime_dir
+from codegen.core.resources import runtime_dir
 
 F32 = np.float32
 

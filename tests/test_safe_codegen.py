@@ -27,10 +27,10 @@ from zoo import INPUT_NAME, quantized_model, sample_inputs
 
 import codegen
 from codegen.api import run_generated
-from codegen.build import STALE_STAGING_S, remove_stale_staging
 from codegen.cli import main as cli_main
-from codegen.names import default_name, name_problem, quoted, visible
+from codegen.core.names import default_name, name_problem, quoted, visible
 from codegen.pipeline import Options, generate_sources
+from codegen.target.build import STALE_STAGING_S, remove_stale_staging
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "tiny_cnn_qop.onnx"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import SANITIZE
 
-from codegen.resources import runtime_dir
+from codegen.core.resources import runtime_dir
 
 
 def test_integer_kernels_match_the_float_kernels(tmp_path: Path) -> None:

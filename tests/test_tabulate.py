@@ -230,9 +230,9 @@ def test_convert_writes_tables_that_ort_runs() -> None:
 
 @pytest.mark.ort_kernels("fma3-activations")
 def test_mlas_erf_matches_ort_on_many_floats() -> None:
-    """The Erf port (codegen/numerics.py) against ORT's Erf, bit for bit, on values
+    """The Erf port (codegen/arith/numerics.py) against ORT's Erf, bit for bit, on values
     around both branches, the cap and zero."""
-    from codegen.numerics import mlas_erf
+    from codegen.arith.numerics import mlas_erf
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.normal(0, 1.5, 1500), rng.uniform(-5, 5, 1500),
                         np.linspace(-4.2, 4.2, 841),
@@ -250,9 +250,9 @@ def test_mlas_erf_matches_ort_on_many_floats() -> None:
 
 @pytest.mark.ort_kernels("float-avx512f")
 def test_mlas_exp_matches_ort_on_many_floats() -> None:
-    """The Exp port (codegen/numerics.py) against ORT's Exp, bit for bit: ordinary
+    """The Exp port (codegen/arith/numerics.py) against ORT's Exp, bit for bit: ordinary
     values, subnormal results, the clamp at -103.97 and overflow."""
-    from codegen.numerics import mlas_exp
+    from codegen.arith.numerics import mlas_exp
     rng = np.random.default_rng(6)
     x = np.concatenate([rng.normal(0, 3, 1500), rng.uniform(-110, 95, 1500),
                         [-103.972, -103.9720840454, -104.0, 88.72, 88.7228, 88.73, 1e30, 0.0,
@@ -271,10 +271,10 @@ def test_mlas_exp_matches_ort_on_many_floats() -> None:
 
 @pytest.mark.ort_kernels("glibc-fma")
 def test_glibc_powf_matches_ort_on_many_floats() -> None:
-    """The powf port (codegen/glibc_math.py) against ORT's Pow, bit for bit, for several
+    """The powf port (codegen/arith/glibc_math.py) against ORT's Pow, bit for bit, for several
     exponents: ordinary and subnormal bases, negative bases (NaN, or a sign for odd
     integer exponents), zeros, infinities, overflow and underflow."""
-    from codegen.glibc_math import glibc_powf
+    from codegen.arith.glibc_math import glibc_powf
     rng = np.random.default_rng(7)
     x = np.concatenate([rng.uniform(-4, 4, 300), rng.uniform(0, 60, 300),
                         [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 1e-40, 3e38, 1e-30]]
@@ -350,7 +350,7 @@ def test_per_channel_constants_give_a_table_per_channel(kind: str, dtype: str) -
     assert report.ok, report.outputs
     report = codegen.verify(model, inputs=feeds, integer_only=True)
     assert report.ok, report.outputs
-    converted = codegen.exporter.converted_model(gen.graph, gen.qdq_rules)
+    converted = codegen.views.exporter.converted_model(gen.graph, gen.qdq_rules)
     again = generate_sources(converted, Options())
     assert [c.function for c in again.program.calls] == [c.function for c in
                                                          gen.program.calls]

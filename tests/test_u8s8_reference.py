@@ -15,9 +15,9 @@ from numpy.typing import NDArray
 from onnx import numpy_helper
 
 import codegen
-from codegen.importer import import_model
-from codegen.requant import output_scale, requantize_float_reference
-from codegen.verify import (
+from codegen.arith.requant import output_scale, requantize_float_reference
+from codegen.frontend.importer import import_model
+from codegen.oracle.verify import (
     SATURATION_ENV,
     _probe_saturation,
     exact_u8s8_model,

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 
 import codegen
 from codegen.errors import ModelError
-from codegen.importer import topological_node_order, topologically_sorted
+from codegen.frontend.importer import topological_node_order, topologically_sorted
 from codegen.pipeline import Options, generate_sources
 
 REPO = Path(__file__).resolve().parent.parent

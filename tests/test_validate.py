@@ -14,11 +14,8 @@ import pytest
 
 from codegen import api
 from codegen.cli import main
-from codegen.firmware import cross_toolchain_available
-from codegen.pipeline import Options, generate_sources
-from codegen.qemu import qemu_available
-from codegen.quantize import quantize
-from codegen.validate import (
+from codegen.oracle.quantize import quantize
+from codegen.oracle.validate import (
     ErrorStats,
     ValidateReport,
     error_stats,
@@ -27,6 +24,9 @@ from codegen.validate import (
     is_classifier,
     validate_output,
 )
+from codegen.pipeline import Options, generate_sources
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
 
 STRIPES = Path(__file__).parent.parent / "examples" / "stripes"
 

@@ -11,7 +11,7 @@ import codegen
 import codegen.api
 from codegen.cli import print_report
 from codegen.errors import InputDataError
-from codegen.verify import OutputReport, VerifyReport
+from codegen.oracle.verify import OutputReport, VerifyReport
 
 
 def report(outputs: list[OutputReport]) -> VerifyReport:

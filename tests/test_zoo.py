@@ -20,9 +20,9 @@ from conftest import SANITIZE, ort_reference, skip_where_ort_differs
 from zoo import INPUT_NAME, ZOO_CASES, case_id, quantized_model, sample_inputs
 
 import codegen
-from codegen.build import decode_samples, encode_samples
+from codegen.oracle.verify import compare_outputs
 from codegen.pipeline import Options, generate_sources
-from codegen.verify import compare_outputs
+from codegen.target.build import decode_samples, encode_samples
 
 
 @pytest.mark.parametrize("requant", ["float", "int"])

@@ -28,7 +28,7 @@ import onnx
 from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.quantize import quiet_quantizer
+from codegen.oracle.quantize import quiet_quantizer
 
 OPSET = 13
 IR_VERSION = 8

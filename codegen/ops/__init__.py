@@ -19,15 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..program import Lowered
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.program import Lowered
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from ..exporter import Writer
-    from ..pattern import Quantized
+    from codegen.core.pattern import Quantized
+    from codegen.views.exporter import Writer
 
 
 @dataclass(frozen=True)

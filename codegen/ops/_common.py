@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, NotConstantError, UnsupportedError
-from ..ir import DTYPES, QUANT_RANGE, Graph, Node, QuantParams, Tensor
-from ..program import CArray, CRef, CStruct, CValue, Overlap
-from ..requant import float32_mult_exp
+from codegen.arith.requant import float32_mult_exp
+from codegen.core.ir import DTYPES, QUANT_RANGE, Graph, Node, QuantParams, Tensor
+from codegen.core.program import CArray, CRef, CStruct, CValue, Overlap
+from codegen.errors import ModelError, NotConstantError, UnsupportedError
 
 
 def input_tensor(node: Node, graph: Graph, index: int, what: str) -> Tensor:

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import FloatIslandError
-from ..ir import Graph, Node, Tensor
-from ..numerics import dequantize_like_ort
+from codegen.arith.numerics import dequantize_like_ort
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.errors import FloatIslandError
+
 from . import Inferred
 from ._common import attr_int, check_dtype, input_tensor, normalize_axis
 
@@ -30,7 +31,7 @@ def float_input(node: Node, graph: Graph, index: int, what: str) -> Tensor:
 
 def refuse(node: Node, why: str) -> FloatIslandError:
     # Whether --integer-only would take the model is for the pipeline to check
-    # (codegen/refusal.py): many of these it does not fuse either.
+    # (codegen/views/refusal.py): many of these it does not fuse either.
     return FloatIslandError(f"{node.describe()}: float island: {why}")
 
 

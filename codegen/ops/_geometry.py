@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ModelError, ShapeError, UnsupportedError
-from ..ir import Node
-from ..program import CStruct
+from codegen.core.ir import Node
+from codegen.core.program import CStruct
+from codegen.errors import ModelError, ShapeError, UnsupportedError
+
 from ._common import attr_int, attr_ints, attr_str
 
 

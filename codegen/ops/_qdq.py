@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node
-from ..pattern import (
+from codegen.core.ir import Graph, Node
+from codegen.core.pattern import (
     Quantized,
     dtype_of,
     new_constant,

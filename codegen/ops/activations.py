@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..ir import Graph, Node
-from ..numerics import mlas_erf, mlas_exp
+from codegen.arith.numerics import mlas_erf, mlas_exp
+from codegen.core.ir import Graph, Node
+
 from . import Inferred, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
 from ._float import FLOAT_TYPES, f32, infer_float_unary, lower_only_tabulated

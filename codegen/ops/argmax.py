@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
-from ..ir import Graph, Node, Tensor
-from ..program import CStruct, KernelCall, Lowered
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import CStruct, KernelCall, Lowered
+from codegen.errors import ModelError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, input_tensor, kernel_suffix, normalize_axis, reject_unknown_attrs
 

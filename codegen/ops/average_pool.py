@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedError
-from ..importer import operator_version
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..program import Alias, CFloat, CStruct, KernelCall
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.program import Alias, CFloat, CStruct, KernelCall
+from codegen.errors import ModelError, UnsupportedError
+from codegen.frontend.importer import operator_version
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
-from ..program import Alias, CStruct, KernelCall, Lowered
+from codegen.core.ir import ONNX_TO_DTYPE, Graph, Node, Tensor
+from codegen.core.program import Alias, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, input_tensor, kernel_suffix, reject_unknown_attrs
 

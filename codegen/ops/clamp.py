@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError
-from ..ir import QUANT_RANGE, Graph, Node, Tensor
-from ..program import Alias, CFloat, CStruct, KernelCall
+from codegen.core.ir import QUANT_RANGE, Graph, Node, Tensor
+from codegen.core.program import Alias, CFloat, CStruct, KernelCall
+from codegen.errors import ModelError
+
 from . import Inferred, LoweringOptions, OpDef, lookup, register
 from ._common import (
     attr_float,

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ModelError
-from ..ir import Graph, Node, QuantParams, Tensor, itemsize
-from ..numerics import requantize_table
-from ..pattern import Quantized, per_tensor, qparams
-from ..program import Alias, CArray, CRef, CStruct, KernelCall
+from codegen.arith.numerics import requantize_table
+from codegen.core.ir import Graph, Node, QuantParams, Tensor, itemsize
+from codegen.core.pattern import Quantized, per_tensor, qparams
+from codegen.core.program import Alias, CArray, CRef, CStruct, KernelCall
+from codegen.errors import ModelError
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, Tensor
-from ..program import CArray, CRef, CStruct, KernelCall, Lowered
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import CArray, CRef, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, attr_ints, attr_str, reject_unknown_attrs
 from ._float import FLOAT_TYPES, dequantized_weights, float_input

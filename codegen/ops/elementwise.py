@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..glibc_math import glibc_powf
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..numerics import fma32
-from ..program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
-from ..requant import float32_mult_exp
+from codegen.arith.glibc_math import glibc_powf
+from codegen.arith.numerics import fma32
+from codegen.arith.requant import float32_mult_exp
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,
@@ -283,7 +284,7 @@ def scalar_exponent(node: Node, graph: Graph) -> float | None:
 
 def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32] | None:
     """ORT's Pow by a scalar exponent: x * x for 2, (x * x) * x for 3, otherwise the C
-    library's powf (glibc's algorithm, codegen/glibc_math.py). An exponent that varies
+    library's powf (glibc's algorithm, codegen/arith/glibc_math.py). An exponent that varies
     over x takes ORT's broadcasting, which is not reproduced (None)."""
     x, exponent = operands
     if exponent.size != 1:

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, Tensor, itemsize
-from ..program import CArray, CRef, CStruct, KernelCall, Lowered
+from codegen.core.ir import Graph, Node, Tensor, itemsize
+from codegen.core.program import CArray, CRef, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, input_tensor, normalize_axis, reject_unknown_attrs
 from .views import SOURCES, View, carried_quant, check_view, dense_strides, view_call

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, Tensor
-from ..program import CArray, CFloat, CRef, CStruct, KernelCall, Lowered
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import CArray, CFloat, CRef, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_float, attr_int, normalize_axis, reject_unknown_attrs
 from ._float import FLOAT_TYPES, float_input

@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import ModelError
-from ..ir import Graph, Node, Tensor
-from ..program import Alias, KernelCall
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import Alias, KernelCall
+from codegen.errors import ModelError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, attr_ints, constant_input, input_tensor, reject_unknown_attrs
 

@@ -11,12 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..exporter import ProductSlots, export_product
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
-from ..program import Alias, CArray, CRef, CStruct, KernelCall
-from ..requant import output_scale
+from codegen.arith.requant import output_scale
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
+from codegen.core.program import Alias, CArray, CRef, CStruct, KernelCall
+from codegen.errors import ModelError, UnsupportedError
+from codegen.views.exporter import ProductSlots, export_product
+
 from . import GENERIC_UNFUSED, FloatOutputFusion, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_float,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import UnsupportedError
-from ..ir import Graph, Node, Tensor
-from ..program import Alias, CStruct, KernelCall
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import Alias, CStruct, KernelCall
+from codegen.errors import UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, check_dtype, input_tensor, plane_overlap, reject_unknown_attrs
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct

@@ -17,11 +17,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import DTYPES, Graph, Node, Tensor, itemsize
-from ..numerics import quantize_like_mlas
-from ..pattern import Quantized, new_constant, per_tensor, same_quantization, scalar_params
-from ..program import CArray, CInts, CRef, CStruct, KernelCall, Lowered
+from codegen.arith.numerics import quantize_like_mlas
+from codegen.core.ir import DTYPES, Graph, Node, Tensor, itemsize
+from codegen.core.pattern import (
+    Quantized,
+    new_constant,
+    per_tensor,
+    same_quantization,
+    scalar_params,
+)
+from codegen.core.program import CArray, CInts, CRef, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_float,

@@ -11,12 +11,22 @@ import numpy as np
 from numpy.typing import NDArray
 from onnx import helper
 
-from ..errors import ModelError, UnsupportedError
-from ..exporter import ProductSlots, Writer, export_product
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..pattern import Index, Quantized, dtype_of, per_tensor, qparams, scale_axis
-from ..program import Alias, CArray, CRef, CStruct, Intermediate, KernelCall, Lowered, Overlap
-from ..requant import output_scale, requantize_float_reference
+from codegen.arith.requant import output_scale, requantize_float_reference
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.pattern import Index, Quantized, dtype_of, per_tensor, qparams, scale_axis
+from codegen.core.program import (
+    Alias,
+    CArray,
+    CRef,
+    CStruct,
+    Intermediate,
+    KernelCall,
+    Lowered,
+    Overlap,
+)
+from codegen.errors import ModelError, UnsupportedError
+from codegen.views.exporter import ProductSlots, Writer, export_product
+
 from . import GENERIC_UNFUSED, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import ONNX_TO_DTYPE, Graph, Node, Tensor
-from ..numerics import dequantize_like_ort
-from ..program import CArray, ComputedConstant, CRef, CStruct, KernelCall
+from codegen.arith.numerics import dequantize_like_ort
+from codegen.core.ir import ONNX_TO_DTYPE, Graph, Node, Tensor
+from codegen.core.program import CArray, ComputedConstant, CRef, CStruct, KernelCall
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, Tensor
-from ..program import CStruct, KernelCall, Lowered
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,
@@ -95,7 +96,7 @@ def infer_reduce(node: Node, graph: Graph) -> Inferred:
 def summation_order(node: Node, graph: Graph) -> str:
     """How ORT adds a ReduceMean/ReduceSum: "rows" (trailing axes: Eigen's vectorized row
     sums), "leading" (rows added in order) or "inner" (MLAS's single-row SGEMM); the
-    CPU profiles (codegen/cpu.py) tell which of them depend on the CPU."""
+    CPU profiles (codegen/oracle/cpu.py) tell which of them depend on the CPU."""
     x = graph.tensors[node.inputs[0]]
     rank = len(x.shape)
     axes = reduced_axes(node, graph, rank)

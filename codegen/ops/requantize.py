@@ -13,10 +13,11 @@ import numpy as np
 from numpy.typing import NDArray
 from onnx import helper
 
-from ..exporter import Writer
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..numerics import quantize_like_mlas, table_inputs
-from ..program import Alias, CArray, CRef, CStruct, KernelCall
+from codegen.arith.numerics import quantize_like_mlas, table_inputs
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.program import Alias, CArray, CRef, CStruct, KernelCall
+from codegen.views.exporter import Writer
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,

@@ -1,4 +1,4 @@
-"""The band buffers of generate --memory min (codegen/passes/bands.py makes these nodes;
+"""The band buffers of generate --memory min (codegen/transform/bands.py makes these nodes;
 no ONNX model has them): windows of rows of 8-bit NCHW tensors gathered from the bands
 that computed them, and bands placed into whole tensors (runtime_c/rows.c). Every byte
 is a byte of the tensor or its zero point, so the results are exact.
@@ -17,9 +17,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import ModelError
-from ..ir import Graph, Node, Tensor, itemsize
-from ..program import CArray, CInts, CRef, CStruct, KernelCall, RowsRead
+from codegen.core.ir import Graph, Node, Tensor, itemsize
+from codegen.core.program import CArray, CInts, CRef, CStruct, KernelCall, RowsRead
+from codegen.errors import ModelError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import kernel_suffix
 
@@ -83,7 +84,7 @@ for _op in ("RowsWindow", "RowsPlace"):
 
 
 # A depthwise 3x3 band reading its window's rows straight from the bands of the layer
-# before (codegen/passes/bands.py gathers no window buffer for it): QLinearConv's inputs
+# before (codegen/transform/bands.py gathers no window buffer for it): QLinearConv's inputs
 # with the first band in place of x and the others after B, and the attributes of its
 # band plus GATHER_ATTRS: window_rows, and per window row its band (row_source, -1:
 # padding) and its row in that band (row_index).

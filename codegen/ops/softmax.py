@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedError
-from ..importer import operator_version
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..numerics import softmax_exp_table, softmax_output_multiplier
-from ..program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
+from codegen.arith.numerics import softmax_exp_table, softmax_output_multiplier
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
+from codegen.errors import ModelError, UnsupportedError
+from codegen.frontend.importer import operator_version
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,

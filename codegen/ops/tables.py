@@ -1,7 +1,7 @@
 """com.microsoft QLinearSigmoid and QLinearLeakyRelu: 256-entry tables, computed at
 generation time with ORT's own float32 arithmetic (MLAS's logistic approximation with
 its fused multiply-adds, then MLAS's QuantizeLinear), in IEEE basic operations only, so
-the tables are the same on every generating machine (codegen/numerics.py)."""
+the tables are the same on every generating machine (codegen/arith/numerics.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import numpy as np
 from numpy.typing import NDArray
 from onnx import TensorProto, helper
 
-from ..errors import ModelError, UnsupportedError
-from ..exporter import Writer
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..numerics import leaky_relu_table, mlas_logistic, mlas_tanh, sigmoid_table
-from ..program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
+from codegen.arith.numerics import leaky_relu_table, mlas_logistic, mlas_tanh, sigmoid_table
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
+from codegen.errors import ModelError, UnsupportedError
+from codegen.views.exporter import Writer
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_float,

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, Tensor, itemsize
-from ..program import Alias, CInts, CStruct, KernelCall, Overlap
+from codegen.core.ir import Graph, Node, Tensor, itemsize
+from codegen.core.program import Alias, CInts, CStruct, KernelCall, Overlap
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_ints, input_tensor, reject_unknown_attrs
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, QuantParams, Tensor, itemsize
-from ..program import CInts, CStruct, KernelCall, Lowered
+from codegen.core.ir import Graph, Node, QuantParams, Tensor, itemsize
+from codegen.core.program import CInts, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
     attr_int,

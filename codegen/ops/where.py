@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError, UnsupportedError
-from ..ir import Graph, Node, QuantParams, Tensor
-from ..numerics import requantize_table
-from ..pattern import Quantized, dtype_of, new_constant, per_tensor, qparams
-from ..program import CArray, CRef, CStruct, KernelCall, Lowered
+from codegen.arith.numerics import requantize_table
+from codegen.core.ir import Graph, Node, QuantParams, Tensor
+from codegen.core.pattern import Quantized, dtype_of, new_constant, per_tensor, qparams
+from codegen.core.program import CArray, CRef, CStruct, KernelCall, Lowered
+from codegen.errors import ModelError, UnsupportedError
+
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
     check_dtype,

@@ -1,0 +1,206 @@
+"""Board definitions: one TOML file per target in boards/, or a board file of the user's
+(--board PATH.toml, same schema), checked field by field."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from codegen.errors import OptionError
+
+from .resources import boards_dir
+
+
+@dataclass(frozen=True)
+class MemoryMap:
+    """Where flash and RAM sit, for a linker script."""
+
+    flash_origin: int
+    flash_length: int
+    ram_origin: int
+    ram_length: int
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    description: str
+    kind: str  # "host" or "cortex-m"
+    cpu: str
+    cflags: tuple[str, ...]
+    requant: str  # default requantization mode: "float" on FPU cores, "int" without
+    ram_bytes: int | None = None
+    flash_bytes: int | None = None
+    fpu: bool = False
+    dsp: bool = False
+    memory: MemoryMap | None = None  # the firmware's linker script
+    qemu_machine: str = ""
+    qemu_memory: MemoryMap | None = None  # where the QEMU machine has flash and RAM
+    clock_hz: int | None = None  # the core clock the report converts counts to time at
+
+    @property
+    def is_cortex_m(self) -> bool:
+        return self.kind == "cortex-m"
+
+    @property
+    def is_thumb1(self) -> bool:
+        """An ARMv6-M or ARMv8-M Baseline core: Thumb-1 with its few 32-bit instructions."""
+        return self.cpu in THUMB1_CORES
+
+KINDS = ("host", "cortex-m")
+REQUANT = ("float", "int")
+# Cores arm-none-eabi-gcc targets that the runtime supports, and which have the DSP
+# extension (SMLAD and friends) the fast kernels may use.
+CORTEX_M_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m3", "cortex-m4",
+                  "cortex-m7", "cortex-m23", "cortex-m33", "cortex-m35p", "cortex-m55",
+                  "cortex-m85")
+DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55",
+             "cortex-m85")
+THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
+MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
+TOP_LEVEL_KEYS = ("description", "kind", "cpu", "cflags", "requant", "ram_bytes",
+                  "flash_bytes", "fpu", "dsp", "clock_hz", "memory", "qemu")
+_MACHINE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+_CFLAG = re.compile(r"^-[A-Za-z0-9_=.,+-]{1,127}$")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def board_problems(data: dict[str, object]) -> list[str]:
+    """Everything wrong with a board file's fields, each naming its field."""
+    problems = [f"unknown field '{k}' (known: {', '.join(TOP_LEVEL_KEYS)})"
+                for k in data if k not in TOP_LEVEL_KEYS]
+
+    def need(key: str, ok: bool, what: str) -> None:
+        if key in data and not ok:
+            problems.append(f"field '{key}' must be {what} (got {data[key]!r})")
+
+    need("description", isinstance(data.get("description"), str), "a string")
+    need("kind", data.get("kind") in KINDS, " or ".join(f"'{k}'" for k in KINDS))
+    need("requant", data.get("requant") in REQUANT, "'float' or 'int'")
+    for key in ("fpu", "dsp"):
+        need(key, isinstance(data.get(key), bool), "true or false")
+    for key in ("ram_bytes", "flash_bytes", "clock_hz"):
+        value = data.get(key)
+        need(key, _is_int(value) and 0 < int(value) < 1 << 40,  # type: ignore[call-overload]
+             "a positive integer")
+    flags = data.get("cflags")
+    need("cflags", isinstance(flags, list) and all(
+        isinstance(f, str) and _CFLAG.match(f) for f in flags),
+        "a list of compiler flags such as \"-O2\"")
+    kind = data.get("kind", "host")
+    cpu = data.get("cpu", "host")
+    if kind == "cortex-m":
+        if cpu not in CORTEX_M_CORES:
+            problems.append(f"field 'cpu' must name a Cortex-M core ({', '.join(CORTEX_M_CORES)})"
+                            f" (got {cpu!r})")
+        elif data.get("dsp") is True and cpu not in DSP_CORES:
+            problems.append(f"field 'dsp': {cpu} has no DSP extension")
+        for table in ("memory", "qemu"):
+            if table not in data:
+                problems.append(f"a Cortex-M board needs a [{table}] table")
+    for table in ("memory", "qemu"):
+        problems += _memory_problems(table, data.get(table))
+    return problems
+
+
+def _memory_problems(table: str, data: object) -> list[str]:
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        return [f"'{table}' must be a table"]
+    allowed = (*MEMORY_KEYS, *(("machine",) if table == "qemu" else ()))
+    problems = [f"unknown field '{table}.{k}' (known: {', '.join(allowed)})"
+                for k in data if k not in allowed]
+    for key in MEMORY_KEYS:
+        value = data.get(key)
+        if value is None:
+            problems.append(f"field '{table}.{key}' is missing")
+        elif not _is_int(value) or not 0 <= int(value) < 1 << 32 or (
+                key.endswith("length") and int(value) == 0):
+            problems.append(f"field '{table}.{key}' must be a "
+                            f"{'positive' if key.endswith('length') else 'non-negative'} "
+                            f"32-bit integer (got {value!r})")
+    if table == "qemu":
+        machine = data.get("machine")
+        if not isinstance(machine, str) or not _MACHINE.match(machine):
+            problems.append(f"field 'qemu.machine' must name a QEMU machine such as "
+                            f"\"mps2-an386\" (got {machine!r})")
+    return problems
+
+
+def _memory(data: object) -> MemoryMap | None:
+    if not isinstance(data, dict) or not data:
+        return None
+    return MemoryMap(*(int(data[k]) for k in MEMORY_KEYS))
+
+
+def _parse_board(name: str, data: dict[str, object]) -> Board:
+    """A Board from a board file's data, checked first (board_problems)."""
+    problems = board_problems(data)
+    if problems:
+        raise OptionError(f"board '{name}': " + "; ".join(problems))
+    cflags = data.get("cflags", [])
+    qemu = data.get("qemu", {})
+    clock = data.get("clock_hz")
+    ram = data.get("ram_bytes")
+    flash = data.get("flash_bytes")
+    return Board(
+        name=name,
+        description=str(data.get("description", "")),
+        kind=str(data.get("kind", "host")),
+        cpu=str(data.get("cpu", "host")),
+        cflags=tuple(str(f) for f in cflags) if isinstance(cflags, list) else (),
+        requant=str(data.get("requant", "float")),
+        ram_bytes=ram if isinstance(ram, int) else None,
+        flash_bytes=flash if isinstance(flash, int) else None,
+        fpu=bool(data.get("fpu", False)),
+        dsp=bool(data.get("dsp", False)),
+        memory=_memory(data.get("memory")),
+        qemu_machine=str(qemu.get("machine", "")) if isinstance(qemu, dict) else "",
+        qemu_memory=_memory(qemu),
+        clock_hz=clock if isinstance(clock, int) else None,
+    )
+
+
+def list_boards() -> list[Board]:
+    return [load_board(p.stem) for p in sorted(boards_dir().glob("*.toml"))]
+
+
+def is_board_file(board: str) -> bool:
+    """--board names a file (PATH.toml, or any path) rather than a shipped board."""
+    return board.endswith(".toml") or "/" in board or os.sep in board
+
+
+def load_board(name: str) -> Board:
+    """A shipped board by name, or the board file at a path (PATH.toml)."""
+    if is_board_file(name):
+        return load_board_file(Path(name))
+    path = boards_dir() / f"{name}.toml"
+    if not name.replace("-", "").replace("_", "").isalnum() or not path.is_file():
+        known = ", ".join(p.stem for p in sorted(boards_dir().glob("*.toml")))
+        raise OptionError(f"unknown board '{name}'; known boards: {known} (or give a board "
+                          "file: --board PATH.toml)")
+    return load_board_file(path)
+
+
+def load_board_file(path: Path) -> Board:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise OptionError(f"board file {path} does not exist") from None
+    except OSError as error:
+        raise OptionError(f"board file {path} cannot be read: {error.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise OptionError(f"board file {path} is not valid TOML: {error}") from None
+    name = path.stem
+    if not re.match(r"^[A-Za-z0-9_.-]{1,64}$", name):
+        raise OptionError(f"board file {path}: its name (the file's stem) must be letters, "
+                          "digits, '_', '.' or '-'")
+    return _parse_board(name, data)

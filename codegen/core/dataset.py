@@ -1,0 +1,212 @@
+"""Data sets of many samples (verify --dataset): an .npz whose arrays are keyed by input
+name, or a folder of NAME.npy files, the first axis of each array counting the samples.
+A sample may leave out an input's leading axes of 1 (fit_batch_axis)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from numpy.typing import NDArray
+from onnx import helper
+
+from codegen.errors import InputDataError
+
+from .ir import Tensor
+
+
+def load_arrays(path: str) -> dict[str, NDArray[Any]]:
+    """The arrays of an .npz file or of a folder's .npy files (keyed by file stem)."""
+    where = Path(path)
+    if where.is_dir():
+        files = sorted(where.glob("*.npy"))
+        if not files:
+            raise InputDataError(f"{path}: a folder without .npy files (one NAME.npy per "
+                                 "model input, the first axis counting the samples)")
+        return {f.stem: _load_npy(f) for f in files}
+    if not where.exists():
+        raise InputDataError(f"{path}: no such file or folder")
+    try:
+        with np.load(where, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise InputDataError(f"{path}: a single array; a data set is an .npz keyed "
+                                     "by input name, or a folder of NAME.npy files")
+            return {k: data[k] for k in data.files}
+    except InputDataError:
+        raise
+    except Exception as exc:
+        raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _load_npy(path: Path) -> NDArray[Any]:
+    try:
+        return np.asarray(np.load(path, allow_pickle=False))
+    except Exception as exc:
+        raise InputDataError(f"{path}: not a readable .npy file ({exc})") from None
+
+
+def split_samples(arrays: Mapping[str, NDArray[Any]], source: str) -> list[dict[str, Any]]:
+    """One dict per sample: the arrays sliced along their first axis, which must count the
+    same samples in every array."""
+    if not arrays:
+        raise InputDataError(f"{source}: no arrays, so no samples")
+    counts = {}
+    for name, array in arrays.items():
+        if array.ndim == 0:
+            raise InputDataError(f"{source}: array '{name}' is a scalar; its first axis "
+                                 "should count the samples")
+        counts[name] = int(array.shape[0])
+    if len(set(counts.values())) != 1:
+        listed = ", ".join(f"'{n}' {c}" for n, c in sorted(counts.items()))
+        raise InputDataError(f"{source}: the arrays count different samples ({listed})")
+    count = next(iter(counts.values()))
+    if count == 0:
+        raise InputDataError(f"{source}: no samples (the arrays' first axis is 0)")
+    return [{name: array[i] for name, array in arrays.items()} for i in range(count)]
+
+
+def load_dataset(path: str) -> list[dict[str, Any]]:
+    """The samples of the data set at `path`."""
+    return split_samples(load_arrays(path), path)
+
+
+def with_leading_axes(shape: tuple[int, ...],
+                      expected: Sequence[int | None]) -> tuple[int, ...] | None:
+    """`shape` with the leading axes of 1 restored that it leaves out of `expected`
+    (axes of 1 or of free size, None, taken as 1), or None when it does not fit."""
+    leading = 0
+    while leading < len(expected) and expected[leading] in (1, None):
+        leading += 1
+    for dropped in range(leading + 1):
+        rest = expected[dropped:]
+        if len(shape) == len(rest) and all(e is None or e == d
+                                           for d, e in zip(shape, rest, strict=True)):
+            return (1,) * dropped + tuple(shape)
+    return None
+
+
+def fit_batch_axis(sample: Mapping[str, Any], inputs: Sequence[Tensor]) -> dict[str, Any]:
+    """The sample with the leading axes of 1 restored where an input's array has its shape
+    without them (samples stored as [N, C, H, W] for inputs [1, C, H, W], or as [N, H, W]
+    for [1, 1, H, W])."""
+    fitted = dict(sample)
+    for t in inputs:
+        value = fitted.get(t.name)
+        if value is None:
+            continue
+        array = np.asarray(value)
+        shape = with_leading_axes(tuple(array.shape), t.shape)
+        if shape is not None and shape != tuple(array.shape):
+            fitted[t.name] = array.reshape(shape)
+    return fitted
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A model input as an ONNX file declares it: a dimension without a fixed size is
+    None (a symbolic batch, say)."""
+
+    name: str
+    dtype: np.dtype[Any]
+    shape: tuple[int | None, ...]
+
+    def describe(self) -> str:
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.dtype} [{dims}]"
+
+
+def model_input_specs(model: onnx.ModelProto) -> list[InputSpec]:
+    """The graph inputs that are not initializers (older exporters list weights too)."""
+    weights = {t.name for t in model.graph.initializer}
+    specs = []
+    for value in model.graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        except Exception:
+            raise InputDataError(f"model input '{value.name}' has an element type numpy "
+                                 "cannot hold") from None
+        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                      for d in tensor.shape.dim)
+        specs.append(InputSpec(value.name, dtype, shape))
+    return specs
+
+
+def conform_arrays(arrays: Mapping[str, NDArray[Any]], specs: Sequence[InputSpec],
+                   source: str) -> dict[str, NDArray[Any]]:
+    """The data set's arrays for the model's inputs: each [samples, *input shape] in the
+    input's dtype. A sample may leave out the input's leading axes of 1 (or of free
+    size, a batch, taken as 1); numbers convert to a float input's type, and integers to
+    an integer input's when they are in its range. Anything else is refused in one line
+    naming the input and what it expects."""
+    fitted = {}
+    for spec in specs:
+        if spec.name not in arrays:
+            raise InputDataError(f"{source}: no array for model input '{spec.name}' "
+                                 f"({spec.describe()}); the data has "
+                                 f"{', '.join(sorted(arrays)) or 'nothing'}")
+        array = np.asarray(arrays[spec.name])
+        fitted[spec.name] = _conform_dtype(_conform_shape(array, spec, source), spec, source)
+    return fitted
+
+
+def _conform_shape(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
+    sample = tuple(array.shape[1:])
+    shape = with_leading_axes(sample, spec.shape)
+    if shape is not None:
+        return array.reshape((array.shape[0], *shape))
+    raise InputDataError(f"{source}: model input '{spec.name}' expects samples of shape "
+                         f"{spec.describe()}; array '{spec.name}' has {list(array.shape)}, "
+                         f"samples of {list(sample)} (the first axis counts the samples)")
+
+
+def converted(array: NDArray[Any], dtype: np.dtype[Any]) -> NDArray[Any] | None:
+    """`array` in `dtype` where that loses nothing a user would mind: any number into a
+    float type, integers into an integer type that holds all of them; else None."""
+    if array.dtype == dtype:
+        return array
+    if dtype.kind == "f" and array.dtype.kind in "fiu":
+        return array.astype(dtype)
+    if dtype.kind in "iu" and array.dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not array.size or (array.min() >= info.min and array.max() <= info.max):
+            return array.astype(dtype)
+    return None
+
+
+def _conform_dtype(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray[Any]:
+    fitted = converted(array, spec.dtype)
+    if fitted is not None:
+        return fitted
+    raise InputDataError(f"{source}: model input '{spec.name}' expects {spec.describe()}; "
+                         f"array '{spec.name}' holds {array.dtype}"
+                         + (" values outside that range" if array.dtype.kind in "iu" else ""))
+
+
+def load_labels(path: str, count: int) -> NDArray[np.int64]:
+    """Class labels, one per sample: an .npy (or an .npz of one array) of integer class
+    indices [samples], or of one-hot or score rows [samples, classes] (their argmax)."""
+    where = Path(path)
+    arrays = {where.stem: _load_npy(where)} if where.is_file() and where.suffix == ".npy" \
+        else load_arrays(path)
+    if where.is_dir() or len(arrays) != 1:
+        raise InputDataError(f"{path}: labels are one array (an .npy, or an .npz holding "
+                             "one array) of class indices, one per sample")
+    labels = next(iter(arrays.values()))
+    if labels.ndim == 2 and labels.shape[1] > 1:
+        labels = np.argmax(labels, axis=1)
+    elif labels.ndim == 2:
+        labels = labels[:, 0]
+    if labels.ndim != 1 or labels.dtype.kind not in "iub":
+        raise InputDataError(f"{path}: labels are integer class indices [samples] or "
+                             f"one-hot rows [samples, classes], not {labels.dtype} "
+                             f"{list(labels.shape)}")
+    if labels.shape[0] != count:
+        raise InputDataError(f"{path}: {labels.shape[0]} labels for {count} samples")
+    return labels.reshape(-1).astype(np.int64)

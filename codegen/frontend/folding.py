@@ -1,0 +1,188 @@
+"""Constant subgraphs folded at import, with static shapes: Shape, Size,
+ConstantOfShape, Gather/Slice/Concat/Unsqueeze on shapes, Expand, Range, Cast and
+arithmetic on constants, as exporters write them (torch's exporters compute reshape
+targets and padding from the input's shape at run time). Each foldable node is computed
+by onnx's reference evaluator (onnx.reference), not by hand, and its outputs become
+constants.
+
+Only what has one exact answer is folded: integer and boolean computations, data
+movement, and float arithmetic of one IEEE operation per element (the results of numpy
+and of ORT's kernels are then the same bits). DequantizeLinear and QuantizeLinear are
+left to the QDQ recipes (a weight's DequantizeLinear is what they fuse), and so is
+anything whose float result depends on an order of summation or a library function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import onnx
+from numpy.typing import NDArray
+from onnx import numpy_helper, shape_inference
+from onnx.reference import ReferenceEvaluator
+
+from codegen.errors import ModelError
+
+# Exact on any input type: data movement, comparisons, integer and boolean logic.
+MOVES_OR_SELECTS = frozenset({
+    "Cast", "Concat", "ConstantOfShape", "Equal", "Expand", "Flatten", "Gather",
+    "GatherElements", "Greater", "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Not",
+    "And", "Or", "Xor", "Range", "Reshape", "Slice", "Split", "Squeeze", "Tile", "Transpose",
+    "Unsqueeze", "Where", "Pad", "Max", "Min", "Abs", "Neg", "Sign", "Floor", "Ceil",
+})
+# One correctly rounded IEEE operation per element: exact in float too.
+ONE_OPERATION = frozenset({"Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal"})
+# Integer only (a float sum or product depends on the order of its terms).
+INTEGER_ONLY = frozenset({"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Mod"})
+SHAPE_OPS = frozenset({"Shape", "Size"})
+
+
+def _is_float(value: NDArray[Any]) -> bool:
+    return value.dtype.kind == "f"
+
+
+def static_shapes(model: onnx.ModelProto, kept: list[int], folded: Mapping[str, NDArray[Any]],
+                  input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape that onnx's shape inference finds static, with the graph
+    inputs at `input_shapes`, only the `kept` nodes, and the `folded` values as
+    initializers (so that a Reshape whose target has folded has a static output)."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    g = probe.graph
+    nodes = [g.node[i] for i in kept]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.value_info[:]
+    g.initializer.extend(numpy_helper.from_array(value, name) for name, value in folded.items())
+    for value in g.input:
+        shape = input_shapes.get(value.name)
+        if shape is None or not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        del dims[:]
+        for d in shape:
+            dims.add().dim_value = d
+    try:
+        inferred = shape_inference.infer_shapes(probe, data_prop=True)
+    except Exception:  # a model onnx cannot infer: nothing is folded from shapes
+        return dict(input_shapes)
+    shapes = dict(input_shapes)
+    for value in (*inferred.graph.value_info, *inferred.graph.output):
+        t = value.type.tensor_type
+        if value.type.HasField("tensor_type") and t.HasField("shape") and all(
+                d.HasField("dim_value") for d in t.shape.dim):
+            shapes.setdefault(value.name, tuple(int(d.dim_value) for d in t.shape.dim))
+    return shapes
+
+
+def _shape_value(proto: onnx.NodeProto, shape: tuple[int, ...]) -> NDArray[Any]:
+    if proto.op_type == "Size":
+        return np.array(int(np.prod(shape, dtype=np.int64)), np.int64)
+    attrs = {a.name: a.i for a in proto.attribute}
+    rank = len(shape)
+    start, end = attrs.get("start", 0), attrs.get("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return np.array(shape[start:end], np.int64)
+
+
+def foldable(proto: onnx.NodeProto, values: list[NDArray[Any]]) -> bool:
+    op = proto.op_type
+    if op in MOVES_OR_SELECTS:
+        return True
+    if op in ONE_OPERATION:
+        return True
+    return op in INTEGER_ONLY and not any(_is_float(v) for v in values)
+
+
+def evaluate(proto: onnx.NodeProto, values: list[NDArray[Any] | None],
+             opset: int) -> list[NDArray[Any]]:
+    """The node's outputs, computed by onnx's reference evaluator."""
+    feeds = {name: value for name, value in zip(proto.input, values, strict=True)
+             if name and value is not None}
+    session = ReferenceEvaluator(proto, opsets={"": opset})
+    outputs = session.run(None, feeds)
+    return [np.asarray(o) for o in outputs]
+
+
+def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
+                            input_shapes: Mapping[str, tuple[int, ...]],
+                            constants: dict[str, NDArray[Any]],
+                            max_bytes: int) -> tuple[list[int], list[str]]:
+    """The indexes of the nodes left after folding (in `order`), with the folded outputs
+    added to `constants`, and the names of the folded nodes. Passes repeat while one
+    folds more: a Reshape whose target folded has a static shape for the next."""
+    g = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    known: dict[str, NDArray[Any]] = dict(constants)
+    new: dict[str, NDArray[Any]] = {}
+    kept = list(order)
+    folded: list[str] = []
+    outputs = {o.name for o in g.output}
+    progress = True
+    while progress:
+        progress = False
+        shapes: dict[str, tuple[int, ...]] | None = None
+
+        def shapes_of(nodes: list[int] = kept) -> dict[str, tuple[int, ...]]:
+            nonlocal shapes
+            if shapes is None:
+                shapes = static_shapes(model, nodes, new, input_shapes)
+            return shapes
+
+        remaining: list[int] = []
+        for index in kept:
+            proto = g.node[index]
+            if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
+                # Kept for the importer, which checks it; its value feeds the folding.
+                remaining.append(index)
+                if proto.output[0] not in known:
+                    value = _fold_one(proto, known, opset, shapes_of)
+                    if value:
+                        known[proto.output[0]] = value[0]
+                continue
+            value = _fold_one(proto, known, opset, shapes_of)
+            if value is None or any(v.nbytes > max_bytes for v in value) or \
+                    any(name in outputs for name in proto.output):
+                remaining.append(index)
+                continue
+            for name, v in zip(proto.output, value, strict=True):
+                if name:
+                    known[name] = new[name] = constants[name] = v
+            folded.append(proto.name or f"{proto.op_type}_{index}")
+            progress = True
+        kept = remaining
+    return kept, folded
+
+
+def _fold_one(proto: onnx.NodeProto, known: Mapping[str, NDArray[Any]], opset: int,
+              shapes: Callable[[], dict[str, tuple[int, ...]]]) -> list[NDArray[Any]] | None:
+    """The outputs of the node when it folds, else None."""
+    if proto.domain not in ("", "ai.onnx"):
+        return None
+    if proto.op_type == "Constant":
+        try:
+            return evaluate(proto, [], opset)
+        except Exception:  # the importer names what is wrong with it
+            return None
+    if proto.op_type in SHAPE_OPS:
+        if not proto.input or not proto.input[0]:
+            return None
+        name = proto.input[0]
+        shape = tuple(int(d) for d in known[name].shape) if name in known else \
+            shapes().get(name)
+        return None if shape is None else [_shape_value(proto, shape)]
+    inputs = list(proto.input)
+    if not inputs or any(name and name not in known for name in inputs):
+        return None
+    values = [known[name] if name else None for name in inputs]
+    present = [v for v in values if v is not None]
+    if not foldable(proto, present):
+        return None
+    try:
+        return evaluate(proto, values, opset)
+    except Exception as exc:
+        raise ModelError(f"node '{proto.name or proto.op_type}' ({proto.op_type}): its "
+                         f"constant inputs do not compute ({str(exc).splitlines()[0]})"
+                         ) from None

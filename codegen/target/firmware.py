@@ -1,0 +1,305 @@
+"""Cortex-M firmware: cross builds with arm-none-eabi-gcc (cached like host builds), and
+the model's flash and RAM budget measured on them.
+
+Two images come out of one build of a generated project: NAME_qemu.elf, the semihosting
+test harness linked for the board's QEMU machine, and NAME_size.elf, the model alone
+(one inference on static buffers, no stdio), whose size is what the model costs on the
+part. The compiler's call graph (-fcallgraph-info=su) bounds the model's stack.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from codegen.backend.emitter import STRICT_CFLAGS
+from codegen.core.boards import Board
+from codegen.errors import BudgetError, ToolchainError
+
+from .build import (
+    RUN_TIMEOUT_S,
+    cache_key,
+    cached_build,
+    cached_object,
+    compile_in,
+    with_plain_link_names,
+)
+
+CROSS_PREFIX = "arm-none-eabi-"
+INSTALL_HINT = ("install it: apt-get install --no-install-recommends gcc-arm-none-eabi "
+                "libnewlib-arm-none-eabi")
+# Stack the call graph cannot see: a library routine at the end of the deepest chain
+# (libgcc's soft-float and division helpers, newlib's fmaf/ldexpf are leaf functions
+# well under this).
+LIBRARY_STACK_BYTES = 64
+
+
+def cross_tool(tool: str) -> str:
+    path = shutil.which(CROSS_PREFIX + tool)
+    if path is None:
+        raise ToolchainError(f"no {CROSS_PREFIX}{tool} found: {INSTALL_HINT}")
+    return path
+
+
+def cross_toolchain_available() -> bool:
+    return all(shutil.which(CROSS_PREFIX + t) for t in ("gcc", "size", "nm"))
+
+
+# The frame sizes and call graph that bound the model's stack (read from the .ci files).
+STACK_INFO = ("-fstack-usage", "-fcallgraph-info=su")
+
+
+@lru_cache(maxsize=4)
+def _identity(gcc: str) -> str:
+    try:
+        result = subprocess.run([gcc, "--version"], capture_output=True, text=True,
+                                timeout=60, check=False)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {gcc}: {exc}") from None
+    return "cortex-m firmware\n" + gcc + "\n" + result.stdout
+
+
+def split_flags(board: Board) -> tuple[list[str], list[str]]:
+    """The board's architecture flags (-m...) and the rest (optimization)."""
+    arch = [f for f in board.cflags if f.startswith("-m")]
+    return arch, [f for f in board.cflags if f not in arch]
+
+
+@dataclass(frozen=True)
+class FirmwareBuild:
+    folder: Path
+    elf: Path  # the semihosting harness, linked for the QEMU machine
+    size_elf: Path  # the model alone, linked for the board (not in counting builds)
+    cached: bool
+
+
+def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
+                   layer_marks: bool = False, cflags: Sequence[str] = (),
+                   harness: bool = True, size: bool = True) -> FirmwareBuild:
+    """Cross-compile the generated project (cached): the QEMU harness and/or the size
+    build. A counting build (layer marks) has no size build."""
+    files = with_plain_link_names(files)
+    size = size and not layer_marks
+    gcc = cross_tool("gcc")
+    arch, opt = split_flags(board)
+    compile_flags = [*arch, *STRICT_CFLAGS, "-ffunction-sections", "-fdata-sections", *opt,
+                     *cflags, *(["-DQ8_LAYER_MARKS"] if layer_marks else [])]
+    link_flags = [*arch, "-nostartfiles", "-Wl,--gc-sections"]
+    runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
+    identity = _identity(gcc)
+
+    def compile_c(folder: Path, source: str, target: str, extra: Sequence[str] = ()) -> str:
+        obj = f"build/{target}.o"
+        (folder / obj).parent.mkdir(parents=True, exist_ok=True)
+        compile_in(folder, [gcc, *compile_flags, *extra, "-I.", "-Iruntime",
+                            *STACK_INFO, "-c", "-o", obj, source],
+                   CROSS_PREFIX + "gcc")
+        return obj
+
+    def runtime_c(folder: Path, source: str) -> str:
+        obj = cached_object(gcc, identity, [*compile_flags, *STACK_INFO], source, files)
+        # The stack bound reads every object's call graph from the build folder.
+        graph = folder / "build" / "runtime" / obj.with_suffix(".ci").name
+        graph.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(obj.with_suffix(".ci"), graph)
+        return str(obj)
+
+    def build(folder: Path) -> None:
+        objects = [compile_c(folder, f"{name}.c", name),
+                   *(runtime_c(folder, src) for src in runtime)]
+        if harness:
+            main = [compile_c(folder, f"{name}_main.c", f"{name}_main"),
+                    compile_c(folder, "startup.c", "startup")]
+            compile_in(folder, [gcc, *link_flags, "--specs=nano.specs",
+                                "--specs=rdimon.specs", "-T", f"{name}_qemu.ld", "-o",
+                                f"build/{name}_qemu.elf", *main, *objects, "-lm"],
+                       "linking the QEMU firmware")
+        if not size:
+            return
+        bare = ["-DQ8_NO_SEMIHOSTING"]
+        sizing = [compile_c(folder, f"{name}_size.c", f"{name}_size", bare),
+                  compile_c(folder, "startup.c", "startup_bare", bare)]
+        # Linked at the board's addresses with room for any size, so that it links
+        # whatever the model needs; the budget check compares that with the board.
+        script = (folder / f"{name}.ld").read_text()
+        (folder / "build" / "size.ld").write_text(
+            re.sub(r"LENGTH = \d+", "LENGTH = 0x10000000", script))
+        compile_in(folder, [gcc, *link_flags, "--specs=nano.specs", "-T", "build/size.ld",
+                            "-o", f"build/{name}_size.elf", *sizing, *objects, "-lm"],
+                   "linking the size build")
+
+    key = cache_key(_identity(gcc) + f"harness={harness} size={size}",
+                    [*compile_flags, *link_flags], files)
+    product = f"build/{name}_size.elf" if size else f"build/{name}_qemu.elf"
+    folder, cached = cached_build(key, files, product, build)
+    return FirmwareBuild(folder, folder / "build" / f"{name}_qemu.elf",
+                         folder / "build" / f"{name}_size.elf", cached)
+
+
+# ---------------------------------------------------------------- budget
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the model costs on the part, measured on the size build."""
+
+    flash_bytes: int  # code, weights, tables, library routines, startup
+    static_ram_bytes: int  # .data + .bss: the arena, the I/O buffers, statics
+    stack_bytes: int  # deepest call chain of NAME_run
+    arena_bytes: int
+    io_bytes: int
+
+    @property
+    def ram_bytes(self) -> int:
+        return self.static_ram_bytes + self.stack_bytes
+
+
+def section_sizes(elf: Path) -> tuple[int, int, int]:
+    """text, data, bss of an ELF (Berkeley format of arm-none-eabi-size)."""
+    result = subprocess.run([cross_tool("size"), str(elf)], capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT_S, check=False)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or len(lines) < 2:
+        raise ToolchainError(f"{CROSS_PREFIX}size failed on {elf}: {result.stderr.strip()}")
+    text, data, bss = (int(v) for v in lines[1].split()[:3])
+    return text, data, bss
+
+
+_NODE = re.compile(r'node: \{ title: "([^"]+)" label: "[^"]*?\\n[^"]*?(?:\\n(\d+) bytes '
+                   r'\(([a-z,]+)\))?"')
+_EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
+
+
+def call_graph(folder: Path) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """Frame sizes and callees of every function the size build compiled (.ci files)."""
+    frames: dict[str, int] = {}
+    calls: dict[str, set[str]] = {}
+    for ci in sorted((folder / "build").rglob("*.ci")):
+        text = ci.read_text(errors="replace")
+        for match in _NODE.finditer(text):
+            function, size, kind = match.groups()
+            if size is not None:
+                if kind is not None and "dynamic" in kind and "bounded" not in kind:
+                    raise ToolchainError(f"{function} has a dynamic stack frame")
+                frames[function] = max(frames.get(function, 0), int(size))
+        for source, target in _EDGE.findall(text):
+            calls.setdefault(source, set()).add(target)
+    return frames, calls
+
+
+def worst_stack(root: str, frames: Mapping[str, int], calls: Mapping[str, set[str]]) -> int:
+    """The deepest stack below `root`: its frame plus the deepest callee's, where a
+    function the compiler did not see (a library routine) counts LIBRARY_STACK_BYTES."""
+    memo: dict[str, int] = {}
+    order: list[tuple[str, bool]] = [(root, False)]
+    on_path: set[str] = set()
+    while order:  # iterative depth-first search, so deep graphs do not recurse here
+        function, done = order.pop()
+        if done:
+            on_path.discard(function)
+            below = max((memo[c] for c in calls.get(function, ())), default=0)
+            memo[function] = frames.get(function, LIBRARY_STACK_BYTES) + below
+            continue
+        if function in memo:
+            continue
+        if function in on_path:
+            raise ToolchainError(f"{function} is recursive: no static stack bound")
+        on_path.add(function)
+        order.append((function, True))
+        order.extend((c, False) for c in calls.get(function, ()) if c not in memo)
+    return memo[root]
+
+
+def measure_budget(build: FirmwareBuild, entry: str, arena_bytes: int,
+                   io_bytes: int) -> Budget:
+    """Flash, static RAM and the stack below the entry point the caller runs."""
+    text, data, bss = section_sizes(build.size_elf)
+    frames, calls = call_graph(build.folder)
+    return Budget(flash_bytes=text + data, static_ram_bytes=data + bss,
+                  stack_bytes=worst_stack(entry, frames, calls),
+                  arena_bytes=arena_bytes, io_bytes=io_bytes)
+
+
+def kib(n: int) -> str:
+    return f"{n / 1024:.1f} KB"
+
+
+def check_budget(budget: Budget, board: Board, name: str) -> None:
+    """Refuse a model that does not fit the board, with the numbers."""
+    assert board.memory is not None
+    ram_limit, flash_limit = board.memory.ram_length, board.memory.flash_length
+    problems = []
+    if budget.ram_bytes > ram_limit:
+        other = budget.static_ram_bytes - budget.arena_bytes - budget.io_bytes
+        problems.append(
+            f"needs {kib(budget.ram_bytes)} RAM (arena {kib(budget.arena_bytes)}, inputs and "
+            f"outputs {kib(budget.io_bytes)}, stack {kib(budget.stack_bytes)}, other "
+            f"{kib(other)}), board has {kib(ram_limit)}")
+    if budget.flash_bytes > flash_limit:
+        problems.append(f"needs {kib(budget.flash_bytes)} flash, board has {kib(flash_limit)}")
+    if problems:
+        raise BudgetError(f"model '{name}' does not fit board '{board.name}': "
+                          f"{'; '.join(problems)}; pass --no-budget-check to generate it "
+                          "anyway")
+
+
+def format_budget(budget: Budget, board: Board) -> str:
+    assert board.memory is not None
+    return (f"flash {budget.flash_bytes} of {board.memory.flash_length} bytes; RAM "
+            f"{budget.ram_bytes} of {board.memory.ram_length} bytes (arena "
+            f"{budget.arena_bytes}, inputs/outputs {budget.io_bytes}, stack "
+            f"{budget.stack_bytes}, other "
+            f"{budget.static_ram_bytes - budget.arena_bytes - budget.io_bytes})")
+
+
+# ---------------------------------------------------------------- soft float
+
+# libgcc's and newlib's float routines: what a core without an FPU runs for float code.
+SOFT_FLOAT_ROUTINE = re.compile(
+    r"^(__aeabi_(f|d|[iu]l?2[fd]|l2[fd]|[fd]2)|__(add|sub|mul|div|neg|cmp|eq|ne|lt|le|gt|ge|"
+    r"unord|extend|trunc|fix|float)\w*[sd]f\d?$|fmaf?$|ldexpf?$|scalbnf?$|rintf?$|floorf?$|"
+    r"expf?$|logf?$)")
+_FUNCTION = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+_CALL = re.compile(r"\s(?:bl|blx|b|b\.w|b\.n)\s+[0-9a-f]+ <([^>+]+)(?:\+0x[0-9a-f]+)?>")
+
+
+def disassembly_calls(elf: Path) -> dict[str, set[str]]:
+    """Who calls (or tail-calls) whom in the image, from arm-none-eabi-objdump -d."""
+    result = subprocess.run([cross_tool("objdump"), "-d", "--no-show-raw-insn", str(elf)],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    if result.returncode != 0:
+        raise ToolchainError(f"{CROSS_PREFIX}objdump failed: {result.stderr.strip()}")
+    calls: dict[str, set[str]] = {}
+    current = ""
+    for line in result.stdout.splitlines():
+        header = _FUNCTION.match(line)
+        if header:
+            current = header.group(1)
+            calls.setdefault(current, set())
+            continue
+        call = _CALL.search(line)
+        if call and current and call.group(1) != current:
+            calls[current].add(call.group(1))
+    return calls
+
+
+def soft_float_routines(elf: Path, functions: Sequence[str]) -> dict[str, list[str]]:
+    """For each function, the soft-float routines it reaches through its calls, read
+    from the disassembly of the linked image (empty lists: integer only)."""
+    calls = disassembly_calls(elf)
+    found: dict[str, list[str]] = {}
+    for root in functions:
+        seen: set[str] = set()
+        todo = [root]
+        while todo:
+            for callee in calls.get(todo.pop(), ()):
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        found[root] = sorted(f for f in seen if SOFT_FLOAT_ROUTINE.match(f))
+    return found

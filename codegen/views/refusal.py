@@ -1,0 +1,106 @@
+"""Refusals that say what would work: a float model is told to be quantized first, and a
+float island onnx2mcu cannot reproduce suggests --integer-only only when that option
+really takes the model (checked by generating it so, never guessed)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import onnx
+
+from codegen.core.names import quoted
+from codegen.errors import FloatIslandError, Onnx2McuError, UnsupportedError
+from codegen.frontend.importer import ModelSource, load_model
+
+if TYPE_CHECKING:
+    from codegen.pipeline import Options
+
+# Operators that carry quantization: a model with none of them is a float model.
+QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+                           "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat", "QGemm"})
+
+
+def is_float_model(model: onnx.ModelProto) -> bool:
+    """No QuantizeLinear, DequantizeLinear, QLinear* or integer product anywhere."""
+    return not any(node.op_type in QUANTIZED_OPS or node.op_type.startswith("QLinear")
+                   for node in model.graph.node)
+
+
+def is_float_model_with_adapters(model: onnx.ModelProto) -> bool:
+    """A float model whose only quantized operators are QuantizeLinear nodes writing its
+    outputs (tf2onnx --dequantize of an int8-I/O TFLite model: Cast, Sub, Mul on the
+    inputs, float weights, QuantizeLinear on the outputs)."""
+    outputs = {o.name for o in model.graph.output}
+    eight_bit = {i.name for i in model.graph.input if i.type.tensor_type.elem_type in (
+        onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
+    adapted = any(n.op_type == "Cast" and n.input and n.input[0] in eight_bit
+                  for n in model.graph.node)
+    quantized = [n for n in model.graph.node
+                 if n.op_type in QUANTIZED_OPS or n.op_type.startswith("QLinear")]
+    return adapted and all(n.op_type == "QuantizeLinear" and n.output[0] in outputs
+                           for n in quantized)
+
+
+def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
+    name = Path(source).name.removesuffix(".onnx") if isinstance(source, str | Path) else (
+        model.graph.name or "model")
+    if is_float_model_with_adapters(model):
+        return (f"model {quoted(name)} is a float model with 8-bit I/O adapters (Cast/Sub/Mul "
+                "on its inputs, QuantizeLinear on its outputs, as tf2onnx --dequantize writes "
+                "them): its weights and activations are float; convert the TFLite model "
+                "without --dequantize, or quantize the float model with "
+                "`onnx2mcu quantize MODEL.onnx -o QUANTIZED.onnx --calibration DATA`")
+    return (f"model {quoted(name)} is a float model, not quantized: quantize it with "
+            "`onnx2mcu quantize MODEL.onnx -o QUANTIZED.onnx --calibration DATA` (ONNX "
+            "Runtime's quantizer, with samples of your data)")
+
+
+def integer_only_takes(model: onnx.ModelProto, options: Options) -> bool:
+    """Does onnx2mcu generate this model with --integer-only (same other options)?"""
+    from codegen.pipeline import generate_sources
+
+    try:
+        generate_sources(model, replace(options, integer_only=True))
+    except Onnx2McuError:
+        return False
+    return True
+
+
+INTEGER_ONLY_TAKES_IT = ("--integer-only takes this model: it fuses such units into integer "
+                         "kernels instead")
+
+
+def explain_problems(problems: list[UnsupportedError], source: ModelSource,
+                     options: Options) -> list[UnsupportedError]:
+    """The refusals to report for `problems` (unsupported operators, float islands):
+    for a float model its own message alone (its nodes' are beside the point), else the
+    float islands with the --integer-only suggestion where that option takes the model."""
+    if not problems:
+        return problems
+    model = load_model(source, options.limits)
+    if is_float_model(model) or is_float_model_with_adapters(model):
+        return [UnsupportedError(float_model_message(source, model))]
+    islands = [p for p in problems if isinstance(p, FloatIslandError)]
+    if not islands or options.integer_only or not integer_only_takes(model, options):
+        return problems
+    return [FloatIslandError(f"{p}; {INTEGER_ONLY_TAKES_IT}") if p in islands else p
+            for p in problems]
+
+
+def explain_refusal(error: UnsupportedError, source: ModelSource,
+                    options: Options) -> UnsupportedError:
+    """The refusal to report for `error` (an unsupported operator or a float island): a
+    float model is refused as such, whatever its first unsupported node."""
+    return explain_problems([error], source, options)[0]
+
+
+def explain_adapter_refusal(error: UnsupportedError, source: ModelSource,
+                            options: Options) -> UnsupportedError:
+    """Any refusal of a float model behind 8-bit I/O adapters (its first refused node is
+    usually the input's Cast) is reported as that model's refusal."""
+    model = load_model(source, options.limits)
+    if is_float_model_with_adapters(model):
+        return UnsupportedError(float_model_message(source, model))
+    return error
