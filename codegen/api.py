@@ -47,10 +47,11 @@ from codegen.target.firmware import (
 )
 from codegen.target.qemu import InstructionCounts, run_firmware
 from codegen.target.qemu import count_instructions as qemu_count
+from codegen.views.refusal import generate_explained
 from codegen.views.report import Report, build_report, memory_mode
 
 from .errors import BudgetError, InputDataError, OptionError, OutputError
-from .pipeline import Generated, Options, generate_sources, resolve_target
+from .pipeline import Generated, Options, resolve_target
 
 Samples = Sequence[Mapping[str, NDArray[Any]]]
 
@@ -127,7 +128,7 @@ def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: 
                             runtime=shared_runtime_path(Path(interface.runtime), out))
     options = _options(board, name, requant, input_shapes, integer_only, qdq_rules, weights,
                        native, limits, interface, memory=memory)
-    gen = generate_sources(model, options)
+    gen = generate_explained(model, options)
     try:
         budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else \
             (None, "")
@@ -144,7 +145,7 @@ def min_memory_hint(model: ModelSource, gen: Generated, options: Options) -> str
     would need (nothing where it would not lower the RAM)."""
     if options.memory != "fast":
         return ""
-    small = generate_sources(model, replace(options, memory="min"))
+    small = generate_explained(model, replace(options, memory="min"))
     if small.plan.size >= gen.plan.size:
         return ""
     budget, _ = firmware_budget(small, check=False)
@@ -253,7 +254,7 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, 
     check_counting_board(target.board)
     if cycles:
         check_cycle_board(target.board)
-    gen = generate_sources(model, target)
+    gen = generate_explained(model, target)
     names = [t.name for t in counted_entry(gen).inputs]
     given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
     return count_generated(gen, [match_inputs(sample, names) for sample in given], per_layer,
@@ -316,7 +317,7 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         check_counting_board(target.board)
     if cycles:
         check_cycle_board(target.board)
-    gen = generate_sources(model, target)
+    gen = generate_explained(model, target)
     budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
     counts = data = None
     if count:
@@ -327,7 +328,7 @@ def report(model: ModelSource, *, board: str = "host", requant: str | None = Non
         counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
     # The other --memory mode, measured the same way, for the side by side.
     other_memory = "min" if memory == "fast" else "fast"
-    other = generate_sources(model, resolve_target(replace(target.options,
+    other = generate_explained(model, resolve_target(replace(target.options,
                                                            memory=other_memory)))
     if other.files == gen.files:
         other_budget, other_counts = budget, counts
@@ -358,7 +359,7 @@ def run_model(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "ho
               native: bool = False, limits: Limits = DEFAULT_LIMITS,
               interface: Interface = DEFAULT_INTERFACE, memory: str = "fast") -> RunResult:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
-    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
+    gen = generate_explained(model, _options(board, None, requant, input_shapes, integer_only,
                                            qdq_rules, weights, native, limits, interface,
                                            memory=memory))
     names = [t.name for t in gen.program.inputs]
@@ -390,7 +391,7 @@ def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = N
     if per_layer and interface.io != "float":
         raise OptionError("verify --per-layer compares the graph's float entry point: "
                           "use it with --io float")
-    gen = generate_sources(model, options)
+    gen = generate_explained(model, options)
     report = progress or (lambda message: None)
     if inputs is not None:
         given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
@@ -541,7 +542,7 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     from codegen.core.dataset import load_arrays, load_labels, model_input_specs
     from codegen.frontend.importer import load_model
 
-    gen = generate_sources(model, _options(board, None, requant, input_shapes, integer_only,
+    gen = generate_explained(model, _options(board, None, requant, input_shapes, integer_only,
                                            qdq_rules, weights, native, limits,
                                            memory=memory))
     float_proto = load_model(float_model, limits)

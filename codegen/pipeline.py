@@ -11,7 +11,7 @@ import onnx
 
 from codegen.backend.emitter import emit_project, estimate_source_bytes
 from codegen.backend.interface import DEFAULT_INTERFACE, Interface, check_interface
-from codegen.backend.io_boundary import quantized_io
+from codegen.backend.io_boundary import boundary_quantizers, quantized_io
 from codegen.backend.lowering import lower_graph
 from codegen.backend.planner import ArenaPlan, plan_arena
 from codegen.core.boards import Board, load_board
@@ -22,9 +22,9 @@ from codegen.core.program import Program
 from codegen.frontend.importer import ModelSource, import_model, load_model
 from codegen.transform.bands import band_candidates
 from codegen.transform.schedule import schedule_for_memory
-from codegen.views.refusal import explain_adapter_refusal, explain_refusal
 
-from .errors import FloatIslandError, OptionError, UnsupportedError, UnsupportedOperatorError
+from . import ops
+from .errors import OptionError
 from .ops import LoweringOptions
 from .transform import Recipes, check_qdq_rules, expose_intermediates, run_passes
 
@@ -149,10 +149,6 @@ def resolve_target(options: Options) -> Target:
     return Target(board, requant, kernels, weights, dsp, options)
 
 
-# The layers whose weights the fast kernels may store as int16 (their weight input).
-WIDE_WEIGHT_OPS = {"QLinearConv": 3, "QGemm": 3, "QLinearMatMul": 3}
-
-
 # The estimated cycles int16 weights save per MAC on a DSP core, by layer kind: the least
 # of what the cycle model measured layer by layer (cortex-m4f, --weights int8 against
 # int16, the four official MLPerf Tiny models; bench/wide_gain.py prints it):
@@ -179,17 +175,16 @@ def weight_layers(graph: Graph) -> list[WeightLayer]:
     """The layers with constant 8-bit weights that int16 storage would widen."""
     layers = []
     for node in graph.nodes:
-        index = WIDE_WEIGHT_OPS.get(node.op_type)
-        name = node.input(index) if index is not None else None
+        kind = ops.wide_weights_kind(node)
+        slots = ops.product_slots(node)
+        name = node.input(slots.b) if kind is not None and slots is not None else None
         if name is None or name not in graph.constants:
             continue
         weights = graph.constants[name]
         y = graph.tensors.get(node.outputs[0])
         if weights.dtype not in (np.int8, np.uint8) or y is None or not y.shape:
             continue
-        conv = node.op_type == "QLinearConv"
-        if conv and int(node.attrs.get("group", 1)) != 1:
-            continue  # grouped and depthwise kernels have no int16-weight variant
+        conv = kind == "conv"
         features = y.shape[1] if conv else y.shape[-1]
         reuse = max(1, int(np.prod(y.shape, dtype=np.int64)) // max(1, features))
         taps = int(weights.size) // max(1, int(weights.shape[0])) if conv else 0
@@ -260,15 +255,10 @@ def prepare_graph(model: onnx.ModelProto, target: Target) -> Recipes:
 
 
 def generate_sources(source: ModelSource, options: Options | Target) -> Generated:
-    """Run every stage in memory; nothing is written to disk. An unsupported operator or
-    float island is reported with what would work (codegen/views/refusal.py)."""
+    """Run every stage in memory; nothing is written to disk. (The API reports a refusal
+    with what would work: codegen/views/refusal.py.)"""
     target = options if isinstance(options, Target) else resolve_target(options)
-    try:
-        return _generate_sources(source, target)
-    except (UnsupportedOperatorError, FloatIslandError) as error:
-        raise explain_refusal(error, source, target.options) from None
-    except UnsupportedError as error:  # a float network behind 8-bit I/O adapters
-        raise explain_adapter_refusal(error, source, target.options) from None
+    return _generate_sources(source, target)
 
 
 def memory_candidates(graph: Graph, memory: str, io: str = "float",
@@ -279,17 +269,8 @@ def memory_candidates(graph: Graph, memory: str, io: str = "float",
     depthwise band reads its window's rows from the bands themselves."""
     if memory != "min":
         return [graph]
-    return [graph, *band_candidates(graph, keep_whole=io_boundary_nodes(graph, io),
+    return [graph, *band_candidates(graph, keep_whole=boundary_quantizers(graph, io),
                                     gather=kernels == "fast")]
-
-
-def io_boundary_nodes(graph: Graph, io: str) -> frozenset[str]:
-    """The QuantizeLinear nodes of the graph inputs that quantized I/O removes (the
-    caller writes their outputs): they cannot run in bands."""
-    if io == "float":
-        return frozenset()
-    return frozenset(n.name for n in graph.nodes if n.op_type == "QuantizeLinear" and
-                     not n.domain and n.inputs[0] in graph.inputs)
 
 
 def lower_and_plan(graph: Graph, name: str, target: Target) -> tuple[Program, ArenaPlan]:

@@ -22,9 +22,10 @@ import codegen
 import codegen.api
 import codegen.pipeline
 from codegen.backend.interface import Interface
+from codegen.backend.io_boundary import boundary_quantizers
 from codegen.core.ir import Graph
 from codegen.errors import BudgetError
-from codegen.pipeline import Options, generate_sources, io_boundary_nodes
+from codegen.pipeline import Options, generate_sources
 from codegen.target.firmware import cross_toolchain_available
 from codegen.target.qemu import qemu_available
 from codegen.transform.bands import band_runs, banded
@@ -87,7 +88,7 @@ def force_longest_run(rows: int, gather: bool = True) -> object:
     (gather: depthwise bands read their rows from the bands, else from a window)."""
     def forced(graph: Graph, memory: str, io: str = "float",
                kernels: str = "fast") -> list[Graph]:
-        runs = band_runs(graph, io_boundary_nodes(graph, io))
+        runs = band_runs(graph, boundary_quantizers(graph, io))
         start, end = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
         rewritten = banded(graph, start, end, rows, gather and kernels == "fast")
         assert rewritten is not None, "the chain's longest run does not band"

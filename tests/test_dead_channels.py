@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 import codegen
 from codegen.api import report
-from codegen.ops.qlinear_conv import constant_channel_bytes
+from codegen.ops.conv.channels import constant_channel_bytes
 from codegen.pipeline import Options, generate_sources
 
 CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")

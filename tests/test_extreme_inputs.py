@@ -29,7 +29,7 @@ from onnx import helper
 import codegen
 from codegen.api import run_generated
 from codegen.errors import UnsupportedError
-from codegen.ops.qlinear_conv import W16_MAX_TAPS
+from codegen.ops.conv.im2col import W16_MAX_TAPS
 from codegen.pipeline import Options, generate_sources
 
 F32 = np.float32

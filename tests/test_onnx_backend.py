@@ -1,5 +1,5 @@
 """onnx's own backend test runner, driving onnx2mcu through the onnx.backend.base.Backend
-interface (codegen.views.onnx_backend): every node test whose operators, operator versions and
+interface (codegen.onnx_backend): every node test whose operators, operator versions and
 dtypes onnx2mcu supports is in scope, and must pass."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import warnings
 import onnx.backend.test
 from onnx.backend.test.loader import load_node_model_tests
 
-import codegen.views.onnx_backend as backend
+import codegen.onnx_backend as backend
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codegen.core.ir import Tensor
+from codegen.core.ir import Graph, Tensor
+from codegen.core.pattern import is_quantize
 from codegen.core.program import Boundary, Program
 from codegen.errors import UnsupportedError
 
@@ -63,6 +64,16 @@ def _quantized_output(program: Program, t: Tensor, io: str) -> tuple[Tensor, int
                                f"({what}), not by a DequantizeLinear of a quantized tensor: "
                                "the model gives it as float (use --io float)")
     return program.tensors[program.root(call.inputs[0])], writers[0]
+
+
+def boundary_quantizers(graph: Graph, io: str) -> frozenset[str]:
+    """The QuantizeLinear nodes of the graph's inputs that quantized_io takes out of the
+    program (the caller writes their outputs), named before lowering: the banding pass
+    keeps them whole."""
+    if io == "float":
+        return frozenset()
+    return frozenset(n.name for n in graph.nodes
+                     if is_quantize(n) and n.inputs[0] in graph.inputs)
 
 
 def quantized_io(program: Program, io: str) -> Program:

@@ -120,8 +120,24 @@ def fresh_name(graph: Graph, base: str) -> str:
     return name
 
 
+def is_op(node: Node, op_type: str, domain: str = "") -> bool:
+    """The node is `op_type` of `domain`: what a rewrite matches on. (What an operator
+    is and does, its checks, kernels and rules, is its OpDef's, in codegen/ops.)"""
+    return node.op_type == op_type and node.domain == domain
+
+
 def float_node(node: Node, op_type: str) -> bool:
-    return node.op_type == op_type and node.domain == ""
+    return is_op(node, op_type)
+
+
+def is_quantize(node: Node) -> bool:
+    """A QuantizeLinear of the standard domain."""
+    return float_node(node, "QuantizeLinear")
+
+
+def is_dequantize(node: Node) -> bool:
+    """A DequantizeLinear of the standard domain."""
+    return float_node(node, "DequantizeLinear")
 
 def qparams(q: Quantized, graph: Graph) -> list[str]:
     """The scale and zero point names of q, as an integer operator's inputs (an omitted

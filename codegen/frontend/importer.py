@@ -569,18 +569,10 @@ def _topological_order(nodes: list[Node], available: set[str]) -> list[Node]:
     return order
 
 
-def operator_version(node: Node) -> int:
-    """The since_version of the operator schema that applies at the node's opset."""
-    try:
-        return int(onnx.defs.get_schema(node.op_type, node.opset, node.domain).since_version)
-    except Exception:  # a domain onnx does not know (com.microsoft): its opset is the version
-        return node.opset
-
-
 def _infer_node(node: Node, graph: Graph, limits: Limits) -> None:
     opdef = ops.lookup(node)
     assert opdef is not None
-    version = operator_version(node)
+    version = ops.operator_version(node)
     if version not in opdef.versions:
         supported = ", ".join(str(v) for v in opdef.versions)
         raise UnsupportedError(f"{node.describe()}: {node.op_type}-{version} (opset "

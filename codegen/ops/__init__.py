@@ -19,15 +19,35 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import onnx
+
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Lowered
+
+# The writer operators export themselves with (`convert`, codegen/views/exporter.py).
+from ._export import ProductSlots as ProductSlots
+from ._export import Writer as Writer
+from ._export import export_as_is as export_as_is
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from codegen.core.pattern import Quantized
-    from codegen.views.exporter import Writer
+    from codegen.core.pattern import Index, Quantized
+
+
+# The domain of onnx2mcu's own operators, which the recipes write (Requantize, ConvAdd,
+# Table) and `convert` writes back as standard ONNX.
+OWN_DOMAIN = "ai.onnx2mcu"
+# The domain of the band operators of --memory min (RowsWindow, RowsPlace,
+# QLinearConvGather), which only the banding pass writes.
+BAND_DOMAIN = "onnx2mcu"
+
+
+def requant_suffix(requant: str) -> str:
+    """The token that names a kernel's requantization mode: "freq" for "float" (a float32
+    scale, as ORT's MLAS requantizes), "ireq" for "int" (an integer multiplier and shift)."""
+    return "ireq" if requant == "int" else "freq"
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,11 @@ class LoweringOptions:
     cortex_m: bool = False
     # A Thumb-1 core (M0/M0+): its depthwise kernel always works from a padded copy.
     thumb1: bool = False
+
+    @property
+    def requant_suffix(self) -> str:
+        """The kernel-name token of the requantization mode (requant_suffix)."""
+        return requant_suffix(self.requant)
 
     def wide_for(self, node: str) -> bool:
         """Whether the layer `node` stores its weights as int16."""
@@ -75,7 +100,7 @@ FusionBuild = Callable[[Graph, Node, "list[Quantized | None]", "Quantized", bool
                        "list[str] | None"]
 FloatOutputBuild = Callable[[Graph, Node, "list[Quantized | None]", None, bool],
                             "list[str] | None"]
-ExportFn = Callable[[Node, "Writer"], None]
+ExportFn = Callable[[Node, Writer], None]
 # None: this node's configuration is not one onnx2mcu reproduces (Pow by a tensor).
 ElementwiseFn = Callable[[Node, "list[NDArray[np.float32]]"], "NDArray[np.float32] | None"]
 
@@ -120,6 +145,49 @@ class Fusion:
 
 
 @dataclass(frozen=True)
+class RowAccess:
+    """How a node reads an input along H: output row j reads input rows
+    [j * stride - pad, j * stride - pad + kernel)."""
+
+    kernel: int
+    stride: int
+    pad: int
+
+
+ELEMENTWISE_ROWS = RowAccess(1, 1, 0)
+
+
+@dataclass(frozen=True)
+class BandRule:
+    """How an operator runs a band of output rows at a time (generate --memory min,
+    codegen/transform/bands.py): each band is a node of the same operator over a window
+    of its inputs' rows, and its results are those of the whole layer's rows."""
+
+    # The inputs it reads a window of rows of (the others must be constants).
+    inputs: tuple[int, ...]
+    # How it reads each of them along H; None: this node cannot run in bands (its
+    # attributes or shapes). Called on 4-D inputs and output of one batch.
+    access: Callable[[Node, Graph], dict[int, RowAccess] | None]
+    # The dtypes of the inputs it reads by rows (the output is 8-bit).
+    input_dtypes: tuple[str, ...] = ("int8", "uint8")
+    # The axis its inputs' rows lie on: 2 (NCHW), or 1 (an NHWC tensor a transpose reads
+    # a row of W x C values at a time).
+    rows_axis: int = 2
+    # The byte its windows are padded with (a convolution's input zero point); None:
+    # the rows it reads are all inside the tensor.
+    pad_value: Callable[[Node, Graph], int] | None = None
+    # Its attributes for a band (a convolution drops its pads above and below, which its
+    # window holds); None: its own.
+    band_attrs: Callable[[Node, Graph], dict[str, Any]] | None = None
+    # A form that reads its window's rows straight from the bands holding them (at most
+    # `gathered_sources` bands), for the nodes `gathers` accepts: gathered(node, bands,
+    # attrs) builds that band.
+    gathers: Callable[[Node, Graph], bool] | None = None
+    gathered: Callable[[Node, Sequence[str], dict[str, Any]], Node] | None = None
+    gathered_sources: int = 0
+
+
+@dataclass(frozen=True)
 class OpDef:
     op_type: str
     domain: str
@@ -156,6 +224,24 @@ class OpDef:
     # A form of another operator's band (generate --memory min): its calls are that
     # operator's layer's (report and inspect count them there).
     band_of: tuple[str, str] | None = None
+    # Which of ONNX Runtime's CPU-dependent arithmetic the node's values follow, as names
+    # the CPU profiles know (codegen/oracle/cpu.py): a reduction's summation order
+    # ("sums-rows", "sums-leading", "sums-inner"), a call of the C library's expf ("expf").
+    ort_traits: Callable[[Node, Graph], frozenset[str]] | None = None
+    # How it runs in row bands (generate --memory min); None: it does not.
+    bands: BandRule | None = None
+    # An integer product (ORT computes it with MLAS's u8 x s8 GEMM): where it reads its
+    # activation A, its weights B and their zero point, and its output zero point.
+    product: ProductSlots | None = None
+    # The fast kernels can store its constant 8-bit weights (product.b) as int16
+    # (--weights): how the layer's gain is modelled ("conv": output channels on axis 1;
+    # "fc": features on the last axis), or None for this node (a grouped convolution has
+    # no int16-weight kernel).
+    wide_weights: Callable[[Node], str | None] | None = None
+    # ORT's WeightBiasQuantization quantizes this float operator's weights (input 1) and
+    # bias (input 2) itself (codegen/transform/weights.py): the weights' output-channel
+    # axis, along which a per-channel bias goes.
+    weight_bias_axis: Callable[[Node], int] | None = None
 
     def moves(self, node: Node) -> bool:
         """Whether this node moves values (a mode may decide: Resize)."""
@@ -190,6 +276,14 @@ def lower_node(node: Node, graph: Graph, options: LoweringOptions) -> Sequence[L
     return opdef.lower(node, graph, opdef.infer(node, graph).spec, options)
 
 
+def operator_version(node: Node) -> int:
+    """The since_version of the operator schema that applies at the node's opset."""
+    try:
+        return int(onnx.defs.get_schema(node.op_type, node.opset, node.domain).since_version)
+    except Exception:  # a domain onnx does not know (com.microsoft): its opset is the version
+        return node.opset
+
+
 def layer_description(node: Node) -> str:
     """How kernel calls name the layer the node computes: the node, or for a band in
     another form (OpDef.band_of), that operator's node of the same name."""
@@ -198,6 +292,60 @@ def layer_description(node: Node) -> str:
         return node.describe()
     op_type, domain = opdef.band_of
     return replace(node, op_type=op_type, domain=domain).describe()
+
+
+def ort_traits(node: Node, graph: Graph) -> frozenset[str]:
+    """The node's OpDef.ort_traits: which of ORT's CPU-dependent arithmetic it follows."""
+    opdef = lookup(node)
+    if opdef is None or opdef.ort_traits is None:
+        return frozenset()
+    return opdef.ort_traits(node, graph)
+
+
+def product_slots(node: Node) -> ProductSlots | None:
+    """Where an integer product reads A, B and their zero points (OpDef.product)."""
+    opdef = lookup(node)
+    return opdef.product if opdef is not None else None
+
+
+def wide_weights_kind(node: Node) -> str | None:
+    """How int16 weights pay off in this layer ("conv" or "fc"; OpDef.wide_weights), or
+    None where its fast kernels cannot store them so."""
+    opdef = lookup(node)
+    if opdef is None or opdef.wide_weights is None:
+        return None
+    return opdef.wide_weights(node)
+
+
+def weight_bias_axis(node: Node) -> int | None:
+    """The output-channel axis of the weights ORT's WeightBiasQuantization quantizes for
+    this float node (OpDef.weight_bias_axis), or None where it quantizes none."""
+    opdef = lookup(node)
+    if opdef is None or opdef.weight_bias_axis is None:
+        return None
+    return opdef.weight_bias_axis(node)
+
+
+def band_rule(node: Node) -> BandRule | None:
+    """How the node's operator runs in row bands (OpDef.bands), if it does."""
+    opdef = lookup(node)
+    return opdef.bands if opdef is not None else None
+
+
+def runs_nchwc(node: Node, graph: Graph) -> bool:
+    """Does ORT run this float convolution with an NCHWc kernel, its output then in that
+    layout? (ORT's NCHWc transformer as ops/_nchwc.py models it.)"""
+    from ._nchwc import conv_is_nchwc
+
+    return conv_is_nchwc(node, graph)
+
+
+def nchwc_layout(graph: Graph, index: Index, tensor: str) -> bool | None:
+    """Whether ORT holds a float tensor in NCHWc layout: True, False, or None where
+    onnx2mcu cannot tell (ops/_nchwc.py)."""
+    from ._nchwc import nchwc_layout as layout
+
+    return layout(graph, index, tensor)
 
 
 def registered() -> list[OpDef]:

@@ -228,6 +228,16 @@ def conv_acc_bound(rows: NDArray[Any], bias: NDArray[Any] | None) -> NDArray[Any
     return total
 
 
+def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDArray[Any]:
+    """bias - x_zp * sum(row) per output channel (a row: one channel's weights minus their
+    zero point), modulo 2^32: the input zero point taken out of the inner loop (padding
+    taps then hold x_zp and add nothing)."""
+    folded = (bias.astype(np.int64) if bias is not None else np.zeros(len(rows), np.int64))
+    folded = folded - x_zp * rows.astype(np.int64).sum(axis=1)
+    wrapped: NDArray[Any] = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    return wrapped
+
+
 def no_requant() -> CStruct:
     """q8_requant_params for kernels whose output is not requantized (int32 outputs)."""
     return CStruct("q8_requant_params", (

@@ -135,3 +135,20 @@ def window_struct(window: Window) -> CStruct:
     return CStruct("q8_window", (
         ("kernel_h", kh), ("kernel_w", kw), ("stride_h", sh), ("stride_w", sw),
         ("dilation_h", dh), ("dilation_w", dw), ("pad_top", pt), ("pad_left", pl)))
+
+
+def conv_window(node: Node, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> Window:
+    kernel = tuple(w_shape[2:])
+    declared = attr_ints(node, "kernel_shape", None)
+    if declared is not None and tuple(declared) != kernel:
+        raise ModelError(f"{node.describe()}: kernel_shape {declared} does not match the "
+                         f"weight shape {list(w_shape)}")
+    return sliding_window(node, x_shape, kernel, is_conv=True)
+
+
+def conv_groups(node: Node, x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> int:
+    groups = attr_int(node, "group", 1)
+    if groups < 1 or x_shape[1] != w_shape[1] * groups or w_shape[0] % groups:
+        raise ModelError(f"{node.describe()}: {x_shape[1]} input channels, weights "
+                         f"{list(w_shape)} and group {groups} are inconsistent")
+    return groups

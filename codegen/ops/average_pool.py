@@ -13,9 +13,16 @@ import numpy as np
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Alias, CFloat, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
-from codegen.frontend.importer import operator_version
 
-from . import Fusion, Inferred, LoweringOptions, OpDef, register
+from . import (
+    Fusion,
+    Inferred,
+    LoweringOptions,
+    OpDef,
+    operator_version,
+    register,
+    requant_suffix,
+)
 from ._common import (
     attr_int,
     check_dtype,
@@ -26,8 +33,9 @@ from ._common import (
     reject_unknown_attrs,
     requant_params,
 )
-from ._float import FLOAT_TYPES, float_input, producer, refuse
+from ._float import FLOAT_TYPES, float_input, refuse
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
+from ._nchwc import nchwc_average_pool, nchwc_pool, pool_input_nchwc
 from ._qdq import build_unary
 from .clamp import output_range
 
@@ -68,7 +76,7 @@ def global_call(node: Node, graph: Graph, x: Tensor, y: Tensor, channels_last: b
     params = CStruct("q8_global_pool_params", (
         ("outer", outer), ("channels", channels), ("size", size),
         ("input_zero_point", x_zp), ("requant", requant)))
-    mode = "ireq" if requant_mode == "int" else "freq"
+    mode = requant_suffix(requant_mode)
     return KernelCall(f"q8_global_avgpool_{kernel_suffix(x.dtype)}_{mode}", node.name,
                       (x.name,), (y.name,), params, tuple(arrays), SOURCES, x.numel)
 
@@ -188,50 +196,9 @@ def infer_float_global_average_pool(node: Node, graph: Graph) -> Inferred:
                             (*x.shape[:2], *np.ones(len(x.shape) - 2, dtype=int).tolist()))])
 
 
-# ORT_ENABLE_ALL runs float AveragePool on channel counts that are a multiple of the
-# NCHWc block (16 floats with AVX-512F, the CPU these kernels follow) with NCHWc kernels,
-# and keeps their outputs in that layout through Relu and Sigmoid. GlobalAveragePool
-# goes NCHWc only on such an input, an NCHWc convolution's output (float-initializer
-# weights, ops/qlinear_conv.py) or a graph input (measured on ORT 1.32).
-NCHWC_BLOCK = 16
-
-
-NCHWC_PASS_THROUGH = ("Relu", "Sigmoid")
-
-
-def nchwc_pool(x: Tensor) -> bool:
-    return len(x.shape) == 4 and x.shape[1] % NCHWC_BLOCK == 0
-
-
-def nchwc_average_pool(node: Node, graph: Graph) -> bool:
-    include_pad = attr_int(node, "count_include_pad", 0) == 1
-    return nchwc_pool(graph.tensors[node.inputs[0]]) and not (ceil_mode(node) and include_pad)
-
-
-def nchwc_layout(node: Node, graph: Graph, tensor: str) -> bool:
-    """Whether ORT holds `tensor` in NCHWc layout; refuses layouts not measured."""
-    while True:
-        source = producer(graph, tensor)
-        if source is None or source.domain:
-            return False
-        if source.op_type == "AveragePool":
-            return nchwc_average_pool(source, graph)
-        if source.op_type == "Conv":
-            from .qlinear_conv import conv_is_nchwc  # the convolution module owns the rule
-            return conv_is_nchwc(source, graph)
-        if source.op_type not in NCHWC_PASS_THROUGH and any(
-                nchwc_layout(node, graph, t) for t in source.inputs if t and
-                graph.tensors[t].dtype == "float32" and t not in graph.constants):
-            raise refuse(node, f"its input comes through {source.op_type} from an NCHWc "
-                          "pool, a layout whose summation order onnx2mcu has not measured")
-        if source.op_type not in NCHWC_PASS_THROUGH:
-            return False
-        tensor = source.inputs[0]
-
-
 def global_pool_is_sequential(node: Node, graph: Graph) -> bool:
     x = graph.tensors[node.inputs[0]]
-    return nchwc_pool(x) and (x.name in graph.inputs or nchwc_layout(node, graph, x.name))
+    return nchwc_pool(x) and (x.name in graph.inputs or pool_input_nchwc(node, graph, x.name))
 
 
 def lower_float_global_average_pool(node: Node, graph: Graph, spec: object,

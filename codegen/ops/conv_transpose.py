@@ -154,4 +154,6 @@ def lower_conv_transpose(node: Node, graph: Graph, spec: object,
 
 
 register(OpDef("ConvTranspose", "", infer_conv_transpose, lower_conv_transpose,
-               versions=(1, 11, 22), data_dtypes=FLOAT_TYPES, float_island=True))
+               versions=(1, 11, 22), data_dtypes=FLOAT_TYPES, float_island=True,
+               # [C_in, C_out / group, k...] (measured: ORT 1.32 quantizes the bias)
+               weight_bias_axis=lambda node: 1))

@@ -21,7 +21,16 @@ from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Alias, CArray, CFloat, CInts, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
 
-from . import Fusion, Inferred, LoweringOptions, OpDef, register
+from . import (
+    ELEMENTWISE_ROWS,
+    BandRule,
+    Fusion,
+    Inferred,
+    LoweringOptions,
+    OpDef,
+    RowAccess,
+    register,
+)
 from ._common import (
     check_dtype,
     check_finite_scales,
@@ -228,8 +237,20 @@ def lower_qmul(node: Node, graph: Graph, spec: object,
 
 
 BINARY_CONSTANTS = frozenset({1, 2, 4, 5, 6, 7})
+
+
+def add_row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
+    """A sum without broadcasting reads row r of both addends for its row r."""
+    y = graph.tensors[node.outputs[0]]
+    slots = (0, 3)
+    if any(graph.tensors[node.inputs[i]].shape != y.shape for i in slots):
+        return None
+    return {i: ELEMENTWISE_ROWS for i in slots}
+
+
 register(OpDef("QLinearAdd", "com.microsoft", infer_binary, lower_qadd,
-               constant_inputs=BINARY_CONSTANTS, data_dtypes=frozenset(INT8_TYPES)))
+               constant_inputs=BINARY_CONSTANTS, data_dtypes=frozenset(INT8_TYPES),
+               bands=BandRule((0, 3), add_row_access)))
 register(OpDef("QLinearMul", "com.microsoft", infer_binary, lower_qmul,
                constant_inputs=BINARY_CONSTANTS, data_dtypes=frozenset(INT8_TYPES)))
 

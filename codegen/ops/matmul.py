@@ -16,7 +16,6 @@ from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
 from codegen.core.program import Alias, CArray, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
-from codegen.views.exporter import ProductSlots, export_product
 
 from . import GENERIC_UNFUSED, FloatOutputFusion, Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
@@ -34,6 +33,7 @@ from ._common import (
     requant_params,
     scalar_constant,
 )
+from ._export import ProductSlots, export_product
 from ._float import FLOAT_TYPES, float_bias, float_input, producer, refuse
 from ._qdq import bias_input
 from .clamp import output_range
@@ -284,7 +284,7 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
     requant, arrays = requant_params(node, scales, int(scalar_constant(node, graph, 7, "y_zp")[0]),
                                      qmin, qmax, options.requant,
                                      collapse=not b_zp.per_column)
-    mode = "ireq" if options.requant == "int" else "freq"
+    mode = options.requant_suffix
     if options.kernels == "fast" and b.name in graph.constants and len(b.shape) == 2 and \
             not b_zp.batched:
         weights = fc_weights(graph.constants[b.name], b_zp.values, trans_b=False)
@@ -297,14 +297,22 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
                           int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
                           b_zp.batched, None, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
-    mode = "ireq" if options.requant == "int" else "freq"
+    mode = options.requant_suffix
     return [_gemm_call(node, a, b, y, mode, params, arrays, shape)]
+
+
+MATMUL_SLOTS = ProductSlots(0, 3, 5, 7)
+
+
+def fully_connected(node: Node) -> str:
+    return "fc"
 
 
 register(OpDef("QLinearMatMul", "", infer_qlinear_matmul, lower_qlinear_matmul,
                versions=(10, 21), constant_inputs=frozenset({1, 2, 4, 5, 6, 7}),
                data_dtypes=frozenset(INT8_TYPES), absorbs_clamp=True,
-               export=export_product(ProductSlots(0, 3, 5, 7))))
+               product=MATMUL_SLOTS, export=export_product(MATMUL_SLOTS),
+               wide_weights=fully_connected))
 
 
 
@@ -355,7 +363,7 @@ def lower_matmul_integer(node: Node, graph: Graph, spec: object,
 
 register(OpDef("MatMulInteger", "", infer_matmul_integer, lower_matmul_integer,
                versions=(10,), constant_inputs=frozenset({2, 3}),
-               data_dtypes=frozenset(INT8_TYPES)))
+               data_dtypes=frozenset(INT8_TYPES), product=ProductSlots(0, 1, 3)))
 
 
 # ------------------------------------------------------------------ QGemm
@@ -464,7 +472,7 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         y_zp_value = int(scalar_constant(node, graph, 8, "y_zp")[0])
         requant, arrays = requant_params(node, scale, y_zp_value, qmin, qmax, options.requant,
                                          collapse=not b_zp.per_column)
-        mode = "ireq" if options.requant == "int" else "freq"
+        mode = options.requant_suffix
     c_value = constant_input(node, graph, 6, "C") if node.input(6) is not None else None
     n = layout.shape.n
     column_bias = c_value is None or c_value.shape in ((), (1,), (n,), (1, n))
@@ -488,11 +496,13 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
     return [_gemm_call(node, a, b, y, mode, params, arrays, layout.shape)]
 
 
+QGEMM_SLOTS = ProductSlots(0, 3, 5, 8, bias=6)
 register(OpDef("QGemm", "com.microsoft", infer_qgemm, lower_qgemm,
                constant_inputs=frozenset({1, 2, 4, 5, 6, 7, 8}),
                data_dtypes=frozenset(INT8_TYPES), absorbs_clamp=True,
                # y_scale at 7; without it, a float output
-               export=export_product(ProductSlots(0, 3, 5, 8))))
+               product=QGEMM_SLOTS, export=export_product(QGEMM_SLOTS),
+               wide_weights=fully_connected))
 
 
 # ------------------------------------------------------------------ MatMulIntegerToFloat
@@ -543,7 +553,7 @@ def lower_matmul_integer_to_float(node: Node, graph: Graph, spec: object,
 
 register(OpDef("MatMulIntegerToFloat", "com.microsoft", infer_matmul_integer_to_float,
                lower_matmul_integer_to_float, constant_inputs=frozenset({2, 3, 4, 5, 6}),
-               data_dtypes=frozenset(INT8_TYPES)))
+               data_dtypes=frozenset(INT8_TYPES), product=ProductSlots(0, 1, 5)))
 
 
 def build_matmul(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantized,
@@ -749,8 +759,13 @@ def gemm_unfused_hint(node: Node) -> str:
     return GENERIC_UNFUSED
 
 
+def gemm_weight_axis(node: Node) -> int:
+    """B's output-feature axis: 1, or 0 when transB."""
+    return 1 if int(node.attrs.get("transB", 0)) == 0 else 0
+
+
 register(OpDef("Gemm", "", infer_float_gemm, lower_float_gemm, versions=(7, 9, 11, 13),
-               data_dtypes=FLOAT_TYPES, float_island=True,
+               data_dtypes=FLOAT_TYPES, float_island=True, weight_bias_axis=gemm_weight_axis,
                fusion=Fusion("QGemm", MS, build_gemm, _gemm_attrs, dequantized_inputs=2,
                              product=True, unfused_hint=gemm_unfused_hint,
                              float_output=FloatOutputFusion("QGemm", MS,

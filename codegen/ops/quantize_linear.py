@@ -14,7 +14,7 @@ from codegen.core.ir import ONNX_TO_DTYPE, Graph, Node, Tensor
 from codegen.core.program import CArray, ComputedConstant, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
 
-from . import Inferred, LoweringOptions, OpDef, register
+from . import ELEMENTWISE_ROWS, BandRule, Inferred, LoweringOptions, OpDef, RowAccess, register
 from ._common import (
     attr_int,
     check_dtype,
@@ -123,9 +123,20 @@ def lower_quantize_linear(node: Node, graph: Graph, spec: object,
     return [_qdq_call(node, graph, "q8_quantize_linear", SOURCES_Q)]
 
 
+def quantize_row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
+    """Reads the float input (--io float: the caller's) a band at a time, so that the
+    quantized input is never whole; not with a scale per row (axis 0, 2 or 3)."""
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    scale = graph.constants.get(node.inputs[1])
+    per_row_axis = scale is not None and scale.size > 1 and \
+        int(node.attrs.get("axis", 1)) % 4 in (0, 2, 3)
+    return None if per_row_axis or x.shape != y.shape else {0: ELEMENTWISE_ROWS}
+
+
 register(OpDef("QuantizeLinear", "", infer_quantize_linear, lower_quantize_linear,
                versions=(10, 13, 19, 21, 23, 24, 25), constant_inputs=frozenset({1, 2}),
-               data_dtypes=frozenset({"float32"})))
+               data_dtypes=frozenset({"float32"}),
+               bands=BandRule((0,), quantize_row_access, input_dtypes=("float32",))))
 
 
 # -------------------------------------------------------------- DequantizeLinear

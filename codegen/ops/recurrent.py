@@ -224,8 +224,14 @@ def lower_gru(node: Node, graph: Graph, spec: object,
                        scratch_bytes=4 * 6 * h)]
 
 
+def exp_traits(node: Node, graph: Graph) -> frozenset[str]:
+    """"expf" where an activation is one ORT computes with the C library's expf."""
+    uses_exp = any(str(a).lower() in EXP_ACTIVATIONS for a in node.attrs.get("activations", ()))
+    return frozenset({"expf"}) if uses_exp else frozenset()
+
+
 register(OpDef("GRU", "", infer_gru, lower_gru, versions=(7, 14, 22), data_dtypes=FLOAT_TYPES,
-               float_island=True))
+               float_island=True, ort_traits=exp_traits))
 
 
 # LSTM: the same DeepCPU structure (uni_directional_lstm.cc), gates i, o, f, c.
@@ -265,4 +271,4 @@ def lower_lstm(node: Node, graph: Graph, spec: object,
 
 
 register(OpDef("LSTM", "", infer_lstm, lower_lstm, versions=(7, 14, 22),
-               data_dtypes=FLOAT_TYPES, float_island=True))
+               data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=exp_traits))

@@ -121,9 +121,14 @@ def lower_reduce(node: Node, graph: Graph, spec: object,
                        (y.name,), params, (), SOURCES)]
 
 
+def summation_traits(node: Node, graph: Graph) -> frozenset[str]:
+    return frozenset({f"sums-{summation_order(node, graph)}"})
+
+
 for _op, _versions in (("ReduceMean", (1, 11, 13, 18)), ("ReduceSum", (1, 11, 13))):
     register(OpDef(_op, "", infer_reduce, lower_reduce, versions=_versions,
-                   constant_inputs=frozenset({1}), data_dtypes=FLOAT_TYPES, float_island=True))
+                   constant_inputs=frozenset({1}), data_dtypes=FLOAT_TYPES, float_island=True,
+                   ort_traits=summation_traits))
 for _op in ("ReduceMax", "ReduceMin"):
     register(OpDef(_op, "", infer_reduce, lower_reduce, versions=(1, 11, 12, 13, 18, 20),
                    constant_inputs=frozenset({1}),

@@ -16,7 +16,6 @@ from onnx import helper
 from codegen.arith.numerics import quantize_like_mlas, table_inputs
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Alias, CArray, CRef, CStruct, KernelCall
-from codegen.views.exporter import Writer
 
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import (
@@ -27,6 +26,7 @@ from ._common import (
     reject_unknown_attrs,
     scalar_constant,
 )
+from ._export import Writer
 from .clamp import clamp_output_table
 
 DOMAIN = "ai.onnx2mcu"

@@ -13,18 +13,13 @@ input is read). The outputs' shapes and quantization are the ones the pass gave 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-
-import numpy as np
 
 from codegen.core.ir import Graph, Node, Tensor, itemsize
-from codegen.core.program import CArray, CInts, CRef, CStruct, KernelCall, RowsRead
+from codegen.core.program import CStruct, KernelCall, RowsRead
 from codegen.errors import ModelError
 
-from . import Inferred, LoweringOptions, OpDef, register
-from ._common import kernel_suffix
+from . import BAND_DOMAIN, Inferred, LoweringOptions, OpDef, register
 
-DOMAIN = "onnx2mcu"
 SOURCES = ("rows.c",)
 FIELDS = ("src_first", "dst_first", "count", "pad")
 
@@ -80,64 +75,4 @@ def lower_rows(node: Node, graph: Graph, spec: object,
 
 
 for _op in ("RowsWindow", "RowsPlace"):
-    register(OpDef(_op, DOMAIN, infer_rows, lower_rows))
-
-
-# A depthwise 3x3 band reading its window's rows straight from the bands of the layer
-# before (codegen/transform/bands.py gathers no window buffer for it): QLinearConv's inputs
-# with the first band in place of x and the others after B, and the attributes of its
-# band plus GATHER_ATTRS: window_rows, and per window row its band (row_source, -1:
-# padding) and its row in that band (row_index).
-GATHER_ATTRS = ("window_rows", "row_source", "row_index")
-GATHER_SOURCES = 3
-CONV_INPUTS = 9
-
-
-def gather_sources(node: Node) -> tuple[str, ...]:
-    return (node.inputs[0], *node.inputs[CONV_INPUTS:])
-
-
-def lower_conv_gather(node: Node, graph: Graph, spec: object,
-                      options: LoweringOptions) -> Sequence[KernelCall]:
-    from .qlinear_conv import lower_qlinear_conv, padded_scratch_bytes
-
-    sources = gather_sources(node)
-    band = graph.tensors[sources[0]]
-    n, c, _, w = band.shape
-    window = Tensor(f"{node.outputs[0]}@window", band.dtype,
-                    (n, c, int(node.attrs["window_rows"]), w), band.quant)
-    conv = replace(node, op_type="QLinearConv", domain="",
-                   inputs=(window.name, *node.inputs[1:CONV_INPUTS]),
-                   attrs={k: v for k, v in node.attrs.items() if k not in GATHER_ATTRS})
-    # Without the DSP choice: the two-row kernel's parameters are not the padded one's.
-    calls = lower_qlinear_conv(conv, replace(graph, tensors={**graph.tensors,
-                                                             window.name: window}),
-                               spec, replace(options, dsp=False))
-    if len(calls) != 1 or not isinstance(calls[0], KernelCall) or \
-            "_3x3_" not in calls[0].function:
-        raise ModelError(f"{node.describe()}: a gathered window needs the depthwise 3x3 "
-                         f"kernel, not {[getattr(c, 'function', c) for c in calls]}")
-    call = calls[0]
-    assert call.params is not None
-    rows_of = [graph.tensors[s].shape[2] for s in sources]
-    params = CStruct("q8_dwconv_gather_params", (
-        ("conv", call.params), ("row_source", CRef("row_source")),
-        ("row_index", CRef("row_index")),
-        ("source_rows", CInts(tuple(rows_of + [0] * (GATHER_SOURCES - len(rows_of)))))))
-    arrays = (*call.arrays,
-              CArray("row_source", "int8_t", np.asarray(node.attrs["row_source"], np.int8)),
-              CArray("row_index", "int16_t", np.asarray(node.attrs["row_index"], np.int16)))
-    fields = dict(call.params.fields)
-    strides = (int(fields["stride_h"]), int(fields["stride_w"]))  # type: ignore[arg-type]
-    mode = "ireq" if options.requant == "int" else "freq"
-    padded_sources = (*sources, *[sources[0]] * (GATHER_SOURCES - len(sources)))
-    return [replace(call, function=f"q8_dwconv_{kernel_suffix(band.dtype)}_3x3_gather_{mode}",
-                    inputs=padded_sources, params=params, arrays=arrays,
-                    sources=("dwconv_3x3_gather.c",),
-                    scratch_bytes=padded_scratch_bytes(graph.tensors[node.outputs[0]].shape,
-                                                       strides),
-                    overlap=None)]
-
-
-register(OpDef("QLinearConvGather", DOMAIN, infer_rows, lower_conv_gather,
-               band_of=("QLinearConv", "")))
+    register(OpDef(_op, BAND_DOMAIN, infer_rows, lower_rows))

@@ -16,9 +16,8 @@ from codegen.arith.numerics import softmax_exp_table, softmax_output_multiplier
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
-from codegen.frontend.importer import operator_version
 
-from . import Fusion, Inferred, LoweringOptions, OpDef, register
+from . import Fusion, Inferred, LoweringOptions, OpDef, operator_version, register
 from ._common import (
     attr_int,
     check_dtype,

@@ -17,7 +17,6 @@ from codegen.arith.numerics import leaky_relu_table, mlas_logistic, mlas_tanh, s
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
-from codegen.views.exporter import Writer
 
 from . import Fusion, Inferred, LoweringOptions, OpDef, register
 from ._common import (
@@ -33,6 +32,7 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from ._export import Writer
 from ._float import FLOAT_TYPES, f32, infer_float_unary
 from ._qdq import build_unary
 from .clamp import clamp_output_table

@@ -13,7 +13,7 @@ from codegen.core.ir import Graph, Node, Tensor, itemsize
 from codegen.core.program import Alias, CInts, CStruct, KernelCall, Overlap
 from codegen.errors import ModelError, UnsupportedError
 
-from . import Inferred, LoweringOptions, OpDef, register
+from . import ELEMENTWISE_ROWS, BandRule, Inferred, LoweringOptions, OpDef, RowAccess, register
 from ._common import attr_ints, input_tensor, reject_unknown_attrs
 
 MAX_RANK = 8
@@ -100,6 +100,16 @@ def lower_transpose(node: Node, graph: Graph, spec: object,
                        ("transpose.c",))]
 
 
+# An exporter's input transpose, NHWC -> NCHW: its output row r is its input's row r, a
+# contiguous run of W x C values.
+NHWC_TO_NCHW = [0, 3, 1, 2]
+
+
+def transpose_row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
+    return {0: ELEMENTWISE_ROWS} if list(node.attrs.get("perm", [])) == NHWC_TO_NCHW else None
+
+
 register(OpDef("Transpose", "", infer_transpose, lower_transpose,
                versions=(1, 13, 21, 23, 24, 25), moves_values=True, ort_propagates=True,
-               integer_only_propagates=True))
+               integer_only_propagates=True,
+               bands=BandRule((0,), transpose_row_access, rows_axis=1)))

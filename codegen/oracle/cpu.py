@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from codegen import ops
 from codegen.core.ir import Graph, Node
 from codegen.errors import OptionError
 
@@ -298,18 +299,16 @@ class FamilyUse:
 def _summation_order(node: Node, graph: Graph) -> str:
     """ReduceMean/ReduceSum's order ("rows", "leading", "inner"); "rows" for a table that
     tabulates one (it has no axes of its own)."""
-    if node.op_type not in ("ReduceMean", "ReduceSum"):
-        return "rows"
-    from codegen.ops.reduce import summation_order  # the operator module owns the rule
-    return summation_order(node, graph)
+    traits = ops.ort_traits(node, graph)
+    return next((order for order in ("leading", "inner") if f"sums-{order}" in traits),
+                "rows")
 
 
 def _calls_glibc_fma(node: Node, graph: Graph) -> bool:
     """Pow by an exponent ORT does not square or cube (a table's Pow: assumed so), or a
     GRU/LSTM with an activation ORT computes with expf."""
     if node.op_type in ("GRU", "LSTM"):
-        from codegen.ops.recurrent import EXP_ACTIVATIONS  # the operator module owns the list
-        return any(str(a).lower() in EXP_ACTIVATIONS for a in node.attrs.get("activations", ()))
+        return "expf" in ops.ort_traits(node, graph)
     if node.op_type != "Pow":
         return True
     value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from codegen.core.dataset import conform_arrays, model_input_specs, split_samples
 from codegen.errors import ModelError, OptionError, OutputError
 from codegen.frontend.importer import load_model
-from codegen.views.refusal import QUANTIZED_OPS, is_float_model
+from codegen.frontend.model_kind import QUANTIZED_OPS, is_float_model
 
 QUANT_FORMATS = ("qdq", "qoperator")
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")

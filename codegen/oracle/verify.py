@@ -21,6 +21,7 @@ import onnx
 from numpy.typing import NDArray
 from onnx import helper, numpy_helper
 
+from codegen import ops
 from codegen.core.ir import QUANT_RANGE, Graph, Node, Tensor
 from codegen.errors import Onnx2McuError
 
@@ -102,26 +103,18 @@ def ort_saturates_u8s8() -> bool:
     return cpu_profile().u8s8_saturates
 
 
-# Operators whose ORT kernel is MLAS's u8 x s8 GEMM: op -> (B slot, B zero point slot).
-U8S8_B_SLOTS = {("", "QLinearConv"): (3, 5), ("", "QLinearMatMul"): (3, 5),
-                ("", "MatMulInteger"): (1, 3), ("com.microsoft", "QGemm"): (3, 5),
-                ("com.microsoft", "MatMulIntegerToFloat"): (1, 5)}
-
-
 def u8s8_nodes(graph: Graph) -> list[str]:
-    """Nodes whose ORT kernel multiplies uint8 activations by int8 weights."""
+    """Nodes whose ORT kernel multiplies uint8 activations by int8 weights (the integer
+    products, OpDef.product: MLAS's u8 x s8 GEMM)."""
     names = []
     for node in graph.nodes:
-        slots = U8S8_B_SLOTS.get((node.domain, node.op_type))
+        slots = ops.product_slots(node)
         if slots is None:
             continue
-        a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[slots[0]]]
+        a, b = graph.tensors[node.inputs[slots.a]], graph.tensors[node.inputs[slots.b]]
         if a.dtype == "uint8" and b.dtype == "int8":
             names.append(node.name)
     return names
-
-
-FLOAT_WEIGHT_TARGETS = {"Conv": ("QLinearConv", 8), "Gemm": ("QGemm", 6)}
 
 
 def weights_quantized_by_ort(model: onnx.ModelProto, graph: Graph) -> dict[str, Node]:
@@ -132,14 +125,18 @@ def weights_quantized_by_ort(model: onnx.ModelProto, graph: Graph) -> dict[str, 
     fused = {n.name: n for n in graph.nodes if n.name in set(u8s8_nodes(graph))}
     found = {}
     for node in model.graph.node:
-        target = FLOAT_WEIGHT_TARGETS.get(node.op_type)
         ir = fused.get(node.name)
-        if node.domain or target is None or ir is None or ir.op_type != target[0] or \
-                len(node.input) < 2:
+        float_node = Node(node.name, node.op_type, node.domain, tuple(node.input),
+                          tuple(node.output))
+        fusion = ops.fusion_of(float_node)
+        slots = ops.product_slots(ir) if ir is not None else None
+        if node.domain or ir is None or slots is None or fusion is None or \
+                ir.op_type != fusion.target or len(node.input) < 2 or \
+                ops.weight_bias_axis(float_node) is None:
             continue
         w = initializers.get(node.input[1])
         if w is not None and w.data_type == onnx.TensorProto.FLOAT and \
-                tuple(w.dims) == graph.constants[ir.inputs[3]].shape:
+                tuple(w.dims) == graph.constants[ir.inputs[slots.b]].shape:
             found[node.name] = ir
     return found
 
@@ -151,8 +148,11 @@ def dequantized_u8_weights(node: onnx.NodeProto, graph: Graph, ir: Node,
     integers as uint8 (+128, zero point +128) behind a DequantizeLinear, and the int32
     bias it would compute behind another (scale x_scale * w_scale): the same unit, which
     ORT then fuses as u8 x u8 and computes exactly. `node`'s inputs are redirected."""
-    w_q = graph.constants[ir.inputs[3]]
-    w_scale, w_zp = graph.constants[ir.inputs[4]], graph.constants[ir.inputs[5]]
+    slots = ops.product_slots(ir)
+    assert slots is not None
+    w_q = graph.constants[ir.inputs[slots.b]]
+    w_scale = graph.constants[ir.inputs[slots.b + 1]]
+    w_zp = graph.constants[ir.inputs[slots.b_zero_point]]
     names = [fresh(f"{node.name}__w_u8"), fresh(f"{node.name}__w_scale"),
              fresh(f"{node.name}__w_zp_u8")]
     initializers = [numpy_helper.from_array((w_q.astype(np.int16) + 128).astype(np.uint8),
@@ -163,8 +163,9 @@ def dequantized_u8_weights(node: onnx.NodeProto, graph: Graph, ir: Node,
     w_out = fresh(f"{node.name}__w_dq")
     nodes = [helper.make_node("DequantizeLinear", names, [w_out])]
     node.input[1] = w_out
-    bias_slot = FLOAT_WEIGHT_TARGETS[node.op_type][1]
-    if len(node.input) > 2 and node.input[2] and ir.input(bias_slot) is not None:
+    bias_slot = slots.bias
+    if len(node.input) > 2 and node.input[2] and bias_slot is not None and \
+            ir.input(bias_slot) is not None:
         bias = graph.constants[ir.inputs[bias_slot]]
         x_scale = graph.constants[ir.inputs[1]].astype(np.float32).reshape(-1)[0]
         b_name, b_scale, b_out = (fresh(f"{node.name}__b_i32"), fresh(f"{node.name}__b_scale"),
@@ -185,8 +186,9 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     u8 unit). Constant or computed B alike."""
     b_names = set()
     for node in graph.nodes:
-        if node.name in set(u8s8_nodes(graph)):
-            b_names.add(node.inputs[U8S8_B_SLOTS[(node.domain, node.op_type)][0]])
+        product = ops.product_slots(node)
+        if node.name in set(u8s8_nodes(graph)) and product is not None:
+            b_names.add(node.inputs[product.b])
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(model)
     g = rewritten.graph
@@ -212,13 +214,15 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
             g.initializer.extend(initializers)
             converted.append(node)
             continue
-        slots = U8S8_B_SLOTS.get((node.domain, node.op_type))
+        product = ops.product_slots(Node(node.name, node.op_type, node.domain, (), ()))
+        b_slots = (product.b, product.b_zero_point) if product is not None else None
         if node.op_type == "DequantizeLinear" and not node.domain:
-            slots = (0, 2)
-        if slots is None or len(node.input) <= slots[0] or node.input[slots[0]] not in b_names:
+            b_slots = (0, 2)
+        if b_slots is None or len(node.input) <= b_slots[0] or \
+                node.input[b_slots[0]] not in b_names:
             converted.append(node)
             continue
-        b_slot, zp_slot = slots
+        b_slot, zp_slot = b_slots
         b = node.input[b_slot]
         wide, moved, b_u8 = fresh(f"{b}__i32"), fresh(f"{b}__moved"), fresh(f"{b}__u8")
         converted += [
@@ -557,8 +561,6 @@ def cpu_notes(graph: Graph, profile: CpuProfile) -> CpuNotes:
     """A short note on the float islands, and one per kernel family (codegen.oracle.cpu) that
     ORT computes with other kernels on this CPU; the details name the profile and say,
     for every family the graph uses, whether ORT runs the kernels the C follows."""
-    from codegen import ops
-
     islands = [n for n in graph.nodes if (opdef := ops.lookup(n)) is not None
                and opdef.float_island]
     notes = [f"{len(islands)} float island(s) computed in float32 as ORT's x86-64 kernels "

@@ -30,39 +30,15 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from codegen import ops
 from codegen.core.ir import Graph, Node, Tensor
-from codegen.errors import ModelError
-from codegen.ops._geometry import sliding_window
-from codegen.ops.qlinear_conv import conv_groups, conv_window, is_depthwise_3x3
-from codegen.ops.rows import CONV_INPUTS, DOMAIN, GATHER_SOURCES
+from codegen.core.pattern import is_op
+from codegen.ops import BAND_DOMAIN as DOMAIN
+from codegen.ops import ELEMENTWISE_ROWS as ELEMENTWISE
+from codegen.ops import RowAccess
 
-# The operators a band can run, and the inputs each reads a window of rows of.
-BAND_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
-    ("QLinearConv", ""): (0,),
-    ("QLinearAdd", "com.microsoft"): (0, 3),
-    # NHWC -> NCHW (an exporter's input transpose): its output row r is its input's
-    # row r, a contiguous run of W x C values.
-    ("Transpose", ""): (0,),
-    ("QuantizeLinear", ""): (0,),
-}
-NHWC_TO_NCHW = [0, 3, 1, 2]
-# The input whose zero point pads a convolution's window (x_zero_point).
-CONV_ZERO_POINT = 2
 # Output rows per band that the search tries.
 BAND_ROWS = (1, 2, 4)
-
-
-@dataclass(frozen=True)
-class RowAccess:
-    """How a node reads an input along H: output row j reads input rows
-    [j * stride - pad, j * stride - pad + kernel)."""
-
-    kernel: int
-    stride: int
-    pad: int
-
-
-ELEMENTWISE = RowAccess(1, 1, 0)
 
 
 def is_band_tensor(t: Tensor | None, dtypes: tuple[str, ...] = ("int8", "uint8")) -> bool:
@@ -70,45 +46,27 @@ def is_band_tensor(t: Tensor | None, dtypes: tuple[str, ...] = ("int8", "uint8")
 
 
 def row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
-    """How the node reads each of its activation inputs along H; None: it cannot run in
-    bands (another operator, a constant or missing activation, other than 4-D 8-bit
-    tensors, dilation, an elementwise broadcast)."""
-    slots = BAND_INPUTS.get((node.op_type, node.domain))
-    if slots is None or len(node.outputs) != 1:
+    """How the node reads each of its activation inputs along H (its operator's
+    OpDef.bands); None: it cannot run in bands (another operator, a constant or missing
+    activation, other than 4-D tensors of one batch, its own conditions)."""
+    rule = ops.band_rule(node)
+    if rule is None or len(node.outputs) != 1:
         return None
+    slots = rule.inputs
     y = graph.tensors.get(node.outputs[0])
     xs = [graph.tensors.get(node.inputs[i]) if i < len(node.inputs) else None for i in slots]
-    # A QuantizeLinear reads the float input (--io float: the caller's), a band at a time:
-    # the quantized input is then never whole.
-    x_dtypes = ("float32",) if node.op_type == "QuantizeLinear" else ("int8", "uint8")
-    if not is_band_tensor(y) or not all(is_band_tensor(x, x_dtypes) for x in xs):
+    if not is_band_tensor(y) or not all(is_band_tensor(x, rule.input_dtypes) for x in xs):
         return None
     if any(name and name not in graph.constants
            for i, name in enumerate(node.inputs) if i not in slots):
         return None
-    assert y is not None
-    if node.op_type == "Transpose":
-        return {0: ELEMENTWISE} if list(node.attrs.get("perm", [])) == NHWC_TO_NCHW else None
-    if node.op_type == "QuantizeLinear":
-        scale = graph.constants.get(node.inputs[1])
-        per_row_axis = scale is not None and scale.size > 1 and \
-            int(node.attrs.get("axis", 1)) % 4 in (0, 2, 3)
-        return None if per_row_axis or xs[0] is None or xs[0].shape != y.shape \
-            else {0: ELEMENTWISE}
-    if node.op_type == "QLinearAdd":
-        return {i: ELEMENTWISE for i in slots} if all(
-            x is not None and x.shape == y.shape for x in xs) else None
-    x, w = xs[0], graph.constants.get(node.inputs[3])
-    if x is None or w is None or w.ndim != 4 or len(node.inputs) < 3:
-        return None
-    try:
-        window = sliding_window(node, x.shape, tuple(w.shape[2:]), is_conv=True)
-    except ModelError:
-        return None
-    if window.dilations != (1, 1) or min(window.pads_begin[1], window.pads_end[1]) < 0 or \
-            window.output[0] != y.shape[2]:
-        return None
-    return {0: RowAccess(window.kernel[0], window.strides[0], window.pads_begin[0])}
+    return rule.access(node, graph)
+
+
+def rows_axis(node: Node) -> int:
+    """The axis of the node's inputs along which it reads rows (OpDef.bands)."""
+    rule = ops.band_rule(node)
+    return rule.rows_axis if rule is not None else 2
 
 
 def readers_of(graph: Graph, tensor: str) -> list[Node]:
@@ -224,9 +182,9 @@ def plan_block(graph: Graph, start: int, end: int, rows: int,
     accesses = [a for a in access if a is not None]
     inside = {n.name for n in nodes}
     produced = [n.outputs[0] for n in nodes]
-    transposed = {n.inputs[0] for n in nodes if n.op_type == "Transpose"}
+    transposed = {n.inputs[0] for n in nodes if rows_axis(n) == 1}
     if transposed & set(produced) or any(
-            n.op_type != "Transpose" and transposed & set(n.inputs) for n in nodes):
+            rows_axis(n) != 1 and transposed & set(n.inputs) for n in nodes):
         return None  # an NHWC tensor is read a row of W x C values at a time, only
     outputs = [t for t in produced if t in graph.outputs or
                any(r.name not in inside for r in readers_of(graph, t))]
@@ -245,27 +203,24 @@ def plan_block(graph: Graph, start: int, end: int, rows: int,
 
 
 def reads_bands(node: Node, graph: Graph) -> bool:
-    """A depthwise 3x3 convolution: its kernel copies each channel's rows into a padded
-    plane anyway, so it can take them from the bands that hold them."""
-    if node.op_type != "QLinearConv" or node.domain:
-        return False
-    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    w = graph.constants[node.inputs[3]]
-    groups = conv_groups(node, x.shape, w.shape)
-    # One channel is a group-1 convolution, which the im2col kernels take.
-    return groups > 1 and is_depthwise_3x3(x, y, conv_window(node, x.shape, w.shape), groups)
+    """Its operator has a form that reads its window's rows from the bands holding them
+    (a depthwise 3x3 convolution's kernel copies each plane's rows anyway)."""
+    rule = ops.band_rule(node)
+    return rule is not None and rule.gathers is not None and rule.gathers(node, graph)
 
 
 def block_pads(graph: Graph, nodes: Sequence[Node],
                access: Sequence[dict[int, RowAccess]]) -> dict[str, int] | None:
-    """The byte each tensor's windows are padded with: the x_zero_point of the
-    convolutions reading it (None where two disagree); elementwise readers never use it."""
+    """The byte each tensor's windows are padded with: the one its readers pad with
+    (a convolution's x_zero_point; None where two disagree); elementwise readers never
+    use it."""
     values: dict[str, set[int]] = {}
     for node, reads in zip(nodes, access, strict=True):
+        rule = ops.band_rule(node)
         for slot in reads:
             seen = values.setdefault(node.inputs[slot], set())
-            if node.op_type == "QLinearConv":
-                seen.add(int(graph.constants[node.inputs[CONV_ZERO_POINT]].reshape(-1)[0]))
+            if rule is not None and rule.pad_value is not None:
+                seen.add(rule.pad_value(node, graph))
     pads: dict[str, int] = {}
     for tensor, seen in values.items():
         if len(seen) > 1:
@@ -333,7 +288,7 @@ class Rewriter:
         node, access = self.plan.nodes[index], self.plan.access[index][w.slot]
         tensor = node.inputs[w.slot]
         if tensor not in self.plan.producer:  # a whole tensor computed before the block
-            axis = 1 if node.op_type == "Transpose" else 2
+            axis = rows_axis(node)
             height = self.graph.tensors[tensor].shape[axis]
             return self.window(tensor, tensor, w.first, w.rows, height, label, axis)
         bands = self.bands_of(tensor, w)
@@ -358,19 +313,18 @@ class Rewriter:
         (w,) = event.windows
         tensor = node.inputs[0]
         bands = self.bands_of(tensor, w)
-        if not 0 < len(bands) <= GATHER_SOURCES:
+        rule = ops.band_rule(node)
+        assert rule is not None and rule.gathered is not None
+        if not 0 < len(bands) <= rule.gathered_sources:
             return None
         source, index = [], []
         for row in range(w.first, w.first + w.rows):
             held = [i for i, b in enumerate(bands) if b.first <= row < b.first + b.real]
             source.append(held[0] if held else -1)
             index.append(row - bands[held[0]].first if held else 0)
-        conv_inputs = [*node.inputs, *[""] * (CONV_INPUTS - len(node.inputs))]
-        inputs = (bands[0].name, *conv_inputs[1:CONV_INPUTS], *[b.name for b in bands[1:]])
         attrs = {**self.plan.attrs[event.node], "window_rows": w.rows,
                  "row_source": source, "row_index": index}
-        return replace(node, op_type="QLinearConvGather", domain=DOMAIN, inputs=inputs,
-                       attrs=attrs)
+        return rule.gathered(node, [b.name for b in bands], attrs)
 
     def gather(self, tensor: str, bands: Sequence[Band], w: Window, label: str) -> str:
         """A window of rows [w.first, w.first + w.rows) of a tensor the block computes:
@@ -441,17 +395,12 @@ def reads_all_of(access: RowAccess, rows: int, band: int) -> bool:
 
 
 def band_attrs(node: Node, graph: Graph) -> dict[str, Any]:
-    """The node's attributes for a band: a convolution's explicit pads without those
-    above and below (its window holds them)."""
-    attrs = dict(node.attrs)
-    if node.op_type != "QLinearConv":
-        return attrs
-    x = graph.tensors[node.inputs[0]]
-    w = graph.constants[node.inputs[3]]
-    window = sliding_window(node, x.shape, tuple(w.shape[2:]), is_conv=True)
-    attrs.pop("auto_pad", None)
-    attrs["pads"] = [0, window.pads_begin[1], 0, window.pads_end[1]]
-    return attrs
+    """The node's attributes for a band (a convolution's explicit pads without those
+    above and below: its window holds them)."""
+    rule = ops.band_rule(node)
+    if rule is None or rule.band_attrs is None:
+        return dict(node.attrs)
+    return rule.band_attrs(node, graph)
 
 
 def band_block(graph: Graph, plan: BlockPlan) -> Graph:
@@ -482,7 +431,7 @@ def release_steps(graph: Graph, size: Callable[[str], int]) -> dict[int, int]:
     for name, readers in reads.items():
         if name in graph.outputs or not size(name):
             continue
-        if all(n.domain == DOMAIN and n.op_type == "RowsWindow" for _, n in readers):
+        if all(is_op(n, "RowsWindow", DOMAIN) for _, n in readers):
             rows = graph.tensors[name].shape[int(readers[0][1].attrs.get("rows_axis", 2))]
             death = [born.get(name, 0)] * rows
             for step, n in readers:
@@ -515,8 +464,7 @@ def live_profile(graph: Graph) -> tuple[int, int]:
     live = sum(size(name) for name in graph.inputs)
     peak, at = live, 0
     for step, node in enumerate(graph.nodes):
-        carried = node.domain == DOMAIN and node.op_type == "RowsPlace" and \
-            len(node.inputs) == 2
+        carried = is_op(node, "RowsPlace", DOMAIN) and len(node.inputs) == 2
         added = sum(size(o) for o in node.outputs) - (size(node.inputs[0]) if carried else 0)
         live += added
         if live > peak:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from codegen import ops
 from codegen.core.ir import Graph, Node
 from codegen.core.pattern import Index, float_node, fresh_name
 
@@ -79,24 +80,22 @@ def _conv_add(graph: Graph, index: Index, add: Node) -> Graph | None:
     runs an NCHWc kernel, has no fused activation and no other reader, and both addends
     are NCHWc tensors of one shape; the first such Conv among the Add's inputs takes the
     other addend as its Sum."""
-    from codegen.ops.qlinear_conv import conv_is_nchwc, nchwc_layout
-
     if not float_node(add, "Add") or len(add.inputs) != 2 or \
             len({graph.tensors[t].shape for t in add.inputs}) != 1:
         return None
     for n in (0, 1):
         conv = index.producer.get(add.inputs[n])
-        if conv is None or not float_node(conv, "Conv") or not conv_is_nchwc(conv, graph) or \
+        if conv is None or not float_node(conv, "Conv") or not ops.runs_nchwc(conv, graph) or \
                 index.only_reader(conv.outputs[0]) is not add or \
                 conv.outputs[0] in index.outputs:
             continue
         other = add.inputs[1 - n]
-        if nchwc_layout(graph, index, other) is not True:
+        if ops.nchwc_layout(graph, index, other) is not True:
             return None
         inputs = (*conv.inputs[:2], conv.input(2) or "", other)
-        fused = Node(add.name, "ConvAdd", "ai.onnx2mcu", inputs, add.outputs,
+        fused = Node(add.name, "ConvAdd", ops.OWN_DOMAIN, inputs, add.outputs,
                      dict(conv.attrs), 1)
-        graph.opsets.setdefault("ai.onnx2mcu", 1)
+        graph.opsets.setdefault(ops.OWN_DOMAIN, 1)
         if not validated(fused, graph):
             return None
         nodes = [fused if n_ is add else n_ for n_ in graph.nodes if n_ is not conv]

@@ -26,6 +26,7 @@ from codegen.core.pattern import (
     dtype_of,
     float_node,
     fresh_name,
+    is_quantize,
     new_constant,
     per_tensor,
     qparams,
@@ -342,7 +343,7 @@ def _fuse_float_output(graph: Graph, index: Index, node: Node, fusion: Fusion,
     """DQ inputs -> op with no QuantizeLinear after: what ORT still fuses it into
     (Gemm and MatMul: a QGemm with float output, a MatMulIntegerToFloat)."""
     rule = fusion.float_output
-    if rule is None or any(reader.op_type == "QuantizeLinear" for reader in
+    if rule is None or any(is_quantize(reader) for reader in
                            index.readers.get(node.outputs[0], [])):
         return None
     inputs = rule.build(graph, node, dqs, None, integer_only)

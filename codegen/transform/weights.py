@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from codegen import ops
 from codegen.arith.numerics import quantize_like_mlas
 from codegen.core.ir import Graph, Node
 from codegen.core.pattern import Index, dequantized, float_node, fresh_name, new_constant
@@ -26,7 +27,6 @@ from ._graph import validated
 from .qdq import rewrite_all
 
 F32 = np.float32
-TARGETS = ("Conv", "ConvTranspose", "Gemm")
 
 
 def no_branch_path_to_quantize(node: Node, index: Index) -> bool:
@@ -55,17 +55,9 @@ def weight_quantization(values: NDArray[Any]) -> tuple[np.float32, int]:
     return scale, zero_point
 
 
-def _expected_axis(node: Node) -> int:
-    """The weights' output-channel axis, along which a per-channel bias goes."""
-    if node.op_type == "Gemm":
-        return 1 if int(node.attrs.get("transB", 0)) == 0 else 0
-    if node.op_type == "ConvTranspose":
-        return 1  # [C_in, C_out / group, k...] (measured: ORT 1.32 quantizes the bias)
-    return 0
-
-
 def _quantize_weights_and_bias(graph: Graph, index: Index, node: Node) -> Graph | None:
-    if node.domain or node.op_type not in TARGETS or len(node.inputs) < 2:
+    channel_axis = ops.weight_bias_axis(node)
+    if node.domain or channel_axis is None or len(node.inputs) < 2:
         return None
     x = dequantized(node.inputs[0], graph, index)
     if x is None or graph.constants[x.scale].size != 1:
@@ -107,7 +99,7 @@ def _quantize_weights_and_bias(graph: Graph, index: Index, node: Node) -> Graph 
         if per_channel:
             rank = len(graph.tensors[w.q].shape)
             axis = int(w.node.attrs.get("axis", 1)) % rank
-            if bias is None or w_scale.size != bias.size or axis != _expected_axis(node) or \
+            if bias is None or w_scale.size != bias.size or axis != channel_axis or \
                     int(w.node.attrs.get("block_size", 0)):
                 return None
     if bias is not None:

@@ -11,15 +11,16 @@ import numpy as np
 from codegen import ops
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.names import visible
+from codegen.core.pattern import is_dequantize, is_quantize
 from codegen.core.program import ComputedConstant, KernelCall
 from codegen.errors import UnsupportedError
 from codegen.frontend.importer import ModelSource, load_model, survey_model
 from codegen.ops import LoweringOptions
-from codegen.pipeline import Generated, Options, generate_sources, lowering_options, resolve_target
+from codegen.pipeline import Generated, Options, lowering_options, resolve_target
 from codegen.transform import run_passes
 from codegen.transform.qdq import fusion_refusal
 
-from .refusal import explain_problems
+from .refusal import explain_problems, generate_explained
 
 ALIAS = "alias (no copy)"
 CONSTANT = "constant"
@@ -151,7 +152,7 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
         return Inspection(recipes.graph, summarize_unlowered(recipes.graph, lowering),
                           tuple(messages), recipes.rewrites, target.requant, None, None,
                           target.board.name, islands)
-    gen = generate_sources(model, target)
+    gen = generate_explained(model, target)
     return Inspection(gen.graph, summarize_program(gen), (), gen.rewrites, target.requant,
                       gen.plan.size, gen.plan.lower_bound, target.board.name, islands,
                       gen.program.weight_bytes)
@@ -162,7 +163,7 @@ def float_islands(graph: Graph, x86: bool) -> list[str]:
     graph input nor the DequantizeLinear of a graph output), with the reason."""
     islands = []
     for node in graph.nodes:
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear") and not node.domain:
+        if is_quantize(node) or is_dequantize(node):
             continue
         floats = [t for t in (*node.inputs, *node.outputs)
                   if t and t in graph.tensors and t not in graph.constants

@@ -6,41 +6,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import onnx
 
 from codegen.core.names import quoted
-from codegen.errors import FloatIslandError, Onnx2McuError, UnsupportedError
+from codegen.errors import (
+    FloatIslandError,
+    Onnx2McuError,
+    UnsupportedError,
+    UnsupportedOperatorError,
+)
 from codegen.frontend.importer import ModelSource, load_model
-
-if TYPE_CHECKING:
-    from codegen.pipeline import Options
-
-# Operators that carry quantization: a model with none of them is a float model.
-QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
-                           "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat", "QGemm"})
-
-
-def is_float_model(model: onnx.ModelProto) -> bool:
-    """No QuantizeLinear, DequantizeLinear, QLinear* or integer product anywhere."""
-    return not any(node.op_type in QUANTIZED_OPS or node.op_type.startswith("QLinear")
-                   for node in model.graph.node)
-
-
-def is_float_model_with_adapters(model: onnx.ModelProto) -> bool:
-    """A float model whose only quantized operators are QuantizeLinear nodes writing its
-    outputs (tf2onnx --dequantize of an int8-I/O TFLite model: Cast, Sub, Mul on the
-    inputs, float weights, QuantizeLinear on the outputs)."""
-    outputs = {o.name for o in model.graph.output}
-    eight_bit = {i.name for i in model.graph.input if i.type.tensor_type.elem_type in (
-        onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
-    adapted = any(n.op_type == "Cast" and n.input and n.input[0] in eight_bit
-                  for n in model.graph.node)
-    quantized = [n for n in model.graph.node
-                 if n.op_type in QUANTIZED_OPS or n.op_type.startswith("QLinear")]
-    return adapted and all(n.op_type == "QuantizeLinear" and n.output[0] in outputs
-                           for n in quantized)
+from codegen.frontend.model_kind import is_float_model, is_float_model_with_adapters
+from codegen.pipeline import Generated, Options, Target, generate_sources, resolve_target
 
 
 def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
@@ -59,8 +37,6 @@ def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
 
 def integer_only_takes(model: onnx.ModelProto, options: Options) -> bool:
     """Does onnx2mcu generate this model with --integer-only (same other options)?"""
-    from codegen.pipeline import generate_sources
-
     try:
         generate_sources(model, replace(options, integer_only=True))
     except Onnx2McuError:
@@ -104,3 +80,15 @@ def explain_adapter_refusal(error: UnsupportedError, source: ModelSource,
     if is_float_model_with_adapters(model):
         return UnsupportedError(float_model_message(source, model))
     return error
+
+
+def generate_explained(source: ModelSource, options: Options | Target) -> Generated:
+    """Every stage in memory (pipeline.generate_sources), and an unsupported operator or
+    float island reported with what would work."""
+    target = options if isinstance(options, Target) else resolve_target(options)
+    try:
+        return generate_sources(source, target)
+    except (UnsupportedOperatorError, FloatIslandError) as error:
+        raise explain_refusal(error, source, target.options) from None
+    except UnsupportedError as error:  # a float network behind 8-bit I/O adapters
+        raise explain_adapter_refusal(error, source, target.options) from None

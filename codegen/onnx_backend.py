@@ -27,7 +27,6 @@ from codegen.frontend.importer import (
     MAX_OPSET,
     MIN_OPSET,
     NotImportedError,
-    operator_version,
     survey_model,
 )
 
@@ -106,7 +105,8 @@ class Onnx2McuBackend(Backend):
             node = Node(proto.name, proto.op_type, proto.domain, (), (),
                         opset=opsets.get(proto.domain, 0))
             opdef = ops.lookup(node)
-            if opdef is None or opdef.float_island or operator_version(node) not in opdef.versions:
+            if opdef is None or opdef.float_island or \
+                    ops.operator_version(node) not in opdef.versions:
                 return False
             data = declared.get(proto.input[0]) if proto.input else None
             if opdef.data_dtypes and data is not None and data not in opdef.data_dtypes:

@@ -1,0 +1,229 @@
+"""The group-1 convolution kernels (runtime_c/conv_*_im2col_*.c over q8_im2col.h): the
+input gathered into columns of taps, multiplied by weight rows laid out for the target.
+int8 weights (the default), int16 weights in pairs for the DSP extension (w16) or in blocks
+of 8 for plain C compilers to vectorize (w16b), unsigned bytes for cores without DSP
+(b8). The slab mode gathers a chunk of output pixels' columns at once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from codegen.core.ir import Node, Tensor
+from codegen.core.program import CArray, CRef, CStruct, KernelCall, Overlap
+
+from .. import LoweringOptions
+from .._common import bounded_requant, conv_acc_bound, folded_bias, kernel_suffix
+from .._geometry import Window, dims_struct, window_struct
+
+# The _w16b_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16b_*.c,
+# dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
+# uint8 or int8), so K < 2^16 keeps |sum| <= 65535 * 32640 < 2^31: no signed overflow.
+# Larger layers take the int8 im2col kernel, which accumulates modulo 2^32.
+W16_MAX_TAPS = 2**16
+
+
+def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDArray[Any],
+                   bias: NDArray[Any] | None, requant: CStruct, requant_arrays: list[CArray],
+                   node: Node, options: LoweringOptions) -> KernelCall:
+    """The fast group-1 convolution for the target: the byte kernel on cores without DSP
+    (both the compact and the fast one there), int16 weights where chosen, else int8."""
+    mode = options.requant_suffix
+    if options.cortex_m and not options.dsp:
+        call = im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
+                              requant_arrays, mode, options.thumb1)
+    elif options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
+        call = im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
+                               requant_arrays, mode, pairs=options.dsp)
+    else:
+        call = im2col_call(node, x, y, window, x_zp, weights, bias, requant, requant_arrays,
+                           mode)
+    return replace(call, overlap=pointwise_overlap(x, y, window))
+
+
+def pointwise_overlap(x: Tensor, y: Tensor, window: Window) -> Overlap | None:
+    """A 1x1 convolution with stride 1 and no padding gathers a few pixels' input (all
+    channels) into its columns before it writes those pixels' outputs: output channel m
+    of pixel p may then take the place of input channel m of pixel p (the same offset
+    for both tensors), which no later pixel reads. Any other offset of an overlapping
+    output would land on pixels still to be read."""
+    if (tuple(window.kernel) != (1, 1) or tuple(window.strides) != (1, 1)
+            or any(window.pads_begin) or any(window.pads_end) or x.shape[0] != 1
+            or tuple(x.shape[2:]) != tuple(y.shape[2:])
+            or np.dtype(x.dtype).itemsize != np.dtype(y.dtype).itemsize):
+        return None
+    return Overlap(0, 0, exact=True)
+
+
+# Scratch the slab mode may take beyond the two columns of the classic im2col.
+SLAB_SCRATCH_BYTES = 1024
+
+
+def slab_buffer_taps(chunk: int, stride_w: int, kernel_w: int, slab: int,
+                     k_padded: int) -> int:
+    """q8_im2col.h's slab_buffer_taps: the chunk's slabs and the last column's padding."""
+    return ((chunk - 1) * stride_w + kernel_w) * slab + (k_padded - kernel_w * slab)
+
+
+def slab_layout(x: Tensor, y: Tensor, window: Window, k_padded: int,
+                tap_multiple: int) -> tuple[int, int] | None:
+    """(slab, chunk) for the im2col kernels' slab mode (q8_im2col.h), or None: 2-D layers
+    with dilation_w 1, a kernel wider than one tap and an even output width, whose slab
+    order needs no more padded taps than the column order. slab = C * KH taps rounded up
+    to 4 (8-byte aligned columns); chunk = the most output pixels per fill, even, whose
+    buffer stays within the classic two columns or SLAB_SCRATCH_BYTES."""
+    if len(window.kernel) != 2 or window.kernel[1] < 2 or window.dilations[1] != 1:
+        return None
+    ow = y.shape[3]
+    if ow % 2:
+        return None
+    c, kh, kw = x.shape[1], window.kernel[0], window.kernel[1]
+    slab = (c * kh + 3) // 4 * 4
+    if (kw * slab + tap_multiple - 1) // tap_multiple * tap_multiple != k_padded:
+        return None
+    budget = max(2 * k_padded * 2, SLAB_SCRATCH_BYTES)
+    chunk = 2
+    while (chunk + 2 <= ow and 2 * slab_buffer_taps(chunk + 2, window.strides[1], kw, slab,
+                                                    k_padded) <= budget):
+        chunk += 2
+    return slab, chunk
+
+
+def slab_order(rows: NDArray[Any], channels: int, kernel: tuple[int, int],
+               slab: int) -> NDArray[Any]:
+    """Weight rows from (c, kh, kw) order to the slab order (kw, c, kh), each kernel
+    column's C * KH taps padded with zeros to `slab`."""
+    m = rows.shape[0]
+    kh, kw = kernel
+    ordered = rows.reshape(m, channels, kh, kw).transpose(0, 3, 1, 2).reshape(m, kw, -1)
+    padded = np.zeros((m, kw, slab), dtype=rows.dtype)
+    padded[:, :, :channels * kh] = ordered
+    return padded.reshape(m, kw * slab)
+
+
+def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The im2col + 16-bit SIMD path (conv_*_im2col_*.c): weight rows of k taps padded to a
+    multiple of 4, output channels to an even count (a zero row), each pair of rows
+    interleaved per group of four taps; the input zero point folded into the bias (modulo
+    2^32), padded like the rows."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded, m_padded = (k + 3) // 4 * 4, m + m % 2
+    slabs = slab_layout(x, y, window, k_padded, 4)
+    stored = (slab_order(rows, x.shape[1], (window.kernel[0], window.kernel[1]), slabs[0])
+              if slabs else rows)
+    padded = np.zeros((m_padded, k_padded), dtype=np.int8)
+    padded[:m, :stored.shape[1]] = stored
+    # Each group of four as w0, w2, w1, w3: the kernel's two byte-pair widenings of a word
+    # (bytes 0,2 and 1,3) then give (w0, w1) and (w2, w3), in the columns' order.
+    padded = padded.reshape(m_padded // 2, 2, k_padded // 4, 4)[:, :, :, [0, 2, 1, 3]]
+    padded = np.ascontiguousarray(padded.transpose(0, 2, 1, 3))
+    wrapped = np.zeros(m_padded, np.int32)
+    wrapped[:m] = folded_bias(bias, rows, x_zp)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    params = CStruct("q8_conv_im2col_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
+    # 8-byte aligned: the kernel reads a pair of rows' words with one LDRD.
+    arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
+              CArray("bias", "int32_t", wrapped), *requant_arrays)
+    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}"
+    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
+                      (source_of(function),), y.numel * k,
+                      scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
+
+
+def source_of(function: str) -> str:
+    """The runtime file of an im2col kernel: one function per file, named after it, so a
+    project compiles only the variants it calls (each instantiates the whole kernel)."""
+    return function.removeprefix("q8_") + ".c"
+
+
+def im2col_scratch_bytes(window: Window, k_padded: int,
+                         slabs: tuple[int, int] | None) -> int:
+    """Two int16 columns, or the slab buffer."""
+    if slabs is None:
+        return 2 * k_padded * 2
+    slab, chunk = slabs
+    return 2 * slab_buffer_taps(chunk, window.strides[1], window.kernel[1], slab, k_padded)
+
+
+def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                    weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                    requant_arrays: list[CArray], mode: str, pairs: bool) -> KernelCall:
+    """The im2col path with wide weights (conv_*_im2col_w16_*.c, conv_*_im2col_w16b_*.c): int16
+    rows of k taps padded to a multiple of 8, output channels padded to an even count with
+    zero rows, 8-byte aligned; each pair of rows interleaved per two taps for the DSP loop
+    (*_w16_*), or in blocks of 8 taps for plain, vectorizable C (*_w16b_*)."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded = (k + 7) // 8 * 8
+    m_even = m + m % 2
+    slabs = slab_layout(x, y, window, k_padded, 8)
+    stored = (slab_order(rows, x.shape[1], (window.kernel[0], window.kernel[1]), slabs[0])
+              if slabs else rows)
+    padded = np.zeros((m_even, k_padded), dtype=np.int16)
+    padded[:m, :stored.shape[1]] = stored
+    group = 2 if pairs else 8
+    # [pair][row in pair][group][taps] -> [pair][group][row in pair][taps]
+    interleaved = padded.reshape(m_even // 2, 2, k_padded // group, group).transpose(0, 2, 1, 3)
+    bias_even = np.zeros(m_even, np.int32)
+    bias_even[:m] = folded_bias(bias, rows, x_zp)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    params = CStruct("q8_conv_im2col_w16_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
+    arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
+              CArray("bias", "int32_t", bias_even), *requant_arrays)
+    variant = "w16" if pairs else "w16b"
+    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}"
+    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
+                      (source_of(function),), y.numel * k,
+                      scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
+
+
+# The largest scratch (four int16 columns) a Thumb-1 convolution takes for four pixels per
+# pass: columns up to 256 taps (a 3 x 3 window over 28 channels).
+B8_QUAD_SCRATCH_BYTES = 2048
+
+
+def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                   weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                   requant_arrays: list[CArray], mode: str, thumb1: bool = False
+                   ) -> KernelCall:
+    """The unsigned-byte im2col path for cores without DSP (conv_*_im2col_b8_*.c):
+    weights stored as w + 128 (uint8; padding taps 0), row by row; the columns hold
+    x + 128 for int8 inputs, and the bias takes
+    (x_zp + 128 or x_zp) * sum(w) out (see the kernel). Thumb-1 cores take four pixels
+    per pass where their columns fit in B8_QUAD_SCRATCH_BYTES, else two."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded = (k + 7) // 8 * 8
+    offset = 128 if x.dtype == "int8" else 0
+    stored = np.zeros((m, k_padded), dtype=np.uint8)
+    stored[:, :k] = rows + 128
+    columns = 4 if thumb1 and 4 * k_padded * 2 <= B8_QUAD_SCRATCH_BYTES else 2
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    params = CStruct("q8_conv_im2col_b8_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp + offset),
+        ("k_padded", k_padded), ("columns", columns), ("weights", CRef("weights")),
+        ("bias", CRef("bias")), ("requant", requant)))
+    arrays = (CArray("weights", "uint8_t", stored.reshape(-1)),
+              CArray("bias", "int32_t", folded_bias(bias, rows, x_zp + offset)),
+              *requant_arrays)
+    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}"
+    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
+                      (source_of(function),), y.numel * k, scratch_bytes=columns * k_padded * 2)

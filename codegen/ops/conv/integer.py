@@ -1,0 +1,78 @@
+"""ConvInteger: the integer convolution with int32 output (ORT's dynamic quantization
+writes it), on the reference convolution kernel (runtime_c/qlinear_conv.c)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from codegen.core.ir import Graph, Node, Tensor
+from codegen.core.program import CArray, KernelCall
+from codegen.errors import UnsupportedError
+
+from .. import Inferred, LoweringOptions, OpDef, register
+from .._common import (
+    check_dtype,
+    constant_input,
+    input_tensor,
+    kernel_suffix,
+    no_requant,
+    reject_unknown_attrs,
+    scalar_constant,
+    scalar_or_vector,
+)
+from .._geometry import conv_groups, conv_window
+from .spec import ATTRS, INT8_TYPES, SOURCES, as_int8_weights, conv_macs, conv_params
+
+
+def conv_integer_zero_points(node: Node, graph: Graph, x: Tensor,
+                             w: NDArray[Any]) -> tuple[int, NDArray[Any]]:
+    """x and w zero points of a ConvInteger (absent means 0). ONNX allows one weight zero
+    point per output channel; ORT 1.32 refuses those, so `verify` cannot compare them."""
+    x_zp, w_zp = 0, np.zeros(1, dtype=w.dtype)
+    if node.input(2) is not None:
+        zp = scalar_constant(node, graph, 2, "x_zero_point")
+        check_dtype(node, "x_zero_point", zp, (x.dtype,))
+        x_zp = int(zp[0])
+    if node.input(3) is not None:
+        w_zp = scalar_or_vector(node, "w_zero_point",
+                                constant_input(node, graph, 3, "w_zero_point"), w.shape[0], True)
+        check_dtype(node, "w_zero_point", w_zp, (str(w.dtype),))
+    return x_zp, w_zp
+
+
+def infer_conv_integer(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, ATTRS)
+    x = input_tensor(node, graph, 0, "x")
+    check_dtype(node, "input x", x, ("uint8", "int8"))
+    w = constant_input(node, graph, 1, "w (weights)")
+    check_dtype(node, "weights w", w, ("uint8", "int8"))
+    if len(x.shape) not in (3, 4) or w.ndim != len(x.shape):
+        raise UnsupportedError(f"{node.describe()}: only 1-D and 2-D convolutions with "
+                               "matching weight rank are supported")
+    window = conv_window(node, x.shape, w.shape)
+    conv_groups(node, x.shape, w.shape)
+    conv_integer_zero_points(node, graph, x, w)
+    y_shape = (x.shape[0], w.shape[0], *window.output)
+    return Inferred([Tensor(node.outputs[0], "int32", y_shape)])
+
+
+def lower_conv_integer(node: Node, graph: Graph, spec: object,
+        options: LoweringOptions) -> list[KernelCall]:
+    x = graph.tensors[node.inputs[0]]
+    y = graph.tensors[node.outputs[0]]
+    w = constant_input(node, graph, 1, "w")
+    x_zp, raw_w_zp = conv_integer_zero_points(node, graph, x, w)
+    weights, w_zp = as_int8_weights(w, raw_w_zp)
+    arrays = (CArray("weights", "int8_t", weights.reshape(-1)),
+              CArray("weight_zero_point", "int32_t", w_zp))
+    params = conv_params(x, y, conv_window(node, x.shape, w.shape),
+                         conv_groups(node, x.shape, w.shape), x_zp, w_zp, False, no_requant())
+    return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_i32", node.name, (x.name,),
+                       (y.name,), params, arrays, SOURCES, conv_macs(y, w))]
+
+
+register(OpDef("ConvInteger", "", infer_conv_integer, lower_conv_integer, versions=(10,),
+               constant_inputs=frozenset({1, 2, 3}), data_dtypes=INT8_TYPES))
