@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
 
 from codegen.backend.emitter import emit_shared_runtime, own_runtime_files
-from codegen.backend.interface import DEFAULT_INTERFACE, Interface, shared_runtime_path
+from codegen.backend.interface import shared_runtime_path
 from codegen.backend.io_boundary import Entry, graph_feeds, harness_entries
 from codegen.backend.project import check_output_dir, write_project
 from codegen.core.boards import Board
@@ -51,7 +51,8 @@ from codegen.views.refusal import generate_explained
 from codegen.views.report import Report, build_report, memory_mode
 
 from .errors import BudgetError, InputDataError, OptionError, OutputError
-from .pipeline import Generated, Options, resolve_target
+from .options import OptionKeywords, Options, resolve_target, with_keywords
+from .pipeline import Generated
 
 Samples = Sequence[Mapping[str, NDArray[Any]]]
 
@@ -102,32 +103,19 @@ def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
     return budget, format_budget(budget, board)
 
 
-def _options(board: str, name: str | None, requant: str | None,
-             input_shapes: Mapping[str, tuple[int, ...]] | None,
-             integer_only: bool = False, qdq_rules: str = "auto",
-             weights: str = "auto", native: bool = False,
-             limits: Limits = DEFAULT_LIMITS, interface: Interface = DEFAULT_INTERFACE,
-             memory: str = "fast") -> Options:
-    return Options(board=board, name=name, requant=requant, input_shapes=input_shapes,
-                   integer_only=integer_only, qdq_rules=qdq_rules, weights=weights,
-                   native=native, limits=limits, interface=interface, memory=memory)
-
-
-def generate(model: ModelSource, out: str | Path, *, board: str = "host", name: str | None = None,
-             requant: str | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-             force: bool = False, integer_only: bool = False, qdq_rules: str = "auto",
-             weights: str = "auto", native: bool = False,
-             budget_check: bool = True, limits: Limits = DEFAULT_LIMITS,
-             interface: Interface = DEFAULT_INTERFACE, memory: str = "fast") -> GenerateResult:
+def generate(model: ModelSource, out: str | Path, options: Options | None = None, *,
+             force: bool = False, budget_check: bool = True,
+             **keywords: Unpack[OptionKeywords]) -> GenerateResult:
     """Write the C project for `model` into `out` (atomically; never half-written). For a
-    Cortex-M board, measure its flash and RAM and refuse a model that does not fit."""
+    Cortex-M board, measure its flash and RAM and refuse a model that does not fit.
+    `options` (or its fields as keywords) say how."""
     out = Path(out)
+    options = with_keywords(options, keywords)
     check_output_dir(out, force)  # fail before doing any work
+    interface = options.interface
     if interface.runtime is not None:
-        interface = replace(interface,
-                            runtime=shared_runtime_path(Path(interface.runtime), out))
-    options = _options(board, name, requant, input_shapes, integer_only, qdq_rules, weights,
-                       native, limits, interface, memory=memory)
+        options = replace(options, interface=replace(
+            interface, runtime=shared_runtime_path(Path(interface.runtime), out)))
     gen = generate_explained(model, options)
     try:
         budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else \
@@ -182,11 +170,10 @@ class ConvertResult:
     float_islands: int  # float operators left (ORT computes them in float too)
 
 
-def convert(model: ModelSource, out: str | Path, *,
-            input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-            force: bool = False, integer_only: bool = False,
-            qdq_rules: str = "auto", limits: Limits = DEFAULT_LIMITS) -> ConvertResult:
-    """Write the model after onnx2mcu's recipes as a QOperator ONNX model."""
+def convert(model: ModelSource, out: str | Path, options: Options | None = None, *,
+            force: bool = False, **keywords: Unpack[OptionKeywords]) -> ConvertResult:
+    """Write the model after onnx2mcu's recipes as a QOperator ONNX model (of the options,
+    the input shapes, --integer-only, the QDQ rules and the limits apply)."""
     import onnx
 
     from codegen.frontend.importer import import_model, load_model
@@ -195,12 +182,14 @@ def convert(model: ModelSource, out: str | Path, *,
     from .transform import check_qdq_rules, float_islands, run_passes
 
     out = Path(out)
+    options = with_keywords(options, keywords)
     if out.exists() and (out.is_dir() or not force):
         raise OutputError(f"{out} exists; pass --force to replace it" if out.is_file()
                           else f"{out} is a folder")
-    check_qdq_rules(qdq_rules)
-    recipes = run_passes(import_model(load_model(model, limits), input_shapes, limits),
-                         integer_only, qdq_rules)
+    check_qdq_rules(options.qdq_rules)
+    limits = options.limits
+    recipes = run_passes(import_model(load_model(model, limits), options.input_shapes, limits),
+                         options.integer_only, options.qdq_rules)
     exported = converted_model(recipes.graph, recipes.qdq_rules)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.tmp")
@@ -238,19 +227,12 @@ class CountReport:
     clock_hz: int | None = None  # the board's core clock
 
 
-def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples, *,
-                       board: str, requant: str | None = None,
-                       input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-                       per_layer: bool = False, integer_only: bool = False,
-                       qdq_rules: str = "auto", weights: str = "auto",
-                       native: bool = False, limits: Limits = DEFAULT_LIMITS,
-                       interface: Interface = DEFAULT_INTERFACE, memory: str = "fast",
-                       cycles: bool = False) -> CountReport:
+def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples,
+                       options: Options | None = None, *, per_layer: bool = False,
+                       cycles: bool = False, **keywords: Unpack[OptionKeywords]) -> CountReport:
     """Instructions the model executes per inference on a Cortex-M board, in QEMU (and,
     with cycles, the cycle model's estimate)."""
-    target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
-                                     qdq_rules, weights, native, limits, interface,
-                                           memory=memory))
+    target = resolve_target(with_keywords(options, keywords))
     check_counting_board(target.board)
     if cycles:
         check_cycle_board(target.board)
@@ -298,20 +280,15 @@ def count_generated(gen: Generated, data: Samples, per_layer: bool,
                        tuple(gen.graph.notes), gen.board.clock_hz)
 
 
-def report(model: ModelSource, *, board: str = "host", requant: str | None = None,
-           input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-           integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
-           native: bool = False, count: bool = False, inputs: Mapping[str, Any] | None = None,
-           seed: int = 0, limits: Limits = DEFAULT_LIMITS,
-           interface: Interface = DEFAULT_INTERFACE, cycles: bool = False,
-           memory: str = "fast") -> Report:
+def report(model: ModelSource, options: Options | None = None, *, count: bool = False,
+           inputs: Mapping[str, Any] | None = None, seed: int = 0, cycles: bool = False,
+           **keywords: Unpack[OptionKeywords]) -> Report:
     """Per-layer costs, totals against the board's budget and the arena plan. On a
     Cortex-M board the model is built alone to measure flash, stack and static RAM; with
     count, one inference runs in QEMU (on `inputs`, else random ones from `seed`) to
     count the instructions of each layer (with cycles, estimate their cycles too)."""
-    target = resolve_target(_options(board, None, requant, input_shapes, integer_only,
-                                     qdq_rules, weights, native, limits, interface,
-                                           memory=memory))
+    target = resolve_target(with_keywords(options, keywords))
+    memory = target.options.memory
     count = count or cycles
     if count:
         check_counting_board(target.board)
@@ -351,44 +328,34 @@ class RunResult:
     notes: tuple[str, ...]  # what the import assumed (a dynamic batch taken as 1)
 
 
-def run_model(model: ModelSource, inputs: Mapping[str, Any], *, board: str = "host",
-              requant: str | None = None,
-              input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-              cflags: Sequence[str] = (), integer_only: bool = False,
-              qdq_rules: str = "auto", weights: str = "auto",
-              native: bool = False, limits: Limits = DEFAULT_LIMITS,
-              interface: Interface = DEFAULT_INTERFACE, memory: str = "fast") -> RunResult:
+def run_model(model: ModelSource, inputs: Mapping[str, Any], options: Options | None = None,
+              *, cflags: Sequence[str] = (), **keywords: Unpack[OptionKeywords]) -> RunResult:
     """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
-    gen = generate_explained(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits, interface,
-                                           memory=memory))
+    gen = generate_explained(model, with_keywords(options, keywords))
     names = [t.name for t in gen.program.inputs]
     outputs = run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
     return RunResult(outputs, tuple(gen.graph.notes))
 
 
-def run(model: ModelSource, inputs: Mapping[str, Any], **options: Any) -> dict[str, NDArray[Any]]:
+def run(model: ModelSource, inputs: Mapping[str, Any], options: Options | None = None, *,
+        cflags: Sequence[str] = (),
+        **keywords: Unpack[OptionKeywords]) -> dict[str, NDArray[Any]]:
     """run_model's outputs alone."""
-    return run_model(model, inputs, **options).outputs
+    return run_model(model, inputs, options, cflags=cflags, **keywords).outputs
 
 
-def verify(model: ModelSource, *, inputs: Mapping[str, Any] | Samples | None = None,
-           samples: int = 10, seed: int = 0, board: str = "host", requant: str | None = None,
-           input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-           cflags: Sequence[str] = (), ort_level: str = "all", per_layer: bool = False,
-           progress: Callable[[str], None] | None = None,
-           integer_only: bool = False, qdq_rules: str = "auto",
-           weights: str = "auto", native: bool = False,
-           limits: Limits = DEFAULT_LIMITS,
-           interface: Interface = DEFAULT_INTERFACE, memory: str = "fast",
-           labels: NDArray[Any] | None = None) -> VerifyReport:
+def verify(model: ModelSource, options: Options | None = None, *,
+           inputs: Mapping[str, Any] | Samples | None = None, samples: int = 10,
+           seed: int = 0, cflags: Sequence[str] = (), ort_level: str = "all",
+           per_layer: bool = False, progress: Callable[[str], None] | None = None,
+           labels: NDArray[Any] | None = None,
+           **keywords: Unpack[OptionKeywords]) -> VerifyReport:
     """Run the generated C and ONNX Runtime on the same inputs and compare bit for bit.
     With per_layer, every intermediate tensor is compared too. With labels (one class
     index per given sample), the accuracy of each output that looks like class scores."""
-    options = replace(_options(board, None, requant, input_shapes, integer_only, qdq_rules,
-                               weights, native, limits, interface, memory=memory),
-                      expose_intermediates=per_layer)
-    if per_layer and interface.io != "float":
+    options = replace(with_keywords(options, keywords), expose_intermediates=per_layer)
+    integer_only, limits = options.integer_only, options.limits
+    if per_layer and options.interface.io != "float":
         raise OptionError("verify --per-layer compares the graph's float entry point: "
                           "use it with --io float")
     gen = generate_explained(model, options)
@@ -527,14 +494,10 @@ def distance_to_original(gen: Generated, feeds: Samples, ours: Samples,
     return Distance(ORIGINAL, distance_in_steps(tensors, ours, theirs))
 
 
-def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mapping[str, Any], *,
-             labels: str | NDArray[Any] | None = None, board: str = "host",
-             requant: str | None = None,
-             input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mapping[str, Any],
+             options: Options | None = None, *, labels: str | NDArray[Any] | None = None,
              cflags: Sequence[str] = (), progress: Callable[[str], None] | None = None,
-             integer_only: bool = False, qdq_rules: str = "auto", weights: str = "auto",
-             native: bool = False, limits: Limits = DEFAULT_LIMITS,
-             memory: str = "fast") -> ValidateReport:
+             **keywords: Unpack[OptionKeywords]) -> ValidateReport:
     """The generated C of the quantized `model` against the float model it was made from,
     on every sample of `dataset` (a data set path, or arrays keyed by input name with the
     samples on the first axis): see codegen.oracle.validate for the figures. On a Cortex-M board
@@ -542,10 +505,9 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     from codegen.core.dataset import load_arrays, load_labels, model_input_specs
     from codegen.frontend.importer import load_model
 
-    gen = generate_explained(model, _options(board, None, requant, input_shapes, integer_only,
-                                           qdq_rules, weights, native, limits,
-                                           memory=memory))
-    float_proto = load_model(float_model, limits)
+    options = with_keywords(options, keywords)
+    gen = generate_explained(model, options)
+    float_proto = load_model(float_model, options.limits)
     source = dataset if isinstance(dataset, str) else "the data set"
     arrays = load_arrays(dataset) if isinstance(dataset, str) else \
         {k: np.asarray(v) for k, v in dataset.items()}

@@ -44,7 +44,7 @@ from codegen.target.cycles import ASSUMPTIONS
 
 from . import api
 from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
-from .pipeline import Options, resolve_target
+from .options import Options, resolve_target
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -334,17 +334,17 @@ def print_distance(distance: Distance) -> None:
         print(f"  {visible(o.name)}: {o.mismatches} of {o.elements} elements differ, {how}")
 
 
-def _options(args: argparse.Namespace, counting: bool = False) -> dict[str, Any]:
-    """The pipeline options of a command, checked before any file is read."""
-    options = {"board": args.board, "requant": args.requant,
-               "input_shapes": _input_shapes(args.input_shape),
-               "integer_only": args.integer_only, "qdq_rules": args.qdq_rules,
-               "weights": args.weights, "native": args.native, "limits": _limits(args),
-               "memory": args.memory,
-               "interface": Interface(io=args.io, arena=args.arena,
-                                      arena_section=args.arena_section,
-                                      runtime=getattr(args, "runtime", None))}
-    target = resolve_target(Options(**options))
+def _options(args: argparse.Namespace, counting: bool = False) -> Options:
+    """The options of a command, checked before any file is read."""
+    options = Options(board=args.board, name=getattr(args, "name", None),
+                      requant=args.requant, input_shapes=_input_shapes(args.input_shape),
+                      integer_only=args.integer_only, qdq_rules=args.qdq_rules,
+                      weights=args.weights, native=args.native, limits=_limits(args),
+                      memory=args.memory,
+                      interface=Interface(io=args.io, arena=args.arena,
+                                          arena_section=args.arena_section,
+                                          runtime=getattr(args, "runtime", None)))
+    target = resolve_target(options)
     if counting:
         api.check_counting_board(target.board)
     return options
@@ -364,14 +364,14 @@ def cmd_boards(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from codegen.views.inspection import format_inspection, inspect_model
 
-    inspection = inspect_model(args.model, Options(**_options(args)))
+    inspection = inspect_model(args.model, _options(args))
     print(format_inspection(inspection))
     return 2 if inspection.problems or inspection.arena_bytes is None else 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    result = api.generate(args.model, args.output, name=args.name, force=args.force,
-                          budget_check=not args.no_budget_check, **_options(args))
+    result = api.generate(args.model, args.output, _options(args), force=args.force,
+                          budget_check=not args.no_budget_check)
     print_notes(result.notes)
     print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
           f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
@@ -399,15 +399,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "(for verify, use verify --per-layer)")
     if counting:
         options = _options(args, counting=True)
-        report = api.count_instructions(args.model, _load_npz(args.inputs),
-                                        per_layer=args.per_layer, cycles=args.count_cycles,
-                                        **options)
+        report = api.count_instructions(args.model, _load_npz(args.inputs), options,
+                                        per_layer=args.per_layer, cycles=args.count_cycles)
         print_counts(report)
         return 0
     if not args.output:
         raise InputDataError("run needs --output (or --count-instructions)")
     options = _options(args)
-    result = api.run_model(args.model, _load_npz(args.inputs), **options)
+    result = api.run_model(args.model, _load_npz(args.inputs), options)
     out = save_npz(Path(args.output), result.outputs)
     print_notes(result.notes)
     print(f"wrote {out} ({visible(', '.join(result.outputs))})")
@@ -491,8 +490,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for target in targets:  # refuse before any work: a report can take a while
         check_output_file(target, args.force)
     inputs = _load_npz(args.inputs) if args.inputs else None
-    report = api.report(args.model, count=counting, inputs=inputs, cycles=args.count_cycles,
-                        **options)
+    report = api.report(args.model, options, count=counting, inputs=inputs,
+                        cycles=args.count_cycles)
     text = FORMATS[args.format](report)
     if args.svg:
         write_output_file(Path(args.svg), render_arena_svg(report).encode(), args.force)
@@ -519,9 +518,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         load_dataset(args.dataset) if args.dataset else None)
     labels = load_labels(args.labels, len(inputs)) if args.labels and inputs is not None \
         else None
-    report = api.verify(args.model, inputs=inputs, samples=args.samples, seed=args.seed,
-                        per_layer=args.per_layer, progress=_terminal_progress(),
-                        ort_level=args.ort_level, labels=labels, **options)
+    report = api.verify(args.model, options, inputs=inputs, samples=args.samples,
+                        seed=args.seed, per_layer=args.per_layer,
+                        progress=_terminal_progress(), ort_level=args.ort_level, labels=labels)
     _terminal_progress_done()
     print_report(report, verbose=args.verbose)
     return 0 if report.ok else 1
@@ -593,12 +592,11 @@ def _progress_bar(what: str) -> Callable[[int, int], None] | None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     options = _options(args)
-    if options["interface"].io != "float" or options["interface"].arena != "static":
+    if options.interface.io != "float" or options.interface.arena != "static":
         raise InputDataError("validate runs the float entry point: use it with the default "
                              "--io float and --arena static")
-    report = api.validate(args.model, args.float_model, args.dataset, labels=args.labels,
-                          progress=_terminal_progress(),
-                          **{k: v for k, v in options.items() if k != "interface"})
+    report = api.validate(args.model, args.float_model, args.dataset, options,
+                          labels=args.labels, progress=_terminal_progress())
     _terminal_progress_done()
     sys.stdout.write(VALIDATION_FORMATS[args.format](report))
     return 0 if report.bit_exact else 1

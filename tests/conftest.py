@@ -25,6 +25,9 @@ from numpy.typing import NDArray
 import codegen
 from codegen import api
 from codegen.errors import OptionError
+
+# Every generated project in the tests is compiled with the strict warning flags (always
+from codegen.options import Options
 from codegen.oracle.cpu import (
     FAMILIES,
     CpuProfile,
@@ -35,7 +38,7 @@ from codegen.oracle.cpu import (
 )
 from codegen.oracle.verify import VerifyReport, reference_model, run_ort
 from codegen.oracle.verify import cpu_profile as local_cpu_profile
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 
 # Every generated project in the tests is compiled with the strict warning flags (always
 # on) and run under AddressSanitizer and UndefinedBehaviorSanitizer; any report aborts.

@@ -51,7 +51,8 @@ import zoo
 
 from codegen.core.names import visible
 from codegen.errors import Onnx2McuError
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "tiny_cnn_qop.onnx"

@@ -13,8 +13,9 @@ from conftest import skip_where_ort_differs
 import codegen
 from codegen.api import run_generated
 from codegen.ops import float_island_ops
+from codegen.options import Options
 from codegen.oracle.verify import random_inputs, reference_model, run_ort
-from codegen.pipeline import Generated, Options, generate_sources
+from codegen.pipeline import Generated, generate_sources
 
 FLOAT_OPS = float_island_ops()
 

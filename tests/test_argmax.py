@@ -17,7 +17,8 @@ from onnx import helper
 
 import codegen
 from codegen.errors import ModelError
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 

@@ -25,7 +25,8 @@ from codegen.backend.interface import Interface
 from codegen.backend.io_boundary import boundary_quantizers
 from codegen.core.ir import Graph
 from codegen.errors import BudgetError
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 from codegen.target.firmware import cross_toolchain_available
 from codegen.target.qemu import qemu_available
 from codegen.transform.bands import band_runs, banded

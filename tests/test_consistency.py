@@ -20,7 +20,8 @@ from zoo import ZOO_CASES, case_id, quantized_model
 
 from codegen import cli
 from codegen.errors import OptionError
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 from codegen.target.firmware import cross_toolchain_available
 from codegen.views.inspection import inspect_model
 

@@ -24,8 +24,9 @@ from conftest import SANITIZE, ort_reference, skip_where_ort_differs
 
 import codegen
 from codegen.errors import UnsupportedError
+from codegen.options import Options
 from codegen.oracle.verify import compare_outputs, random_inputs
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 from codegen.target.build import decode_samples, encode_samples
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

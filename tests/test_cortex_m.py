@@ -21,8 +21,9 @@ from zoo import qdq_model, quantized_model
 import codegen
 from codegen.api import count_instructions
 from codegen.errors import BudgetError
+from codegen.options import Options
 from codegen.oracle.verify import random_inputs
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 from codegen.target.firmware import build_firmware, cross_toolchain_available, soft_float_routines
 from codegen.target.qemu import qemu_available
 
@@ -315,12 +316,8 @@ def test_auto_weights_widen_the_layers_with_most_reuse_when_flash_is_tight() -> 
     from dataclasses import replace
 
     from codegen.core.boards import load_board
-    from codegen.pipeline import (
-        WIDE_WEIGHTS_FLASH_SHARE,
-        generate_sources,
-        weight_layers,
-        wide_weight_nodes,
-    )
+    from codegen.options import WIDE_WEIGHTS_FLASH_SHARE, weight_layers, wide_weight_nodes
+    from codegen.pipeline import generate_sources
 
     gen = generate_sources(quantized_model("resnet8", "i8-pc"), Options(board="cortex-m4f"))
     layers = weight_layers(gen.graph)

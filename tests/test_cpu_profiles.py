@@ -21,10 +21,11 @@ from zoo import qdq_model, quantized_model
 from codegen import ops
 from codegen.core.ir import Node
 from codegen.errors import OptionError
+from codegen.options import Options
 from codegen.oracle import cpu
 from codegen.oracle.cpu import FAMILIES, PROFILE_ENV, PROFILES, SATURATION_ENV, current_profile
 from codegen.oracle.verify import Reference, reference_model
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tiny_cnn_qop.onnx"
 

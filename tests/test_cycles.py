@@ -125,7 +125,8 @@ def test_every_instruction_of_a_model_image_has_a_class(board: str, tmp_path: Pa
     included (an unknown one would silently cost 1)."""
     from zoo import quantized_model
 
-    from codegen.pipeline import Options, generate_sources
+    from codegen.options import Options
+    from codegen.pipeline import generate_sources
     from codegen.target.firmware import build_firmware
 
     for name in ("dscnn", "mobilenet_v1_025"):

@@ -18,7 +18,8 @@ from onnx import numpy_helper
 import codegen
 from codegen.api import report
 from codegen.ops.conv.channels import constant_channel_bytes
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
 

@@ -17,6 +17,7 @@ from onnx import helper
 from test_cli_errors import conv_model
 
 import codegen
+import codegen.options
 import codegen.pipeline
 from codegen.core.program import CStruct, CValue, Program
 
@@ -133,7 +134,7 @@ def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str, arena
     conv = next(line for line in lines if "'conv2_quant'" in line)
     assert f"QLinearConv -> {kernel} |" in conv
     program = codegen.pipeline.generate_sources(
-        EXAMPLE, codegen.pipeline.Options(board=board)).program
+        EXAMPLE, codegen.options.Options(board=board)).program
     assert kernel in [c.function for c in program.calls]
     assert "in uint8[1,8,32,32]" in conv and "out uint8[1,16,16,16]" in conv
     assert "MACs 294912" in conv and "per-axis(0) x16" in conv

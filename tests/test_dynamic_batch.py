@@ -25,7 +25,8 @@ from onnx import TensorProto, helper, numpy_helper
 import codegen
 from codegen.errors import ShapeError
 from codegen.frontend.importer import import_model
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 REPO = Path(__file__).resolve().parent.parent
 TORCH_MODELS = REPO / "tests" / "models"

@@ -30,7 +30,8 @@ import codegen
 from codegen.api import run_generated
 from codegen.errors import UnsupportedError
 from codegen.ops.conv.im2col import W16_MAX_TAPS
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

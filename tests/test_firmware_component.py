@@ -26,8 +26,9 @@ from codegen.backend.interface import Interface
 from codegen.cli import main
 from codegen.core.boards import load_board
 from codegen.core.resources import runtime_dir
+from codegen.options import Options
 from codegen.oracle.verify import compare_outputs
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 from codegen.target.build import decode_samples, encode_samples
 from codegen.target.qemu import run_firmware
 

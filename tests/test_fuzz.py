@@ -38,7 +38,8 @@ from onnx import TensorProto, numpy_helper
 
 from codegen.core.limits import Limits, format_bytes, parse_size
 from codegen.errors import LimitError, ModelError
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 COUNT = int(os.environ.get("ONNX2MCU_FUZZ_COUNT", "2500"))
 SEED = int(os.environ.get("ONNX2MCU_FUZZ_SEED", "0"))

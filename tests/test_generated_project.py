@@ -17,8 +17,9 @@ from conftest import SANITIZE
 from test_cli_errors import conv_model
 
 import codegen
+from codegen.options import Options
 from codegen.oracle.verify import run_ort
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 from codegen.target.build import build_host, cache_root
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,8 @@ import pytest
 from zoo import quantized_model
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 
 @pytest.mark.parametrize("model", ["resnet8", "mobilenet_v1_025", "ad_autoencoder"])

@@ -16,8 +16,9 @@ from onnx import helper
 
 import codegen
 from codegen.api import run_generated
+from codegen.options import Options
 from codegen.oracle.verify import random_inputs
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 

@@ -18,6 +18,7 @@ from modelgen import ConvConfig, conv_batch_model, graph_model
 from onnx import helper
 from test_qlinear_conv_random import depthwise_3x3_configs, thumb1_sources_on_the_host
 
+import codegen.options
 import codegen.pipeline
 from codegen.api import run_generated
 from codegen.backend.interface import Interface
@@ -106,7 +107,7 @@ def overlap_configs(seed: int) -> list[ConvConfig]:
 def assert_overlapping_matches_separate(fast: codegen.pipeline.Generated, seed: int,
                                         cflags: tuple[str, ...] = SANITIZE) -> None:
     reference = codegen.pipeline.generate_sources(
-        fast.model, codegen.pipeline.Options(requant=fast.program.requant,
+        fast.model, codegen.options.Options(requant=fast.program.requant,
                                              kernels="reference", interface=QUANTIZED_IO))
     data = random_inputs(fast.program.inputs, 2, seed=seed)
     for ours, theirs in zip(run_generated(fast, data, cflags),
@@ -134,7 +135,7 @@ KERNEL_CHOICES = {
 def test_outputs_over_their_inputs_are_bit_identical(choice: str, requant: str,
                                                      tight: None) -> None:
     model = conv_batch_model(overlap_configs(7000))
-    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+    gen = codegen.pipeline.generate_sources(model, codegen.options.Options(
         requant=requant, interface=QUANTIZED_IO, **KERNEL_CHOICES[choice]))
     kernels = overlapping_kernels(gen)
     assert any("dwconv" in k for k in kernels) and any("im2col" in k for k in kernels), kernels
@@ -160,7 +161,7 @@ def test_thumb1_outputs_over_their_inputs_are_bit_identical(tight: None) -> None
 def test_outputs_over_their_inputs_in_qemu(board: str, weights: str, tight: None) -> None:
     """The kernels' assembly (SMLAD loops, Thumb-1 dot products) at the tightest offsets."""
     model = conv_batch_model(overlap_configs(7400))
-    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+    gen = codegen.pipeline.generate_sources(model, codegen.options.Options(
         board=board, weights=weights, interface=QUANTIZED_IO))
     assert overlapping_kernels(gen)
     assert_overlapping_matches_separate(gen, seed=5, cflags=())
@@ -172,7 +173,7 @@ def test_the_planner_overlaps_what_the_kernels_allow() -> None:
     from zoo import quantized_model
 
     gen = codegen.pipeline.generate_sources(quantized_model("dscnn", "i8-pc"),
-                                            codegen.pipeline.Options(interface=QUANTIZED_IO))
+                                            codegen.options.Options(interface=QUANTIZED_IO))
     assert len(gen.plan.overlapped) == 8
     assert gen.plan.lower_bound >= 16000 and gen.plan.size < 9000
 
@@ -199,7 +200,7 @@ def test_transposes_over_their_inputs_are_bit_identical(dtype: str, tight: None)
     """q8_transpose_2d with its output (cols - 1) * rows elements before its input, the
     tightest its Overlap allows: three byte channels, the byte and the word tiles."""
     model = transpose_model(7600, dtype)
-    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+    gen = codegen.pipeline.generate_sources(model, codegen.options.Options(
         interface=QUANTIZED_IO))
     assert len(gen.plan.overlapped) >= 8, gen.plan.overlapped
     data = random_inputs(gen.program.inputs, 2, seed=6)
@@ -230,7 +231,7 @@ def maxpool_model(seed: int) -> onnx.ModelProto:
 def test_maxpools_over_their_inputs_are_bit_identical(tight: None) -> None:
     """One plane at a time, each output plane ending where its input plane begins."""
     model = maxpool_model(7800)
-    gen = codegen.pipeline.generate_sources(model, codegen.pipeline.Options(
+    gen = codegen.pipeline.generate_sources(model, codegen.options.Options(
         interface=QUANTIZED_IO))
     assert len(gen.plan.overlapped) >= 8, gen.plan.overlapped
     data = random_inputs(gen.program.inputs, 2, seed=8)

@@ -11,7 +11,8 @@ from modelgen import graph_model
 from onnx import helper
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 
 def random_maxpool(rng: np.random.Generator, i: int) -> tuple[helper.NodeProto, dict]:

@@ -22,8 +22,9 @@ from zoo import ZOO_CASES, case_id, qdq_model
 
 import codegen
 from codegen.ops import float_island_ops
+from codegen.options import Options
 from codegen.oracle.verify import X86_QDQ_CONFIG, reference_model
-from codegen.pipeline import Generated, Options, generate_sources
+from codegen.pipeline import Generated, generate_sources
 from codegen.views.inspection import inspect_model
 
 FLOAT_OPS = float_island_ops()

@@ -16,8 +16,9 @@ from onnx import numpy_helper
 import codegen
 from codegen.api import run_generated
 from codegen.backend.interface import DEFAULT_INTERFACE, Interface
+from codegen.options import Options
 from codegen.oracle.verify import random_inputs
-from codegen.pipeline import Generated, Options, generate_sources
+from codegen.pipeline import Generated, generate_sources
 
 CONFIGS = 320
 PER_MODEL = 16

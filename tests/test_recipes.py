@@ -20,7 +20,8 @@ from onnx import helper
 from roundtrip import check_round_trip
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 

@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 from onnx import helper
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 DIRECTIONS = ("forward", "reverse", "bidirectional")

@@ -18,8 +18,9 @@ from onnx import TensorProto, helper, numpy_helper
 from roundtrip import check_round_trip
 
 import codegen
+from codegen.options import Options
 from codegen.oracle.verify import SATURATION_ENV
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 SHAPE = [1, 3, 8, 8]

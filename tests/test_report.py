@@ -16,7 +16,8 @@ from zoo import ZOO_CASES, case_id, quantized_model
 
 from codegen import api
 from codegen.cli import main
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 from codegen.target.firmware import cross_toolchain_available
 from codegen.target.qemu import qemu_available
 from codegen.views.report import (

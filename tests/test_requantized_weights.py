@@ -12,7 +12,8 @@ from modelgen import graph_model
 from onnx import helper
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 

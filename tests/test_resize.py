@@ -21,7 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 import codegen
 from codegen.errors import UnsupportedError
 from codegen.ops.resize import ROUNDINGS, TRANSFORMS, axis_indices
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 SCALES = (0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)

@@ -29,7 +29,8 @@ import codegen
 from codegen.api import run_generated
 from codegen.cli import main as cli_main
 from codegen.core.names import default_name, name_problem, quoted, visible
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 from codegen.target.build import STALE_STAGING_S, remove_stale_staging
 
 REPO = Path(__file__).resolve().parent.parent

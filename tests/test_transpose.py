@@ -13,7 +13,8 @@ from modelgen import graph_model
 from onnx import helper
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 CASES = [([1, 3, 17, 5], [0, 2, 3, 1], "q8_transpose_2d"),  # NCHW -> NHWC
          ([1, 33, 2, 19], [0, 3, 1, 2], "q8_transpose_2d"),  # NHWC -> NCHW

@@ -18,7 +18,8 @@ from onnx import TensorProto, helper
 import codegen
 from codegen.errors import ModelError
 from codegen.frontend.importer import topological_node_order, topologically_sorted
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "tiny_cnn_qop.onnx"

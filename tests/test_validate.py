@@ -14,6 +14,7 @@ import pytest
 
 from codegen import api
 from codegen.cli import main
+from codegen.options import Options
 from codegen.oracle.quantize import quantize
 from codegen.oracle.validate import (
     ErrorStats,
@@ -24,7 +25,7 @@ from codegen.oracle.validate import (
     is_classifier,
     validate_output,
 )
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 from codegen.target.firmware import cross_toolchain_available
 from codegen.target.qemu import qemu_available
 

@@ -13,7 +13,8 @@ from modelgen import Case, combine, graph_model
 from onnx import helper
 
 import codegen
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 DTYPES = ("uint8", "int8", "float32")
 CASES = 10

@@ -25,7 +25,8 @@ from onnxruntime.quantization import (
 
 import codegen
 from codegen.errors import UnsupportedError
-from codegen.pipeline import Options, generate_sources
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 

@@ -20,8 +20,9 @@ from conftest import SANITIZE, ort_reference, skip_where_ort_differs
 from zoo import INPUT_NAME, ZOO_CASES, case_id, quantized_model, sample_inputs
 
 import codegen
+from codegen.options import Options
 from codegen.oracle.verify import compare_outputs
-from codegen.pipeline import Options, generate_sources
+from codegen.pipeline import generate_sources
 from codegen.target.build import decode_samples, encode_samples
 
 

@@ -16,7 +16,8 @@ from codegen.core.program import ComputedConstant, KernelCall
 from codegen.errors import UnsupportedError
 from codegen.frontend.importer import ModelSource, load_model, survey_model
 from codegen.ops import LoweringOptions
-from codegen.pipeline import Generated, Options, lowering_options, resolve_target
+from codegen.options import Options, lowering_options, resolve_target
+from codegen.pipeline import Generated
 from codegen.transform import run_passes
 from codegen.transform.qdq import fusion_refusal
 

@@ -18,7 +18,8 @@ from codegen.errors import (
 )
 from codegen.frontend.importer import ModelSource, load_model
 from codegen.frontend.model_kind import is_float_model, is_float_model_with_adapters
-from codegen.pipeline import Generated, Options, Target, generate_sources, resolve_target
+from codegen.options import Options, Target, resolve_target
+from codegen.pipeline import Generated, generate_sources
 
 
 def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
