@@ -33,7 +33,7 @@ STAGE_IMPORTS: dict[str, frozenset[str]] = {
     "frontend": frozenset({"core", "ops"}),
     "transform": frozenset({"core", "arith", "ops"}),
     "backend": frozenset({"core", "ops"}),
-    "options": frozenset({"core", "ops", "transform", "backend"}),
+    "options": frozenset({"core", "ops", "frontend", "transform", "backend"}),
     "pipeline": frozenset({"core", "ops", "frontend", "transform", "backend", "options"}),
     "target": frozenset({"core", "backend"}),
     "oracle": frozenset({"core", "arith", "ops", "frontend", "transform", "backend",
