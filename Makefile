@@ -1,6 +1,7 @@
 # onnx2mcu developer entry points. Everything runs from a local .venv.
 #   make demo   set up, then generate, build and verify C for the shipped example model
 #   make test   set up with the test extras, then lint, type-check and run the whole suite
+#   make test-fast   the unit, kernel and operator layers of the suite (tests/unit, kernels, ops)
 #   make fuzz   a long fuzz campaign of broken models (FUZZ_COUNT, FUZZ_SEED)
 #   make test-cpu-profiles   the CPU-sensitive tests under each forced CPU profile
 
@@ -13,7 +14,7 @@ JOBS ?= auto
 FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
-.PHONY: demo test lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
+.PHONY: demo test test-fast lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
 	test-interfaces
 
 $(BIN)/python:
@@ -47,7 +48,11 @@ lint: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 pytest: $(VENV)/.installed-test cortex-m-tools
-	$(BIN)/python -m pytest -n $(JOBS) -q
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q
+
+# The layers that need no whole model: pure Python, C kernels, operator families.
+test-fast: $(VENV)/.installed-test cortex-m-tools
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q tests/unit tests/kernels tests/ops
 
 # The Cortex-M cross compiler and QEMU, installed with apt when missing (CI runs as
 # root on Debian). Without apt or root the Cortex-M tests are skipped, loudly.
@@ -72,13 +77,13 @@ test: lint pytest
 # hold on that CPU skipped with the reason, the modelled u8 x s8 paths exercised.
 # CPU_PROFILES, CPU_PROFILE_TESTS and CPU_PROFILE_PYTEST_ARGS (say, -k) narrow it.
 CPU_PROFILES ?= x86-avx512-vnni x86-avx512 x86-avx2-vnni x86-avx2 x86-sse arm64 unknown
-CPU_PROFILE_TESTS ?= tests/test_cpu_profiles.py tests/test_u8s8_reference.py \
-	tests/test_float_islands.py tests/test_recipes.py tests/test_qdq.py tests/test_zoo.py \
-	tests/test_elementwise_ops.py tests/test_extreme_inputs.py tests/test_matrix_ops.py \
-	tests/test_quantized_cnn.py tests/test_tabulate.py tests/test_reduce.py \
-	tests/test_conv_transpose.py tests/test_corpus.py tests/test_refusals.py \
-	tests/test_resize.py tests/test_recurrent.py tests/test_where.py tests/test_layer_norm.py \
-	tests/test_instance_norm.py tests/test_transpose.py
+CPU_PROFILE_TESTS ?= tests/unit/test_cpu_profiles.py tests/ops/test_u8s8_reference.py \
+	tests/ops/test_float_islands.py tests/ops/test_recipes.py tests/networks/test_qdq.py tests/networks/test_zoo.py \
+	tests/ops/test_elementwise_ops.py tests/ops/test_extreme_inputs.py tests/ops/test_matrix_ops.py \
+	tests/networks/test_quantized_cnn.py tests/ops/test_tabulate.py tests/ops/test_reduce.py \
+	tests/ops/test_conv_transpose.py tests/networks/test_corpus.py tests/tools/test_refusals.py \
+	tests/ops/test_resize.py tests/ops/test_recurrent.py tests/ops/test_where.py tests/ops/test_layer_norm.py \
+	tests/ops/test_instance_norm.py tests/ops/test_transpose.py
 CPU_PROFILE_PYTEST_ARGS ?=
 test-cpu-profiles: $(VENV)/.installed-test
 	@for profile in $(CPU_PROFILES); do \
@@ -91,15 +96,15 @@ test-cpu-profiles: $(VENV)/.installed-test
 # model (32), on the host and in QEMU on cortex-m4f and cortex-m0plus.
 test-interfaces: $(VENV)/.installed-test cortex-m-tools
 	ONNX2MCU_INTERFACE_MATRIX=1 $(BIN)/python -m pytest -n $(JOBS) -q -ra \
-		tests/test_interface_matrix.py
+		tests/targets/test_interface_matrix.py
 
 # Every corpus model through its generated Makefile and OUT/build/net_main in both
 # requantization modes (make test takes one mode per model beyond one per family).
 test-corpus-makefiles: $(VENV)/.installed-test
 	ONNX2MCU_CORPUS_ALL_MODES=1 $(BIN)/python -m pytest -n $(JOBS) -q -ra \
-		tests/test_corpus.py -k test_every_model_through_its_makefile
+		tests/networks/test_corpus.py -k test_every_model_through_its_makefile
 
-# The CI campaign (tests/test_fuzz.py) uses seed 0; this one explores further. A crash
+# The CI campaign (tests/tools/test_fuzz.py) uses seed 0; this one explores further. A crash
 # prints its case number: replay it with tests/fuzz_models.py --seed S --case N.
 fuzz: $(VENV)/.installed-test
 	$(BIN)/python tests/fuzz_models.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED)

@@ -29,8 +29,9 @@ import zoo  # noqa: E402
 from codegen.backend.emitter import STRICT_CFLAGS  # noqa: E402
 from codegen.backend.project import write_files  # noqa: E402
 from codegen.core.boards import load_board  # noqa: E402
+from codegen.options import Options, with_native  # noqa: E402
 from codegen.oracle.verify import _session, ort_version  # noqa: E402
-from codegen.pipeline import Options, generate_sources, with_native  # noqa: E402
+from codegen.pipeline import generate_sources  # noqa: E402
 from codegen.target.build import encode_samples, host_compiler  # noqa: E402
 
 MLPERF_TINY = ("resnet8", "dscnn", "mobilenet_v1_025", "ad_autoencoder")

@@ -40,8 +40,9 @@ import zoo  # noqa: E402
 from codegen.api import count_generated, firmware_budget  # noqa: E402
 from codegen.backend.interface import Interface  # noqa: E402
 from codegen.backend.io_boundary import harness_entries  # noqa: E402
+from codegen.options import Options  # noqa: E402
 from codegen.oracle.verify import random_inputs  # noqa: E402
-from codegen.pipeline import Generated, Options, generate_sources  # noqa: E402
+from codegen.pipeline import Generated, generate_sources  # noqa: E402
 from codegen.target.cycles import cycle_model_for  # noqa: E402
 
 MLPERF_TINY = ("resnet8", "dscnn", "mobilenet_v1_025", "ad_autoencoder")

@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import zoo  # noqa: E402
 
+from codegen.options import Options  # noqa: E402
 from codegen.oracle.verify import random_inputs  # noqa: E402
-from codegen.pipeline import Options, generate_sources  # noqa: E402
+from codegen.pipeline import generate_sources  # noqa: E402
 from codegen.target.build import (  # noqa: E402
     cache_key,
     cached_build,

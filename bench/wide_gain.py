@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import zoo  # noqa: E402
 from mcu import CACHE, MLPERF_TINY, measure  # noqa: E402
 
-from codegen.pipeline import WIDE_GAIN_PER_MAC, weight_layers  # noqa: E402
+from codegen.options import WIDE_GAIN_PER_MAC, weight_layers  # noqa: E402
 
 
 def models(source: str) -> list[tuple[str, onnx.ModelProto]]:

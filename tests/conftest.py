@@ -1,5 +1,12 @@
-"""Shared test set-up: an isolated build cache, the sanitizer flags every generated
-project is compiled with in the tests, and what makes the suite hold on any CPU.
+"""Shared test set-up: the layers of the suite, an isolated build cache, a cache of
+generated models, the sanitizer flags every generated project is compiled with in the
+tests, and what makes the suite hold on any CPU.
+
+The suite is layered by folder (docs/testing.md), each folder a marker of the same name:
+unit (pure Python), kernels (C kernels called directly), ops (operator families against
+ONNX Runtime), networks (whole models: zoo, corpus, QDQ), targets (the generated
+project, firmware, QEMU, cycles) and tools (the commands as users run them). `make
+test-fast` runs the first three.
 
 ORT picks some kernels by CPU (codegen.oracle.cpu). On a CPU profile whose ORT runs other
 kernels than the generated C follows for a model's nodes, a test that compares that
@@ -10,6 +17,7 @@ ONNX2MCU_CPU_PROFILE=<name> forces a profile (make test-cpu-profiles runs each).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -38,7 +46,7 @@ from codegen.oracle.cpu import (
 )
 from codegen.oracle.verify import VerifyReport, reference_model, run_ort
 from codegen.oracle.verify import cpu_profile as local_cpu_profile
-from codegen.pipeline import generate_sources
+from codegen.pipeline import Generated, generate_sources
 
 # Every generated project in the tests is compiled with the strict warning flags (always
 # on) and run under AddressSanitizer and UndefinedBehaviorSanitizer; any report aborts.
@@ -71,9 +79,23 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "ort_kernels(*families): the test compares with ORT kernels of these "
         f"codegen.oracle.cpu families ({', '.join(FAMILY_BY_KEY)}); skipped on a CPU profile whose "
         "ORT runs others")
+    for layer in LAYERS:
+        config.addinivalue_line("markers", f"{layer}: a test of the {layer} layer")
     config.addinivalue_line(
         "markers", "cpu_differences_expected: codegen.verify returns its report even where "
         "ORT on this CPU profile runs other kernels (tests of the notes themselves)")
+
+
+LAYERS = ("unit", "kernels", "ops", "networks", "targets", "tools")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test is marked with its layer, the folder it lives in."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        folder = Path(str(item.fspath)).resolve().parent
+        if folder.parent == tests and folder.name in LAYERS:
+            item.add_marker(getattr(pytest.mark, folder.name))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -100,10 +122,37 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 pytest.skip(family_reason(FAMILY_BY_KEY[key], profile))
 
 
+# Generated models of this process, by model and options: helpers that need a model's
+# program or graph again (the skips, ORT's reference) lower it once per configuration.
+_GENERATED: dict[tuple[str, str], Generated] = {}
+_GENERATED_LIMIT = 64
+
+
+def model_key(model: onnx.ModelProto | str | Path) -> str:
+    """What identifies a model's content: its bytes' digest, or a file's path, size and
+    modification time."""
+    if isinstance(model, onnx.ModelProto):
+        return hashlib.sha256(model.SerializeToString()).hexdigest()
+    stat = Path(model).stat()
+    return f"{Path(model).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def generated(model: onnx.ModelProto | str | Path, **options: Any) -> Generated:
+    """generate_sources(model, Options(**options)), once per model and options in this
+    process. The result is shared: read it, never change it."""
+    key = (model_key(model), repr(Options(**options)))
+    gen = _GENERATED.get(key)
+    if gen is None:
+        if len(_GENERATED) >= _GENERATED_LIMIT:
+            _GENERATED.pop(next(iter(_GENERATED)))
+        gen = _GENERATED[key] = generate_sources(model, Options(**options))
+    return gen
+
+
 def skip_where_ort_differs(model: onnx.ModelProto | str | Path, **options: Any) -> None:
     """Skip the test where this CPU's ORT computes some node of the model (generated
     with these Options) with other kernels than the generated C follows."""
-    graph = generate_sources(model, Options(**options)).graph
+    graph = generated(model, **options).graph
     profile = local_cpu_profile()
     uses = differences(graph, profile)
     if uses:
@@ -115,7 +164,7 @@ def ort_reference(model: onnx.ModelProto | str | Path,
                   **options: Any) -> list[dict[str, NDArray[Any]]]:
     """ORT's outputs on verify's reference: the model with its QDQ rules set, and with
     int8 weights moved to uint8 where this CPU's ORT saturates u8 x s8 products."""
-    gen = generate_sources(model, Options(**options))
+    gen = generated(model, **options)
     reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
     feeds = [{t.name: np.asarray(s[t.name]).astype(np.dtype(t.dtype))
               for t in gen.program.inputs} for s in samples]

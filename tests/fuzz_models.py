@@ -20,7 +20,7 @@ Every case is determined by (seed, case index), so a crash is reproducible by it
 The mutators are checked too, so that a broken one cannot quietly shrink the campaign:
 their calls, the models they changed and their exceptions are counted, and one that raises
 on an intact seed model or too often, or changes no model at all, fails the campaign (this
-script's exit code, `make fuzz`, and tests/test_fuzz.py).
+script's exit code, `make fuzz`, and tests/tools/test_fuzz.py).
 """
 
 from __future__ import annotations

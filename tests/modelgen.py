@@ -238,3 +238,36 @@ def combine(cases: list[Case], opset: int = 13, ms_domain: bool = True) -> onnx.
         inits.update(case_inits)
         outputs.update(case_outputs)
     return graph_model([c[0] for c in cases], inputs, outputs, inits, opset, ms_domain)
+
+
+def conv_model(x_shape: list[int | str] | None = None, w_as_input: bool = False,
+               extra_attrs: dict[str, object] | None = None, opset: int = 13,
+               drop: str | None = None) -> onnx.ModelProto:
+    """QuantizeLinear -> QLinearConv -> DequantizeLinear, with knobs to break it."""
+    rng = np.random.default_rng(0)
+    x_shape = x_shape or [1, 2, 6, 6]
+    inits = {
+        "s": np.array(0.05, np.float32), "z": np.array(128, np.uint8),
+        "w": rng.integers(-50, 50, (3, 2, 3, 3)).astype(np.int8),
+        "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8),
+        "ys": np.array(0.1, np.float32),
+        "yz": np.array(100, np.uint8),
+    }
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
+    if w_as_input:
+        del inits["w"]
+        inputs.append(helper.make_tensor_value_info("w", TensorProto.INT8, [3, 2, 3, 3]))
+    if drop:
+        del inits[drop]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="quant"),
+        helper.make_node("QLinearConv", ["xq", "s", "z", "w", "ws", "wz", "ys", "yz"], ["yq"],
+                         name="conv", **(extra_attrs or {})),
+        helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dequant"),
+    ]
+    graph = helper.make_graph(nodes, "g", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model

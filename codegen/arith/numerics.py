@@ -149,7 +149,7 @@ def requantize_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,
 # MlasComputeLogistic's rational approximation (FMA3 kernel), float32 constants. MLAS
 # writes them as float literals (one rounding from the decimal); CPython parses these to
 # the nearest double with its own correctly rounded parser, and F32() rounds that to
-# float32: the same float32 for each (tests/test_exact_tables.py checks it).
+# float32: the same float32 for each (tests/unit/test_exact_tables.py checks it).
 LOGISTIC_P = (4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05,
               8.51377133304701e-03, 2.48287947061529e-01)
 LOGISTIC_Q = (6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06,

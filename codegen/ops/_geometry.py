@@ -41,7 +41,7 @@ def _same_pads(node: Node, auto_pad: str, size: int, k: int, s: int, d: int,
     if needed < 0 and is_conv:
         # kernel < stride: ORT 1.32's convolutions place the windows as if one more
         # element of padding were needed, its pools do not (both measured exhaustively,
-        # tests/test_window_padding.py); the ONNX spec leaves this case open.
+        # tests/ops/test_window_padding.py); the ONNX spec leaves this case open.
         needed += 1
     head = _trunc_div(needed + 1, 2) if auto_pad == "SAME_LOWER" else _trunc_div(needed, 2)
     return head, needed - head

@@ -3,7 +3,7 @@ QuantizeLinear: HardSigmoid, HardSwish, Exp, Erf (GELU's), Neg, Abs, Sqrt. ORT c
 them in float (it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
 of their chain (passes/tabulate.py), each with ORT's float32 arithmetic: IEEE
 operations in the order of ORT's CPU kernel, checked exhaustively against ORT
-(tests/test_tabulate.py). HardSigmoid and HardSwish also have float kernels, for the
+(tests/ops/test_tabulate.py). HardSigmoid and HardSwish also have float kernels, for the
 float islands where their input is not one dequantized tensor, and so has Exp (MLAS's
 AVX-512F exponential, value by value: its lanes and its masked tail compute alike)."""
 

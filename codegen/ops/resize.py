@@ -5,7 +5,7 @@ Mode "nearest", on any dtype: every output element is an input element, so the r
 is exact for every type; which one is ORT's float32 coordinate arithmetic (each
 coordinate_transformation_mode, then the nearest_mode rounding), computed here for each
 output row and column (checked against ORT over the modes and many sizes in
-tests/test_resize.py). ORT drops the DequantizeLinear/QuantizeLinear around a nearest
+tests/ops/test_resize.py). ORT drops the DequantizeLinear/QuantizeLinear around a nearest
 Resize when both sides share one quantization.
 
 Mode "linear" on 4-D inputs (bilinear): ORT's UpsampleBilinear, measured bit-exact on

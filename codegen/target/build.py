@@ -150,7 +150,7 @@ def with_plain_link_names(files: Mapping[str, bytes]) -> dict[str, bytes]:
     """The project with the runtime's functions under their own q8_ names. A project's
     runtime links under the model's name (q8_names.h), which only matters beside other
     models; the tools' own builds of one model use the plain names, so the cached kernel
-    objects serve every model (tests/test_firmware_component.py links the renamed ones)."""
+    objects serve every model (tests/targets/test_firmware_component.py links the renamed ones)."""
     out = dict(files)
     if "runtime/q8_names.h" in out:
         out["runtime/q8_names.h"] = (runtime_dir() / "q8_names.h").read_bytes()

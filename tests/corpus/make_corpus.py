@@ -1,7 +1,7 @@
 """Make the model corpus in tests/corpus/: ordinary small architectures with random
 weights, exported by torch's TorchScript exporter and by its default (dynamo) exporter,
 quantized by ONNX Runtime's quantize_static in QDQ and QOperator format, as users make
-them. tests/test_corpus.py runs every committed model; it never needs torch.
+them. tests/networks/test_corpus.py runs every committed model; it never needs torch.
 
 To make them again (torch is not a test dependency: use a separate virtual environment):
 

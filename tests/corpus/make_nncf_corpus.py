@@ -3,7 +3,7 @@ tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
 conversions, committed) and those torch 2.13's default (dynamo) exporter writes from
 make_corpus.py's architectures, quantized by NNCF's ONNX backend (nncf.quantize
 post-training quantization) with its two presets: "performance" (symmetric int8
-activations) and "mixed" (asymmetric activations). tests/test_corpus.py runs every
+activations) and "mixed" (asymmetric activations). tests/networks/test_corpus.py runs every
 committed model.
 
 To make them again (nncf is not a test dependency: use a separate environment; torch

@@ -3,7 +3,7 @@ tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
 conversions, committed) and those torch 2.13's default (dynamo) exporter writes from
 make_corpus.py's architectures, quantized by Quark's ONNX ModelQuantizer with its int8
 presets A8W8 (int8 activations and weights) and XINT8 (power-of-two scales, as for AMD's
-NPUs). tests/test_corpus.py runs every committed model.
+NPUs). tests/networks/test_corpus.py runs every committed model.
 
 To make them again (quark is not a test dependency: use a separate environment; torch
 2.13.0 first, and torchvision 0.28.0 without its dependencies, so that pip does not

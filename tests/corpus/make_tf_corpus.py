@@ -2,7 +2,7 @@
 random weights, converted to full-integer int8 TFLite by TFLiteConverter (a
 representative dataset; int8 I/O, and float I/O where the converter adds its own
 QUANTIZE/DEQUANTIZE), then to ONNX by tf2onnx as MLPerf Tiny users do, in its default
-QDQ form and with --dequantize (float weights). tests/test_corpus.py runs every committed
+QDQ form and with --dequantize (float weights). tests/networks/test_corpus.py runs every committed
 model; it never needs tensorflow.
 
 To make them again (tensorflow is not a test dependency: use a separate environment):

@@ -175,16 +175,19 @@ def snapshot(models: Path, out: Path, code: Path, jobs: int, only: str | None) -
 
 # ------------------------------------------------------------------------ comparison
 
-def load_map(path: Path | None) -> tuple[list[tuple[re.Pattern[str], str]], dict[str, str]]:
-    """The rename map: symbols (whole identifiers) and runtime files, old -> new."""
+def load_map(path: Path | None) -> tuple[list[tuple[re.Pattern[str], str]], dict[str, str],
+                                          set[str], set[str]]:
+    """The rename map: symbols (whole identifiers) and runtime files, old -> new, and the
+    runtime files added and removed (a header split in parts). Its "runtime_symbols" (the
+    runtime's internal helpers) concern the compiled objects only (runtime_objects.py)."""
     if path is None:
-        return [], {}
+        return [], {}, set(), set()
     data = json.loads(path.read_text())
     symbols = [(re.compile(rf"\b{re.escape(old)}\b"), new)
                for old, new in sorted(data.get("symbols", {}).items(),
                                       key=lambda item: -len(item[0]))]
     files: dict[str, str] = data.get("files", {})
-    return symbols, files
+    return symbols, files, set(data.get("added_files", ())), set(data.get("removed_files", ()))
 
 
 def renamed(text: str, symbols: list[tuple[re.Pattern[str], str]],
@@ -201,7 +204,7 @@ def _read(snap: Path, digest: str) -> bytes:
 
 
 def compare(old: Path, new: Path, rename_map: Path | None) -> int:
-    symbols, files = load_map(rename_map)
+    symbols, files, added, removed = load_map(rename_map)
     old_data = json.loads((old / "index.json").read_text())
     new_data = json.loads((new / "index.json").read_text())
     old_id, new_id = old_data["meta"]["runtime_id"], new_data["meta"]["runtime_id"]
@@ -220,8 +223,10 @@ def compare(old: Path, new: Path, rename_map: Path | None) -> int:
             continue
         a_files = {("runtime/" + files.get(p[8:], p[8:])) if p.startswith("runtime/") else p: d
                    for p, d in a["files"].items()}
-        if set(a_files) != set(b["files"]):
-            problems.append(f"{key}: files {sorted(set(a_files) ^ set(b['files']))}")
+        a_files = {p: d for p, d in a_files.items() if p[8:] not in removed}
+        b_files = {p for p in b["files"] if p[8:] not in added or not p.startswith("runtime/")}
+        if set(a_files) != b_files:
+            problems.append(f"{key}: files {sorted(set(a_files) ^ b_files)}")
             continue
         ok = True
         for path, digest in sorted(a_files.items()):

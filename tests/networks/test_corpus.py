@@ -1,0 +1,151 @@
+"""The model corpus (tests/corpus/, made by tests/corpus/make_corpus.py with torch 2.13's
+TorchScript and dynamo exporters and ONNX Runtime's quantize_static in QDQ (uint8 and
+int8 activations) and QOperator format, and by tests/corpus/make_tf_corpus.py: int8
+TFLite models from TensorFlow 2.21's converter, with int8 and float I/O, converted by
+tf2onnx 1.17 with and without --dequantize, and by tests/corpus/make_nncf_corpus.py:
+NNCF's ONNX post-training quantization of tf2onnx's and torch's float models, and
+make_quark_corpus.py: AMD Quark's A8W8 and XINT8 on the same): every model onnx2mcu
+accepts is bit-exact against ORT in both requantization modes, a --dequantize conversion
+(float weights) is refused as a float model, and every other one is refused with one
+line naming the node and the operator. REFUSED_FILES is the list of what is not
+supported yet; it shrinks as operators are added."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SANITIZE, generated, ort_reference, skip_where_ort_differs
+
+import codegen
+from codegen.errors import UnsupportedError
+from codegen.oracle.verify import compare_outputs, random_inputs
+from codegen.target.build import decode_samples, encode_samples
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+TORCH_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text())
+# tf2onnx conversions of int8 TFLite models (tests/corpus/make_tf_corpus.py).
+TF_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "tf_corpus.json").read_text())
+# tf2onnx --dequantize writes float weights and activations: a float model, which
+# onnx2mcu generates when ORT's float kernels for it are reproduced (all of these are),
+# and otherwise refuses as a float model.
+FLOAT: list[str] = []
+# NNCF 3.4's ONNX backend on tf2onnx's float models (tests/corpus/make_nncf_corpus.py).
+NNCF_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "nncf_corpus.json").read_text())
+# AMD Quark 0.13's ONNX ModelQuantizer on the same (tests/corpus/make_quark_corpus.py).
+QUARK_ENTRIES: list[dict[str, Any]] = json.loads((CORPUS / "quark_corpus.json").read_text())
+ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT] + NNCF_ENTRIES + \
+    QUARK_ENTRIES
+# Architecture -> the operator the first refusal names, for what is not supported yet.
+REFUSED: dict[str, str] = {}
+# File -> the operator the first refusal names.
+REFUSED_FILES: dict[str, str] = {}
+ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
+            and e["file"] not in REFUSED_FILES]
+REJECTED = [e["file"] for e in ENTRIES if e["file"] and (e["architecture"] in REFUSED or
+                                                        e["file"] in REFUSED_FILES)]
+ARCHITECTURE = {e["file"]: e["architecture"] for e in ENTRIES if e["file"]}
+CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
+
+
+def test_every_producer_made_its_model() -> None:
+    every = TORCH_ENTRIES + TF_ENTRIES
+    assert all(e["file"] for e in every), [e for e in every if not e["file"]]
+    every += NNCF_ENTRIES + QUARK_ENTRIES
+    assert all(e["file"] for e in every), [e for e in every if not e["file"]]
+    assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT), len(NNCF_ENTRIES),
+            len(QUARK_ENTRIES)) == (78, 12, 0, 32, 32)
+
+
+@pytest.mark.parametrize("name", FLOAT)
+def test_dequantized_conversions_are_refused_as_float_models(name: str) -> None:
+    with pytest.raises(UnsupportedError) as refusal:
+        codegen.verify(CORPUS / name, samples=1)
+    message = str(refusal.value)
+    assert message.startswith("model '") and "is a float model" in message
+    assert ("8-bit I/O adapters" in message) == ("int8io" in name)
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_accepted_models_are_bit_exact(name: str, requant: str) -> None:
+    report = codegen.verify(CORPUS / name, samples=3, requant=requant, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("name", REJECTED)
+def test_refused_models_name_the_node_and_operator(name: str) -> None:
+    with pytest.raises(UnsupportedError) as refusal:
+        codegen.verify(CORPUS / name, samples=1)
+    message = str(refusal.value)
+    expected = REFUSED_FILES.get(name) or REFUSED[ARCHITECTURE[name]]
+    assert message.startswith("node '") and f"({expected}," in message
+    assert "\n" not in message
+
+
+# One model per family (and per producer): also in QEMU, and built by its own Makefile.
+FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
+            "shufflenetv2_unit_dynamo_ort_qop_u8s8.onnx",
+            "attention_tiny_torchscript_ort_qdq_u8s8.onnx",
+            "unet_tiny_dynamo_ort_qop_u8s8.onnx",
+            "kws_gru_torchscript_ort_qdq_u8s8.onnx",
+            "gelu_mlp_torchscript_ort_qdq_u8s8.onnx",
+            "tf_ds_cnn_tflite_int8io_tf2onnx_qdq.onnx",
+            "tf_mobilenet_tiny_tf2onnx_quark_a8w8.onnx",
+            "tf_ds_cnn_tf2onnx_nncf_performance.onnx",
+            "kws_conv1d_torchscript_ort_qop_u8s8.onnx",
+            "transformer_encoder_dynamo_ort_qdq_s8s8.onnx",
+            "tv_mobilenet_v3_small_dynamo_ort_qdq_u8s8.onnx",
+            "kws_lstm_dynamo_quark_a8w8.onnx",
+            "gelu_mlp_dynamo_nncf_mixed.onnx",
+            "mobilenetv3_block_dynamo_nncf_performance.onnx",
+            "digits_logsoftmax_torchscript_ort_qdq_u8s8.onnx"]
+
+
+# Through the generated Makefile: one model per family in both requantization modes (verify
+# proves every model bit-exact in both; the Makefile and the harness are the same for all).
+# ONNX2MCU_CORPUS_ALL_MODES=1 (make test-corpus-makefiles) takes every model in both modes.
+ALL_MODES = os.environ.get("ONNX2MCU_CORPUS_ALL_MODES") == "1"
+MAKEFILE_CASES = [(name, requant) for name in (ACCEPTED if ALL_MODES else FAMILIES)
+                  for requant in ("float", "int")]
+
+
+@pytest.mark.parametrize("name,requant", MAKEFILE_CASES)
+def test_every_model_through_its_makefile(name: str, requant: str, tmp_path: Path) -> None:
+    """generate, the project's own Makefile, then OUT/build/NAME_main on random inputs:
+    the same bits as ORT on verify's reference."""
+    skip_where_ort_differs(CORPUS / name, requant=requant)
+    out = tmp_path / "out"
+    result = codegen.generate(CORPUS / name, out, requant=requant, name="net")
+    subprocess.run(["make", "-C", str(out), "-s"], check=True, capture_output=True)
+    program = generated(CORPUS / name, requant=requant).program
+    samples = random_inputs(program.inputs, 2, seed=5)
+    (tmp_path / "in.bin").write_bytes(encode_samples(program.inputs, samples))
+    subprocess.run([str(out / "build" / f"{result.name}_main"), str(tmp_path / "in.bin"),
+                    str(tmp_path / "out.bin")], check=True)
+    ours = decode_samples(program.outputs, (tmp_path / "out.bin").read_bytes(), len(samples))
+    reports = compare_outputs(program.outputs, ours, ort_reference(CORPUS / name, samples))
+    assert all(r.mismatches == 0 and r.elements for r in reports), reports
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+@pytest.mark.parametrize("name", FAMILIES)
+def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
+    report = codegen.verify(CORPUS / name, board=board, samples=1)
+    assert report.ok, report.outputs
+
+
+def test_per_layer_compares_what_ort_computes() -> None:
+    """verify --per-layer on a model whose tensors onnx2mcu renames and retypes (ORT's
+    x86 int8 -> uint8 rule, WeightBiasQuantization): every layer ORT computes in the
+    same type is compared, and all are exact."""
+    report = codegen.verify(CORPUS / "unet_tiny_dynamo_nncf_mixed.onnx", samples=1,
+                            per_layer=True)
+    assert report.ok, report.outputs
+    assert report.layers and all(layer.mismatches == 0 for layer in report.layers)

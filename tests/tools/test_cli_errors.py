@@ -1,0 +1,176 @@
+"""Bad input through the real command line: one clear line naming the node and the
+problem, exit code 2, no traceback, and nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from modelgen import conv_model
+from onnx import TensorProto, helper
+
+F32 = np.float32
+
+
+def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codegen.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
+
+
+def save(model: onnx.ModelProto, path: Path) -> Path:
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def assert_clean_failure(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("onnx2mcu: error: ")
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def assert_nothing_written(parent: Path) -> None:
+    leftovers = [p.name for p in parent.iterdir() if p.name.startswith(".out")]
+    assert not (parent / "out").exists()
+    assert not leftovers, leftovers
+
+
+def test_valid_model_generates(tmp_path: Path) -> None:
+    model = save(conv_model(), tmp_path / "ok.onnx")
+    result = cli("generate", model, "-o", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "ok.h").is_file()
+
+
+CASES = {
+    "missing file": (None, ["no such model file"]),
+    "random bytes": (b"\x08\x01garbage\xff\xfe" * 50, ["not a valid ONNX model"]),
+    "truncated": ("truncate", ["not a valid ONNX model"]),
+    "unsupported op": ("sin", ["node 'sin' (Sin, domain ai.onnx)", "not supported"]),
+    "unsupported dtype": ("float16", ["node 'quant' (QuantizeLinear", "FLOAT16"]),
+    "unsupported attribute": ("conv3d", ["node 'conv' (QLinearConv", "3-D convolution"]),
+    "bad attribute": ("group3", ["node 'conv' (QLinearConv", "group"]),
+    "dynamic shape": ("dynamic", ["node 'quant'", "dynamic dimension 'height' (axis 2)",
+                                  "--input-shape x=1x2x1x6"]),
+    "missing initializer": ("no_ys", ["node 'conv' (QLinearConv", "input 'ys' is not produced"]),
+    "weights not constant": ("w_input", ["node 'conv' (QLinearConv", "must be a constant"]),
+    "opset too new": ("opset29", ["opset 29 is not supported"]),
+    "operator version": ("opset28", ["node 'quant' (QuantizeLinear",
+                                     "QuantizeLinear-28 (opset 28) is not supported"]),
+    "kernel larger than input": ("tiny", ["node 'conv' (QLinearConv", "larger than"]),
+}
+
+
+def broken_model(kind: object, tmp_path: Path) -> Path:
+    path = tmp_path / "model.onnx"
+    if kind is None:
+        return tmp_path / "does_not_exist.onnx"
+    if isinstance(kind, bytes):
+        path.write_bytes(kind)
+        return path
+    if kind == "truncate":
+        data = conv_model().SerializeToString()
+        path.write_bytes(data[: len(data) // 2])
+        return path
+    if kind == "sin":
+        m = conv_model()
+        m.graph.node.append(helper.make_node("Sin", ["y"], ["p"], name="sin"))
+        m.graph.output[0].name = "p"
+        return save(m, path)
+    if kind == "float16":
+        m = conv_model()
+        m.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+        return save(m, path)
+    if kind == "conv3d":
+        return save(conv_model(x_shape=[1, 2, 6, 6, 6]), path)
+    if kind == "group3":
+        return save(conv_model(extra_attrs={"group": 3}), path)
+    if kind == "dynamic":  # a dynamic batch axis alone is taken as 1; any other is not
+        return save(conv_model(x_shape=["batch", 2, "height", 6]), path)
+    if kind == "no_ys":
+        return save(conv_model(drop="ys"), path)
+    if kind == "w_input":
+        return save(conv_model(w_as_input=True), path)
+    if kind in ("opset28", "opset29"):
+        return save(conv_model(opset=int(kind[-2:])), path)
+    if kind == "tiny":
+        return save(conv_model(x_shape=[1, 2, 2, 2]), path)
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("command", ["generate", "verify"])
+def test_bad_input(case: str, command: str, tmp_path: Path) -> None:
+    kind, needles = CASES[case]
+    model = broken_model(kind, tmp_path)
+    args = ["-o", tmp_path / "out"] if command == "generate" else ["--samples", "1"]
+    result = cli(command, model, *args)
+    assert_clean_failure(result, *needles)
+    assert_nothing_written(tmp_path)
+
+
+def test_dynamic_shape_with_input_shape_works(tmp_path: Path) -> None:
+    model = save(conv_model(x_shape=["batch", 2, 6, 6]), tmp_path / "dyn.onnx")
+    result = cli("verify", model, "--input-shape", "x=2x2x6x6", "--samples", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BIT-EXACT" in result.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--input-shape", "x=1x2"], "does not match"),
+    (["--input-shape", "nope=1x2x6x6"], "no input named 'nope'"),
+    (["--input-shape", "x=axb"], "expected NAME=D0xD1"),
+    (["--name", "../evil"], "C identifier"),
+    (["--name", "int"], "C identifier"),
+    (["--board", "nope"], "unknown board 'nope'"),
+])
+def test_bad_options(args: list[str], needle: str, tmp_path: Path) -> None:
+    model = save(conv_model(x_shape=["batch", 2, 6, 6]), tmp_path / "m.onnx")
+    if "--input-shape" not in args:
+        args = [*args, "--input-shape", "x=1x2x6x6"]
+    result = cli("generate", model, "-o", tmp_path / "out", *args)
+    assert_clean_failure(result, needle)
+    assert_nothing_written(tmp_path)
+
+
+def test_never_overwrites_without_force(tmp_path: Path) -> None:
+    model = save(conv_model(), tmp_path / "m.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("user data")
+    result = cli("generate", model, "-o", out)
+    assert_clean_failure(result, "not empty", "--force")
+    assert (out / "precious.txt").read_text() == "user data"
+    assert sorted(p.name for p in out.iterdir()) == ["precious.txt"]
+
+    result = cli("generate", model, "-o", out, "--force")
+    assert result.returncode == 0, result.stderr
+    assert not (out / "precious.txt").exists()
+    assert (out / "m.c").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_output_path_that_is_a_file(tmp_path: Path) -> None:
+    model = save(conv_model(), tmp_path / "m.onnx")
+    (tmp_path / "out").write_text("a file")
+    result = cli("generate", model, "-o", tmp_path / "out", "--force")
+    assert_clean_failure(result, "not a folder")
+    assert (tmp_path / "out").read_text() == "a file"
+
+
+def test_run_with_wrong_inputs(tmp_path: Path) -> None:
+    model = save(conv_model(), tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", nope=np.zeros((1, 2, 6, 6), F32))
+    result = cli("run", model, "--inputs", tmp_path / "in.npz", "--output", tmp_path / "o.npz")
+    assert_clean_failure(result, "no data for model input 'x'")
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 2, 5, 6), F32))
+    result = cli("run", model, "--inputs", tmp_path / "in.npz", "--output", tmp_path / "o.npz")
+    assert_clean_failure(result, "shape [1, 2, 5, 6]")
+    assert not (tmp_path / "o.npz").exists()

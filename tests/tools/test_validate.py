@@ -1,0 +1,172 @@
+"""onnx2mcu validate: the generated C against the float model on a data set. The figures
+are checked against numpy on known arrays, and on the worked example against ORT run
+here on the float model and the C's outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from codegen import api
+from codegen.cli import main
+from codegen.options import Options
+from codegen.oracle.quantize import quantize
+from codegen.oracle.validate import (
+    ErrorStats,
+    ValidateReport,
+    error_stats,
+    format_validation_json,
+    format_validation_text,
+    is_classifier,
+    validate_output,
+)
+from codegen.pipeline import generate_sources
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
+
+STRIPES = Path(__file__).resolve().parents[2] / "examples" / "stripes"
+
+
+def test_error_figures_are_numpys() -> None:
+    reference = np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.5]])
+    got = np.array([[1.5, -2.0, 2.0], [0.5, 0.25, -1.5]])
+    stats = error_stats(got.astype(np.float32), reference.astype(np.float32))
+    e = got - reference
+    assert stats.rmse == pytest.approx(float(np.sqrt(np.mean(e ** 2))), rel=1e-12)
+    assert stats.mean_abs == pytest.approx(float(np.mean(np.abs(e))), rel=1e-12)
+    assert stats.max_abs == 1.0
+    cosine = float(np.sum(got * reference) / np.linalg.norm(got) / np.linalg.norm(reference))
+    assert stats.cosine == pytest.approx(cosine, rel=1e-12)
+    snr = 10 * math.log10(float(np.sum(reference ** 2) / np.sum(e ** 2)))
+    assert stats.snr_db == pytest.approx(snr, rel=1e-12)
+    # By hand: e = [0.5, 0, -1, 0, 0.25, 0], sum e^2 = 1.3125, sum r^2 = 16.5.
+    assert stats.rmse == pytest.approx(math.sqrt(1.3125 / 6))
+    assert stats.snr_db == pytest.approx(10 * math.log10(16.5 / 1.3125))
+
+
+def test_edge_cases_of_the_figures() -> None:
+    exact = error_stats(np.ones(4), np.ones(4))
+    assert exact == ErrorStats(0.0, 0.0, 0.0, 1.0, None)  # no error: infinite SNR
+    zeros = error_stats(np.zeros(3), np.zeros(3))
+    assert zeros.cosine == 1.0 and zeros.snr_db is None
+    silent_reference = error_stats(np.array([1.0, 0.0]), np.zeros(2))
+    assert silent_reference.snr_db == -math.inf and silent_reference.cosine == 0.0
+    opposite = error_stats(-np.arange(1.0, 4.0), np.arange(1.0, 4.0))
+    assert opposite.cosine == pytest.approx(-1.0)
+
+
+def test_classifiers_are_told_from_other_outputs() -> None:
+    assert is_classifier((1, 10), [3 * 32 * 32])
+    assert not is_classifier((1, 640), [640])  # an autoencoder's reconstruction
+    assert not is_classifier((1, 1), [10])
+    assert not is_classifier((1, 8, 4, 4), [3 * 16 * 16])
+    assert not is_classifier((1, 2000), [10])
+
+
+def test_top1_agreement_and_accuracy_count_samples() -> None:
+    scores = [np.array([[0.1, 0.9, 0.0]]), np.array([[0.8, 0.1, 0.1]]),
+              np.array([[0.2, 0.3, 0.5]]), np.array([[0.6, 0.3, 0.1]])]
+    ours = [{"y": s} for s in scores]
+    floats = [{"y_float": s} for s in scores[:3]] + [{"y_float": np.array([[0.1, 0.2, 0.7]])}]
+    labels = np.array([1, 0, 1, 2])
+    v = validate_output("y", ours, ours, floats, "y_float", True, labels)
+    assert v.top1_agreement == 0.75  # the last sample: class 0 against the float model's 2
+    assert v.accuracy_float == 0.75 and v.accuracy_c == 0.5 and v.accuracy_ort == 0.5
+    assert v.c_vs_ort_mismatches == 0 and v.elements == 3
+
+
+@pytest.fixture(scope="module")
+def stripes_quantized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("validate") / "stripes_q.onnx"
+    quantize(STRIPES / "stripes_cnn.onnx", out, str(STRIPES / "stripes.npz"))
+    return out
+
+
+def test_validate_matches_numpy_on_the_worked_example(stripes_quantized: Path) -> None:
+    data = np.load(STRIPES / "stripes.npz")["image"]
+    labels = np.load(STRIPES / "stripes_labels.npy")
+    report = api.validate(str(stripes_quantized), str(STRIPES / "stripes_cnn.onnx"),
+                          str(STRIPES / "stripes.npz"), labels=str(STRIPES / "stripes_labels.npy"))
+    session = ort.InferenceSession(str(STRIPES / "stripes_cnn.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    floats = np.stack([session.run(["scores"], {"image": x[None]})[0] for x in data])
+    gen = generate_sources(str(stripes_quantized), Options())
+    ours = np.stack([r["scores"] for r in api.run_generated(
+        gen, [{"image": x[None]} for x in data])])
+    (out,) = report.outputs
+    assert report.samples == len(data) and report.bit_exact and out.classifier
+    e = ours.astype(np.float64) - floats
+    assert out.c_vs_float.rmse == pytest.approx(float(np.sqrt(np.mean(e ** 2))), rel=1e-9)
+    assert out.c_vs_float.mean_abs == pytest.approx(float(np.mean(np.abs(e))), rel=1e-9)
+    assert out.c_vs_float.max_abs == float(np.max(np.abs(e)))
+    flat_c, flat_f = ours.reshape(-1).astype(np.float64), floats.reshape(-1).astype(np.float64)
+    assert out.c_vs_float.cosine == pytest.approx(
+        float(flat_c @ flat_f / np.linalg.norm(flat_c) / np.linalg.norm(flat_f)), rel=1e-9)
+    assert out.c_vs_float.snr_db == pytest.approx(
+        10 * math.log10(float(flat_f @ flat_f) / float(e.reshape(-1) @ e.reshape(-1))),
+        rel=1e-9)
+    c_top1 = ours.reshape(len(data), -1).argmax(axis=1)
+    float_top1 = floats.reshape(len(data), -1).argmax(axis=1)
+    assert out.top1_agreement == pytest.approx(float(np.mean(c_top1 == float_top1)))
+    assert out.accuracy_float == pytest.approx(float(np.mean(float_top1 == labels)))
+    assert out.accuracy_c == pytest.approx(float(np.mean(c_top1 == labels)))
+    assert out.c_vs_float == out.ort_vs_float  # bit-exact C: the same loss as ORT's
+    assert out.c_vs_ort_mismatches == 0 and out.accuracy_ort == out.accuracy_c
+
+
+def test_cli_text_and_json_give_the_same_numbers(stripes_quantized: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["validate", str(stripes_quantized), "--float-model",
+            str(STRIPES / "stripes_cnn.onnx"), "--dataset", str(STRIPES / "stripes.npz"),
+            "--labels", str(STRIPES / "stripes_labels.npy")]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (out,) = data["outputs"]
+    assert data["bit_exact"] is True and data["samples"] == 200
+    stats = out["c_vs_float"]
+    assert f"{stats['rmse']:.6g}" in text and f"{stats['cosine']:.6f}" in text
+    assert f"{stats['snr_db']:.4g}" in text
+    assert f"top-1 agreement with the float model: {100 * out['top1_agreement']:.2f}% of " \
+           "200 samples" in text
+    assert f"accuracy: float model {100 * out['accuracy_float']:.2f}%, generated C " \
+           f"{100 * out['accuracy_c']:.2f}%" in text
+    assert "bit-exact (800 elements)" in text
+
+
+def test_an_exact_output_has_an_infinite_snr_in_text_and_null_in_json() -> None:
+    v = validate_output("y", [{"y": np.zeros((1, 4))}], [{"y": np.zeros((1, 4))}],
+                        [{"y": np.zeros((1, 4))}], "y", False, None)
+    report = ValidateReport(1, "host", "float", "1.32.0", "the model as given", (v,), ())
+    assert "  generated C                          0           0           0   1.000000      inf" \
+        in format_validation_text(report)
+    assert json.loads(format_validation_json(report))["outputs"][0]["c_vs_float"][
+        "snr_db"] is None
+
+
+@pytest.mark.skipif(not (cross_toolchain_available() and qemu_available()),
+                    reason="needs arm-none-eabi-gcc and QEMU")
+def test_validate_in_qemu_gives_the_hosts_numbers(stripes_quantized: Path) -> None:
+    args = (str(stripes_quantized), str(STRIPES / "stripes_cnn.onnx"))
+    subset = {"image": np.load(STRIPES / "stripes.npz")["image"][:24]}
+    host = api.validate(*args, subset)
+    board = api.validate(*args, subset, board="cortex-m0plus")
+    assert board.board == "cortex-m0plus" and board.bit_exact and host.bit_exact
+    assert board.outputs == host.outputs
+
+
+def test_labels_that_do_not_fit_are_refused(stripes_quantized: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    labels = tmp_path / "labels.npy"
+    np.save(labels, np.zeros(7, np.int64))
+    assert main(["validate", str(stripes_quantized), "--float-model",
+                 str(STRIPES / "stripes_cnn.onnx"), "--dataset", str(STRIPES / "stripes.npz"),
+                 "--labels", str(labels)]) == 2
+    assert capsys.readouterr().err.strip() == \
+        f"onnx2mcu: error: {labels}: 7 labels for 200 samples"
