@@ -7,7 +7,7 @@
 /* Layers without padding read the input directly. The requantization mode is settled
  * once per call: the saturating VCVTR forms where the layer's range allows. */
 #define Q8_DW_CALL(RQ)                                                                     \
-    dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, is_signed, RQ)
+    q8_dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, NULL, 0, is_signed, RQ)
 #define Q8_DEFINE_DWCONV(NAME, TX, SIGNED, MODE)                                          \
     void NAME(const q8_dwconv_params *params, const TX *input, void *output)              \
     {                                                                                     \

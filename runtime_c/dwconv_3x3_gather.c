@@ -27,7 +27,7 @@ Q8_NO_MEMCPY_LOOPS static void gather_channel(const q8_dwconv_gather_params *g,
             memset(dst, pad, (size_t)cols);
         } else {
             const size_t row = (size_t)c * (size_t)g->source_rows[s] + (size_t)g->row_index[r];
-            copy_row(sources[s] + row * (size_t)W, cols, flip, dst);
+            q8_copy_row(sources[s] + row * (size_t)W, cols, flip, dst);
         }
     }
 }
@@ -45,16 +45,16 @@ Q8_INLINE void dwconv_3x3_gather(const q8_dwconv_gather_params *g,
     const uint32_t flip = Q8_DW_OFFSET_PLANE && is_signed ? 0x80808080u : 0u;
     const uint8_t pad = (uint8_t)((uint32_t)p->pad_value ^ flip);
     int32_t i_c;
-    pad_border(H, W, 0, p->pad_left, PH, PW, pad, scratch);
+    q8_pad_border(H, W, 0, p->pad_left, PH, PW, pad, scratch);
     for (i_c = 0; i_c < count; i_c++) {
         const int32_t c = p->channel_list != NULL ? p->channel_list[i_c] : i_c;
         uint8_t *y_c = y + (size_t)c * (size_t)(OH * OW);
         const int16_t *wc = p->weights + (size_t)i_c * 9u;
         gather_channel(g, sources, c, PW, flip, pad, scratch);
 #if Q8_DW_OFFSET_PLANE
-        offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
+        q8_offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
 #else
-        interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
+        q8_interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #endif
     }
 }

@@ -8,7 +8,7 @@
  * ((OH - 1) * stride_h + 3) x ((OW - 1) * stride_w + 3) bytes. The requantization mode is
  * settled once per call: the saturating VCVTR forms where the layer's range allows. */
 #define Q8_DW_PADDED_CALL(RQ)                                                              \
-    dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, (uint8_t *)scratch, 1,   \
+    q8_dwconv_3x3(params, (const uint8_t *)input, (uint8_t *)output, (uint8_t *)scratch, 1,   \
                is_signed, RQ)
 #define Q8_DEFINE_DWCONV_PADDED(NAME, TX, SIGNED, MODE)                                   \
     void NAME(const q8_dwconv_params *params, const TX *input, void *output,              \

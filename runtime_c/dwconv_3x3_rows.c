@@ -215,9 +215,9 @@ static void band_macs(uint32_t *band, int32_t OW, const uint32_t w01[3],
  * row is not stored. */
 Q8_INLINE void requantize_bands_as(const uint32_t *band, int32_t count, int32_t OW,
                                    int32_t OH, int32_t first, int32_t bias,
-                                   const row_requant *constants, uint8_t *y_c, int mode)
+                                   const q8_row_requant *constants, uint8_t *y_c, int mode)
 {
-    const row_requant r = *constants; /* in registers: the byte stores may alias it */
+    const q8_row_requant r = *constants; /* in registers: the byte stores may alias it */
     const int32_t PW = OW + 2;
     int32_t b, j;
     for (b = 0; b < count; b++) {
@@ -227,13 +227,13 @@ Q8_INLINE void requantize_bands_as(const uint32_t *band, int32_t count, int32_t 
         if (oh + 1 < OH) {
             for (j = 0; j < OW; j++) {
                 const uint32_t top = z[2 * j], bottom = z[2 * j + 1];
-                requantize_pair(&r, (int32_t)(top + (uint32_t)bias),
+                q8_requantize_pair(&r, (int32_t)(top + (uint32_t)bias),
                                 (int32_t)(bottom + (uint32_t)bias), &out[j], &out[OW + j],
                                 mode);
             }
         } else {
             for (j = 0; j < OW; j++) {
-                out[j] = requantize(&r, (int32_t)(z[2 * j] + (uint32_t)bias), mode);
+                out[j] = q8_requantize(&r, (int32_t)(z[2 * j] + (uint32_t)bias), mode);
             }
         }
     }
@@ -241,10 +241,10 @@ Q8_INLINE void requantize_bands_as(const uint32_t *band, int32_t count, int32_t 
 
 /* One loop per requantization mode, the saturating ones where the output range allows. */
 static void requantize_bands(const uint32_t *band, int32_t count, int32_t OW, int32_t OH,
-                             int32_t first, int32_t bias, const row_requant *rq,
+                             int32_t first, int32_t bias, const q8_row_requant *rq,
                              const q8_requant_params *layer, uint8_t *y_c, int mode)
 {
-    switch (layer_requant_mode(layer, mode)) {
+    switch (q8_layer_requant_mode(layer, mode)) {
     Q8_SATURATING_CASES(
         requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_S8),
         requantize_bands_as(band, count, OW, OH, first, bias, rq, y_c, Q8_RQ_FREQ_BOUNDED_U8))
@@ -380,7 +380,7 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *x,
     const int32_t first = p->pad_left < PW ? p->pad_left : PW;
     const int32_t last = p->pad_left + W < PW ? p->pad_left + W : PW;
 #if Q8_FUSED_BANDS
-    const int rmode = layer_requant_mode(&p->requant, mode);
+    const int rmode = q8_layer_requant_mode(&p->requant, mode);
     const int fused = rmode == Q8_RQ_FREQ_BOUNDED_S8 || rmode == Q8_RQ_FREQ_BOUNDED_U8;
 #endif
     memset(pad_row, (int)(uint8_t)p->pad_value, (size_t)W);
@@ -391,7 +391,7 @@ Q8_INLINE void dwconv_3x3_rows(const q8_dwconv_params *p, const uint8_t *x,
             const uint8_t *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const int16_t *w = p->weights + (size_t)i_c * 9u;
-            const row_requant rq = row_constants(&p->requant, i_c, mode);
+            const q8_row_requant rq = q8_row_constants(&p->requant, i_c, mode);
             const int32_t bias = p->bias[i_c];
             uint32_t w01[3], w12[3];
             for (k = 0; k < 3; k++) {

@@ -16,9 +16,8 @@
 #include "q8_dsp.h"
 #include "q8_runtime.h"
 
-/* FC_SAT_S8/_U8: bounded float requantization over the whole int8/uint8 range, by
- * VCVTR and SSAT/USAT in fused_fc_blocks (cores with VCVTR). */
-enum { FC_FREQ, FC_IREQ, FC_F32, FC_FREQ_BOUNDED, FC_SAT_S8, FC_SAT_U8 };
+/* The modes are Q8_RQ_* (q8_arith.h); Q8_RQ_FREQ_BOUNDED_S8/_U8 run fused_fc_blocks (VCVTR
+ * and SSAT/USAT, on cores with VCVTR). */
 
 Q8_INLINE void widen_row(const uint8_t *a, int16_t *out, int32_t k, int32_t k_padded,
                          int is_signed)
@@ -255,12 +254,12 @@ Q8_INLINE void store(const q8_requant_params *rq, int32_t n, int32_t acc, void *
                      int mode)
 {
     const int32_t ch = rq->per_channel ? n : 0;
-    if (mode == FC_F32) {
+    if (mode == Q8_RQ_F32) {
         ((float *)y)[at] = (float)((float)acc * rq->scale[ch]);
     } else {
         const int32_t lo = rq->act_min - rq->zero_point, hi = rq->act_max - rq->zero_point;
-        const int32_t v = mode == FC_IREQ ? q8_requant_int(acc, rq->mult[ch], rq->exp[ch], lo, hi)
-                          : mode == FC_FREQ_BOUNDED
+        const int32_t v = mode == Q8_RQ_IREQ ? q8_requant_int(acc, rq->mult[ch], rq->exp[ch], lo, hi)
+                          : mode == Q8_RQ_FREQ_BOUNDED
                               ? q8_requant_f32_bounded(acc, rq->scale[ch], lo, hi)
                               : q8_requant_f32(acc, rq->scale[ch], (float)lo, (float)hi);
         ((uint8_t *)y)[at] = (uint8_t)(v + rq->zero_point);
@@ -442,12 +441,12 @@ Q8_INLINE void fused_fc_blocks(const void *weights, int wide, const int16_t *xs,
     st.zero_point = zero_point;
     st.blocks = blocks;
     if (wide) {
-        if (mode == FC_SAT_S8) {
+        if (mode == Q8_RQ_FREQ_BOUNDED_S8) {
             Q8_FUSED_FC_ASM(Q8_FC_W16_GROUP_RUNS, "ssat");
         } else {
             Q8_FUSED_FC_ASM(Q8_FC_W16_GROUP_RUNS, "usat");
         }
-    } else if (mode == FC_SAT_S8) {
+    } else if (mode == Q8_RQ_FREQ_BOUNDED_S8) {
         Q8_FUSED_FC_ASM(Q8_FC_GROUP_RUN6, "ssat");
     } else {
         Q8_FUSED_FC_ASM(Q8_FC_GROUP_RUN6, "usat");
@@ -479,7 +478,7 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
         widen_row(a + (size_t)row * (size_t)p->k, scratch, p->k, p->k_padded, is_signed);
         n = 0;
 #if Q8_FUSED_FC
-        if ((mode == FC_SAT_S8 || mode == FC_SAT_U8) && N >= 4 && groups > 0 &&
+        if ((mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) && N >= 4 && groups > 0 &&
             groups % 4 == 0) {
             const int per_channel = p->requant.per_channel;
             n = N / 4 * 4;
@@ -487,8 +486,8 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
                             per_channel, p->requant.zero_point, (uint8_t *)y + out, N / 4,
                             mode);
         }
-        if (mode == FC_SAT_S8 || mode == FC_SAT_U8) {
-            mode = FC_FREQ_BOUNDED; /* the last rows */
+        if (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
+            mode = Q8_RQ_FREQ_BOUNDED; /* the last rows */
         }
 #endif
         for (; n < N; n += 4) {
@@ -511,15 +510,15 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
 /* The kernel called with the mode the layer settles on (fc_mode, for the float modes):
  * one instantiation per mode, each with its mode constant. */
 #define Q8_FC_BY_MODE(KERNEL, SIGNED, MODE)                                                \
-    switch (MODE == FC_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                   \
-    case FC_SAT_S8:                                                                        \
-        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, FC_SAT_S8);        \
+    switch (MODE == Q8_RQ_FREQ ? fc_mode(&params->requant, MODE) : MODE) {                   \
+    case Q8_RQ_FREQ_BOUNDED_S8:                                                                        \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_S8);        \
         break;                                                                             \
-    case FC_SAT_U8:                                                                        \
-        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, FC_SAT_U8);        \
+    case Q8_RQ_FREQ_BOUNDED_U8:                                                                        \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED_U8);        \
         break;                                                                             \
-    case FC_FREQ_BOUNDED:                                                                  \
-        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, FC_FREQ_BOUNDED);  \
+    case Q8_RQ_FREQ_BOUNDED:                                                                  \
+        KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, Q8_RQ_FREQ_BOUNDED);  \
         break;                                                                             \
     default:                                                                               \
         KERNEL(params, (const uint8_t *)input, output, scratch, SIGNED, MODE);             \
@@ -537,26 +536,26 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
  * loop where it exists, the other bounded ones the shorter rounding. */
 Q8_INLINE int fc_mode(const q8_requant_params *rq, int mode)
 {
-    if (mode != FC_FREQ || !rq->bounded) {
+    if (mode != Q8_RQ_FREQ || !rq->bounded) {
         return mode;
     }
 #if Q8_FUSED_FC
     if (rq->act_min == -128 && rq->act_max == 127) {
-        return FC_SAT_S8;
+        return Q8_RQ_FREQ_BOUNDED_S8;
     }
     if (rq->act_min == 0 && rq->act_max == 255) {
-        return FC_SAT_U8;
+        return Q8_RQ_FREQ_BOUNDED_U8;
     }
 #endif
-    return FC_FREQ_BOUNDED;
+    return Q8_RQ_FREQ_BOUNDED;
 }
 
-Q8_DEFINE_FC(q8_fc_u8_freq, uint8_t, void, 0, FC_FREQ)
-Q8_DEFINE_FC(q8_fc_s8_freq, int8_t, void, 1, FC_FREQ)
-Q8_DEFINE_FC(q8_fc_u8_ireq, uint8_t, void, 0, FC_IREQ)
-Q8_DEFINE_FC(q8_fc_s8_ireq, int8_t, void, 1, FC_IREQ)
-Q8_DEFINE_FC(q8_fc_u8_f32, uint8_t, float, 0, FC_F32)
-Q8_DEFINE_FC(q8_fc_s8_f32, int8_t, float, 1, FC_F32)
+Q8_DEFINE_FC(q8_fc_u8_freq, uint8_t, void, 0, Q8_RQ_FREQ)
+Q8_DEFINE_FC(q8_fc_s8_freq, int8_t, void, 1, Q8_RQ_FREQ)
+Q8_DEFINE_FC(q8_fc_u8_ireq, uint8_t, void, 0, Q8_RQ_IREQ)
+Q8_DEFINE_FC(q8_fc_s8_ireq, int8_t, void, 1, Q8_RQ_IREQ)
+Q8_DEFINE_FC(q8_fc_u8_f32, uint8_t, float, 0, Q8_RQ_F32)
+Q8_DEFINE_FC(q8_fc_s8_f32, int8_t, float, 1, Q8_RQ_F32)
 
 /* Wide weights; requantization constants are copied into locals first (a byte store may
  * alias anything, so fields read through the params pointer would be reloaded). */
@@ -574,13 +573,13 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
         widen_row(a + (size_t)row * (size_t)K, scratch, K, k_padded, is_signed);
         n = 0;
 #if Q8_FUSED_FC
-        if ((mode == FC_SAT_S8 || mode == FC_SAT_U8) && N >= 4 && k_padded % 16 == 0) {
+        if ((mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) && N >= 4 && k_padded % 16 == 0) {
             n = N / 4 * 4;
             fused_fc_blocks(weights, 1, scratch, k_padded / 4, bias, rq.scale, rq.per_channel,
                             rq.zero_point, (uint8_t *)y + out, N / 4, mode);
         }
-        if (mode == FC_SAT_S8 || mode == FC_SAT_U8) {
-            mode = FC_FREQ_BOUNDED; /* the last rows */
+        if (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
+            mode = Q8_RQ_FREQ_BOUNDED; /* the last rows */
         }
 #endif
         for (; n < N; n += 4) {
@@ -605,9 +604,9 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
         Q8_FC_BY_MODE(fully_connected_w16, SIGNED, MODE);                                  \
     }
 
-Q8_DEFINE_FC_W16(q8_fc_u8_w16_freq, uint8_t, void, 0, FC_FREQ)
-Q8_DEFINE_FC_W16(q8_fc_s8_w16_freq, int8_t, void, 1, FC_FREQ)
-Q8_DEFINE_FC_W16(q8_fc_u8_w16_ireq, uint8_t, void, 0, FC_IREQ)
-Q8_DEFINE_FC_W16(q8_fc_s8_w16_ireq, int8_t, void, 1, FC_IREQ)
-Q8_DEFINE_FC_W16(q8_fc_u8_w16_f32, uint8_t, float, 0, FC_F32)
-Q8_DEFINE_FC_W16(q8_fc_s8_w16_f32, int8_t, float, 1, FC_F32)
+Q8_DEFINE_FC_W16(q8_fc_u8_w16_freq, uint8_t, void, 0, Q8_RQ_FREQ)
+Q8_DEFINE_FC_W16(q8_fc_s8_w16_freq, int8_t, void, 1, Q8_RQ_FREQ)
+Q8_DEFINE_FC_W16(q8_fc_u8_w16_ireq, uint8_t, void, 0, Q8_RQ_IREQ)
+Q8_DEFINE_FC_W16(q8_fc_s8_w16_ireq, int8_t, void, 1, Q8_RQ_IREQ)
+Q8_DEFINE_FC_W16(q8_fc_u8_w16_f32, uint8_t, float, 0, Q8_RQ_F32)
+Q8_DEFINE_FC_W16(q8_fc_s8_w16_f32, int8_t, float, 1, Q8_RQ_F32)

@@ -8,7 +8,6 @@
 #include "q8_arith.h"
 #include "q8_runtime.h"
 
-enum { OUT_FREQ, OUT_IREQ, OUT_I32, OUT_F32 };
 
 Q8_INLINE int32_t load8(const uint8_t *p, int is_signed)
 {
@@ -52,15 +51,15 @@ Q8_INLINE void gemm_reference(const q8_gemm_params *p, const uint8_t *Q8_RESTRIC
                 if (p->bias) {
                     acc += (uint32_t)p->bias[i * p->bias_stride_m + j * p->bias_stride_n];
                 }
-                if (out == OUT_I32) {
+                if (out == Q8_RQ_I32) {
                     ((int32_t *)y)[at] = wrap_to_int32(acc);
                     continue;
                 }
-                if (out == OUT_F32) {
+                if (out == Q8_RQ_F32) {
                     ((float *)y)[at] = (float)((float)wrap_to_int32(acc) * rq->scale[ch]);
                     continue;
                 }
-                if (out == OUT_IREQ) {
+                if (out == Q8_RQ_IREQ) {
                     v = q8_requant_int(wrap_to_int32(acc), rq->mult[ch], rq->exp[ch], lo, hi);
                 } else {
                     v = q8_requant_f32(wrap_to_int32(acc), rq->scale[ch], (float)lo, (float)hi);
@@ -77,25 +76,25 @@ Q8_INLINE void gemm_reference(const q8_gemm_params *p, const uint8_t *Q8_RESTRIC
                                const TB *Q8_RESTRICT b, void *Q8_RESTRICT y)                    \
     {                                                                                            \
         gemm_reference(params, (const uint8_t *)a, (const uint8_t *)b, y, A_SIGNED, B_SIGNED,   \
-                       OUT_FREQ);                                                                \
+                       Q8_RQ_FREQ);                                                                \
     }                                                                                            \
     void q8_gemm_##A##B##_ireq(const q8_gemm_params *params, const TA *Q8_RESTRICT a,           \
                                const TB *Q8_RESTRICT b, void *Q8_RESTRICT y)                    \
     {                                                                                            \
         gemm_reference(params, (const uint8_t *)a, (const uint8_t *)b, y, A_SIGNED, B_SIGNED,   \
-                       OUT_IREQ);                                                                \
+                       Q8_RQ_IREQ);                                                                \
     }                                                                                            \
     void q8_gemm_##A##B##_i32(const q8_gemm_params *params, const TA *Q8_RESTRICT a,            \
                               const TB *Q8_RESTRICT b, int32_t *Q8_RESTRICT y)                  \
     {                                                                                            \
         gemm_reference(params, (const uint8_t *)a, (const uint8_t *)b, y, A_SIGNED, B_SIGNED,   \
-                       OUT_I32);                                                                 \
+                       Q8_RQ_I32);                                                                 \
     }                                                                                            \
     void q8_gemm_##A##B##_f32(const q8_gemm_params *params, const TA *Q8_RESTRICT a,            \
                               const TB *Q8_RESTRICT b, float *Q8_RESTRICT y)                    \
     {                                                                                            \
         gemm_reference(params, (const uint8_t *)a, (const uint8_t *)b, y, A_SIGNED, B_SIGNED,   \
-                       OUT_F32);                                                                 \
+                       Q8_RQ_F32);                                                                 \
     }
 
 Q8_DEFINE_GEMM(u8, u8, uint8_t, uint8_t, 0, 0)

@@ -6,7 +6,7 @@
  * with scale = f32( f32(x_scale * w_scale) / y_scale ) and rne = round half to even.
  * q8_requant_f32() does exactly that on any IEEE-754 binary32 FPU.
  * q8_requant_int() reproduces the same two float32 roundings with integer operations
- * only, for cores without an FPU. See docs in README.md ("Numerics").
+ * only, for cores without an FPU. See docs/numerics.md.
  *
  * Requirements on the compiler: IEEE binary32 floats, no -ffast-math.
  */
@@ -42,6 +42,28 @@
 #define Q8_INLINE static
 #define Q8_UNUSED
 #endif
+
+/*
+ * How a kernel turns its int32 accumulators into outputs, one list for every family
+ * (the mode of an instantiated kernel is a constant; the suffix of its name says it):
+ *   Q8_RQ_FREQ             float32 requantization, as ORT (suffix _freq)
+ *   Q8_RQ_IREQ             the exact integer method, no float (suffix _ireq)
+ *   Q8_RQ_F32              float32 output f32((float)acc * scale) (suffix _f32)
+ *   Q8_RQ_FREQ_BOUNDED     float32 where the generator proved |acc * scale| < 2^21
+ *                          (q8_requant_f32_bounded; chosen at run time from `bounded`)
+ *   Q8_RQ_FREQ_BOUNDED_S8  the same over the whole int8 range, rounded by VCVTR and
+ *   Q8_RQ_FREQ_BOUNDED_U8  saturated by SSAT (uint8: USAT) where the core has them
+ *   Q8_RQ_I32              the raw accumulator (suffix _i32)
+ */
+enum {
+    Q8_RQ_FREQ,
+    Q8_RQ_IREQ,
+    Q8_RQ_F32,
+    Q8_RQ_FREQ_BOUNDED,
+    Q8_RQ_FREQ_BOUNDED_S8,
+    Q8_RQ_FREQ_BOUNDED_U8,
+    Q8_RQ_I32
+};
 
 /*
  * Round to the nearest integer, ties to even, for |v| < 2^22.

@@ -7,7 +7,7 @@
  * precomputed and padding taps reading x_zp, which is the same sum modulo 2^32 as
  * sum (x - x_zp) * w + bias. A layer with padding copies each channel into a scratch
  * plane with its border of x_zp first, so that one loop without bounds checks does every
- * output. Instantiated by dwconv_3x3.c (layers without padding) and dwconv_3x3_padded.c.
+ * output. Instantiated by q8_dwconv_3x3.c (layers without padding) and dwconv_3x3_padded.c.
  */
 #ifndef Q8_DWCONV_H
 #define Q8_DWCONV_H
@@ -17,14 +17,14 @@
 #include "q8_requant_row.h"
 #include "q8_runtime.h"
 
-Q8_INLINE int32_t load_x(const uint8_t *p, int is_signed)
+Q8_INLINE int32_t q8_load_x(const uint8_t *p, int is_signed)
 {
     return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
 }
 
 
 /* Two int16 weights in one word: lo, hi. */
-Q8_INLINE int32_t weight_pair(const int16_t *w)
+Q8_INLINE int32_t q8_weight_pair(const int16_t *w)
 {
     return (int32_t)(((uint32_t)(uint16_t)w[0]) | ((uint32_t)(uint16_t)w[1] << 16));
 }
@@ -35,14 +35,14 @@ Q8_INLINE int32_t weight_pair(const int16_t *w)
  * halfword pairs, each tap is one 16 x 16 multiply-accumulate (SMLABB/SMLABT on DSP
  * cores). Loop invariants are read into locals first: the byte stores may alias anything.
  */
-Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
+Q8_INLINE void q8_interior_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
                              int32_t pad_top, int32_t pad_left, uint8_t *y_c, int32_t c,
                              const int16_t *w, int is_signed, int mode)
 {
-    const row_requant rq = row_constants(&p->requant, c, mode);
+    const q8_row_requant rq = q8_row_constants(&p->requant, c, mode);
     const int32_t OH = p->output.h, OW = p->output.w, sh = p->stride_h, sw = p->stride_w;
-    const int32_t w01 = weight_pair(w), w23 = weight_pair(w + 2), w45 = weight_pair(w + 4);
-    const int32_t w67 = weight_pair(w + 6), w8 = (int32_t)w[8];
+    const int32_t w01 = q8_weight_pair(w), w23 = q8_weight_pair(w + 2), w45 = q8_weight_pair(w + 4);
+    const int32_t w67 = q8_weight_pair(w + 6), w8 = (int32_t)w[8];
     const int32_t bias = p->bias[c];
     uint8_t *out = y_c;
     int32_t oh, ow;
@@ -54,35 +54,35 @@ Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, in
             /* Two neighbouring outputs share two of their three columns: 12 loads for 18
              * multiply-accumulates. */
             for (; ow >= 2; ow -= 2) {
-                int32_t x0 = load_x(r0, is_signed), x1 = load_x(r0 + 1, is_signed);
-                int32_t x2 = load_x(r0 + 2, is_signed), x3 = load_x(r0 + 3, is_signed);
+                int32_t x0 = q8_load_x(r0, is_signed), x1 = q8_load_x(r0 + 1, is_signed);
+                int32_t x2 = q8_load_x(r0 + 2, is_signed), x3 = q8_load_x(r0 + 3, is_signed);
                 int32_t a0 = q8_smlabb(x0, w01, bias), a1 = q8_smlabb(x1, w01, bias);
                 a0 = q8_smlabt(x1, w01, a0);
                 a1 = q8_smlabt(x2, w01, a1);
                 a0 = q8_smlabb(x2, w23, a0);
                 a1 = q8_smlabb(x3, w23, a1);
-                x0 = load_x(r1, is_signed);
-                x1 = load_x(r1 + 1, is_signed);
-                x2 = load_x(r1 + 2, is_signed);
-                x3 = load_x(r1 + 3, is_signed);
+                x0 = q8_load_x(r1, is_signed);
+                x1 = q8_load_x(r1 + 1, is_signed);
+                x2 = q8_load_x(r1 + 2, is_signed);
+                x3 = q8_load_x(r1 + 3, is_signed);
                 a0 = q8_smlabt(x0, w23, a0);
                 a1 = q8_smlabt(x1, w23, a1);
                 a0 = q8_smlabb(x1, w45, a0);
                 a1 = q8_smlabb(x2, w45, a1);
                 a0 = q8_smlabt(x2, w45, a0);
                 a1 = q8_smlabt(x3, w45, a1);
-                x0 = load_x(r2, is_signed);
-                x1 = load_x(r2 + 1, is_signed);
-                x2 = load_x(r2 + 2, is_signed);
-                x3 = load_x(r2 + 3, is_signed);
+                x0 = q8_load_x(r2, is_signed);
+                x1 = q8_load_x(r2 + 1, is_signed);
+                x2 = q8_load_x(r2 + 2, is_signed);
+                x3 = q8_load_x(r2 + 3, is_signed);
                 a0 = q8_smlabb(x0, w67, a0);
                 a1 = q8_smlabb(x1, w67, a1);
                 a0 = q8_smlabt(x1, w67, a0);
                 a1 = q8_smlabt(x2, w67, a1);
                 a0 = q8_smlabb(x2, w8, a0);
                 a1 = q8_smlabb(x3, w8, a1);
-                out[0] = requantize(&rq, a0, mode);
-                out[1] = requantize(&rq, a1, mode);
+                out[0] = q8_requantize(&rq, a0, mode);
+                out[1] = q8_requantize(&rq, a1, mode);
                 out += 2;
                 r0 += 2;
                 r1 += 2;
@@ -91,16 +91,16 @@ Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, in
         }
         for (; ow > 0; ow--) {
             int32_t acc = bias;
-            acc = q8_smlabb(load_x(r0, is_signed), w01, acc);
-            acc = q8_smlabt(load_x(r0 + 1, is_signed), w01, acc);
-            acc = q8_smlabb(load_x(r0 + 2, is_signed), w23, acc);
-            acc = q8_smlabt(load_x(r1, is_signed), w23, acc);
-            acc = q8_smlabb(load_x(r1 + 1, is_signed), w45, acc);
-            acc = q8_smlabt(load_x(r1 + 2, is_signed), w45, acc);
-            acc = q8_smlabb(load_x(r2, is_signed), w67, acc);
-            acc = q8_smlabt(load_x(r2 + 1, is_signed), w67, acc);
-            acc = q8_smlabb(load_x(r2 + 2, is_signed), w8, acc);
-            *out++ = requantize(&rq, acc, mode);
+            acc = q8_smlabb(q8_load_x(r0, is_signed), w01, acc);
+            acc = q8_smlabt(q8_load_x(r0 + 1, is_signed), w01, acc);
+            acc = q8_smlabb(q8_load_x(r0 + 2, is_signed), w23, acc);
+            acc = q8_smlabt(q8_load_x(r1, is_signed), w23, acc);
+            acc = q8_smlabb(q8_load_x(r1 + 1, is_signed), w45, acc);
+            acc = q8_smlabt(q8_load_x(r1 + 2, is_signed), w45, acc);
+            acc = q8_smlabb(q8_load_x(r2, is_signed), w67, acc);
+            acc = q8_smlabt(q8_load_x(r2 + 1, is_signed), w67, acc);
+            acc = q8_smlabb(q8_load_x(r2 + 2, is_signed), w8, acc);
+            *out++ = q8_requantize(&rq, acc, mode);
             r0 += sw;
             r1 += sw;
             r2 += sw;
@@ -113,7 +113,7 @@ Q8_INLINE void interior_rows(const q8_dwconv_params *p, const uint8_t *plane, in
  * every channel, is written once per call; each channel then only copies its rows in,
  * a word at a time where it can (short rows make library calls too costly).
  */
-Q8_INLINE void pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t PH,
+Q8_INLINE void q8_pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t PH,
                           int32_t PW, uint8_t pad, uint8_t *padded)
 {
     int32_t r, i;
@@ -136,7 +136,7 @@ Q8_INLINE void pad_border(int32_t H, int32_t W, int32_t pt, int32_t pl, int32_t 
 #else
 #define Q8_NO_MEMCPY_LOOPS
 #endif
-Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_row(const uint8_t *src, int32_t cols,
+Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void q8_copy_row(const uint8_t *src, int32_t cols,
                                                    uint32_t flip, uint8_t *dst)
 {
     int32_t i;
@@ -158,7 +158,7 @@ Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_row(const uint8_t *src, int32_t co
     }
 }
 
-Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_t H,
+Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void q8_copy_channel(const uint8_t *x_c, int32_t H,
                                                       int32_t W, int32_t pt, int32_t pl,
                                                       int32_t PH, int32_t PW, uint32_t flip,
                                                       uint8_t *padded)
@@ -166,7 +166,7 @@ Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_
     const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
     int32_t r;
     for (r = 0; r < rows; r++) {
-        copy_row(x_c + (size_t)r * (size_t)W, cols, flip,
+        q8_copy_row(x_c + (size_t)r * (size_t)W, cols, flip,
                  padded + (size_t)(r + pt) * (size_t)PW + pl);
     }
 }
@@ -250,7 +250,7 @@ Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void copy_channel(const uint8_t *x_c, int32_
                      : [w] "l"(w), [W] "h"(W)                                              \
                      : "cc", "memory")
 
-Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_t stride,
+Q8_INLINE void q8_offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_t stride,
                            int32_t acc[2])
 {
     int32_t a0 = acc[0], a1 = acc[1], x, t, k;
@@ -273,7 +273,7 @@ Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_
     acc[1] = a1;
 }
 #else
-Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_t stride,
+Q8_INLINE void q8_offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_t stride,
                            int32_t acc[2])
 {
     uint32_t a0 = (uint32_t)acc[0], a1 = (uint32_t)acc[1];
@@ -294,7 +294,7 @@ Q8_INLINE void offset_pair(const uint8_t *p, const int32_t *w, int32_t W, int32_
  * sw (a constant where the caller passes one); an odd row's last output is computed as a
  * pair too, whose second lies past the row (the generator gives the plane stride_w spare
  * bytes for the last row's) and is not stored. */
-Q8_INLINE void offset_plane_rows(const row_requant *rq, const uint8_t *x, int32_t W,
+Q8_INLINE void q8_offset_plane_rows(const q8_row_requant *rq, const uint8_t *x, int32_t W,
                                  int32_t sw, size_t row_step, int32_t OH, int32_t OW,
                                  const int32_t w[9], uint32_t bias, uint8_t *out, int mode)
 {
@@ -306,25 +306,25 @@ Q8_INLINE void offset_plane_rows(const row_requant *rq, const uint8_t *x, int32_
         int32_t acc[2];
         for (; p < pairs_end; p += 2 * sw, out += 2) {
             acc[0] = acc[1] = (int32_t)bias;
-            offset_pair(p, w, W, sw, acc);
-            out[0] = requantize(rq, acc[0], mode);
-            out[1] = requantize(rq, acc[1], mode);
+            q8_offset_pair(p, w, W, sw, acc);
+            out[0] = q8_requantize(rq, acc[0], mode);
+            out[1] = q8_requantize(rq, acc[1], mode);
         }
         if (OW & 1) {
             acc[0] = acc[1] = (int32_t)bias;
-            offset_pair(p, w, W, sw, acc);
-            *out++ = requantize(rq, acc[0], mode);
+            q8_offset_pair(p, w, W, sw, acc);
+            *out++ = q8_requantize(rq, acc[0], mode);
         }
     }
 }
 
 /* All outputs of one channel: its weights as words, its bias offset by 128 * sum(w) for
  * int8 inputs. */
-Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
+Q8_INLINE void q8_offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
                            uint8_t *y_c, int32_t c, const int16_t *w16, int is_signed,
                            int mode)
 {
-    const row_requant rq = row_constants(&p->requant, c, mode);
+    const q8_row_requant rq = q8_row_constants(&p->requant, c, mode);
     const int32_t OH = p->output.h, OW = p->output.w, sw = p->stride_w;
     const size_t row_step = (size_t)p->stride_h * (size_t)W;
     int32_t w[9];
@@ -336,11 +336,11 @@ Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int3
     }
     bias = (uint32_t)p->bias[c] - (is_signed ? sum << 7 : 0u);
     if (sw == 1) {
-        offset_plane_rows(&rq, plane, W, 1, row_step, OH, OW, w, bias, y_c, mode);
+        q8_offset_plane_rows(&rq, plane, W, 1, row_step, OH, OW, w, bias, y_c, mode);
     } else if (sw == 2) {
-        offset_plane_rows(&rq, plane, W, 2, row_step, OH, OW, w, bias, y_c, mode);
+        q8_offset_plane_rows(&rq, plane, W, 2, row_step, OH, OW, w, bias, y_c, mode);
     } else {
-        offset_plane_rows(&rq, plane, W, sw, row_step, OH, OW, w, bias, y_c, mode);
+        q8_offset_plane_rows(&rq, plane, W, sw, row_step, OH, OW, w, bias, y_c, mode);
     }
 }
 
@@ -349,7 +349,7 @@ Q8_INLINE void offset_rows(const q8_dwconv_params *p, const uint8_t *plane, int3
  * the outputs read the input directly; otherwise the channel is first copied into the
  * scratch plane with its padding, so no output needs bounds checks.
  */
-Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
+Q8_INLINE void q8_dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
                           uint8_t *y, uint8_t *Q8_RESTRICT scratch, int padded,
                           int is_signed, int mode)
 {
@@ -362,7 +362,7 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
     /* the offset plane's bytes: int8 as x + 128 */
     const uint32_t flip = Q8_DW_OFFSET_PLANE && is_signed ? 0x80808080u : 0u;
     if (padded) {
-        pad_border(H, W, p->pad_top, p->pad_left, PH, PW,
+        q8_pad_border(H, W, p->pad_top, p->pad_left, PH, PW,
                    (uint8_t)((uint32_t)p->pad_value ^ flip), scratch);
     }
     for (n = 0; n < p->input.n; n++) {
@@ -372,14 +372,14 @@ Q8_INLINE void dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const int16_t *wc = p->weights + (size_t)i_c * 9u;
             if (padded) {
-                copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, flip, scratch);
+                q8_copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, flip, scratch);
 #if Q8_DW_OFFSET_PLANE
-                offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
+                q8_offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
 #else
-                interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
+                q8_interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #endif
             } else {
-                interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc, is_signed,
+                q8_interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc, is_signed,
                               mode);
             }
         }

@@ -5,7 +5,7 @@
  * exact integer method (Q8_RQ_IREQ), and float32 where the generator proved
  * |acc * scale| < 2^21 (Q8_RQ_FREQ_BOUNDED, q8_requant_bits). Bounded layers whose output
  * range is the whole int8 or uint8 range may take Q8_RQ_FREQ_BOUNDED_S8/_U8
- * (layer_requant_mode): on cores with a single-precision FPU and the DSP extension
+ * (q8_layer_requant_mode): on cores with a single-precision FPU and the DSP extension
  * the value is rounded by VCVTR and clamped by SSAT/USAT, 2 instructions instead of 7;
  * elsewhere they are Q8_RQ_FREQ_BOUNDED.
  */
@@ -17,8 +17,6 @@
 #include "q8_arith.h"
 #include "q8_dsp.h"
 #include "q8_runtime.h"
-
-enum { Q8_RQ_FREQ, Q8_RQ_IREQ, Q8_RQ_FREQ_BOUNDED, Q8_RQ_FREQ_BOUNDED_S8, Q8_RQ_FREQ_BOUNDED_U8 };
 
 /* (float)acc * scale rounded to the nearest integer, ties to even (the FPSCR's default
  * mode, which the float path's magic-number addition relies on too). */
@@ -35,16 +33,16 @@ typedef struct {
     int32_t lo, hi, zero_point;
     int32_t lo_bits, hi_bits, zero_point_bits; /* offset by Q8_ROUNDING_BITS */
     q8_int_requant ints;                       /* Q8_RQ_IREQ's */
-} row_requant;
+} q8_row_requant;
 
 /*
  * Loop invariants are copied into locals first: the kernels store bytes, and a byte store
  * may alias anything, so fields read through the params pointer would be reloaded after
  * every output.
  */
-Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
+Q8_INLINE q8_row_requant q8_layer_constants(const q8_requant_params *rq)
 {
-    row_requant r;
+    q8_row_requant r;
     r.lo = rq->act_min - rq->zero_point;
     r.hi = rq->act_max - rq->zero_point;
     r.lo_f = (float)r.lo;
@@ -58,7 +56,7 @@ Q8_INLINE row_requant layer_constants(const q8_requant_params *rq)
     return r;
 }
 
-Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const int32_t *mult,
+Q8_INLINE q8_row_requant q8_channel_constants(q8_row_requant r, const float *scale, const int32_t *mult,
                                         const int32_t *exp, int32_t ch, int mode)
 {
     if (mode == Q8_RQ_IREQ) {
@@ -69,9 +67,9 @@ Q8_INLINE row_requant channel_constants(row_requant r, const float *scale, const
     return r;
 }
 
-Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int mode)
+Q8_INLINE q8_row_requant q8_row_constants(const q8_requant_params *rq, int32_t m, int mode)
 {
-    row_requant r = layer_constants(rq);
+    q8_row_requant r = q8_layer_constants(rq);
     const int32_t ch = rq->per_channel ? m : 0;
     r.scale = mode != Q8_RQ_IREQ ? rq->scale[ch] : 0.0f;
     if (mode == Q8_RQ_IREQ) {
@@ -81,7 +79,7 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
 }
 
 /* The switch cases of the saturating modes, where they exist: elsewhere
- * layer_requant_mode never returns them, and leaving them out spares the compiler two
+ * q8_layer_requant_mode never returns them, and leaving them out spares the compiler two
  * more copies of a kernel. S8 and U8 are the calls for each. */
 #if Q8_HAS_VCVTR
 #define Q8_SATURATING_CASES(S8, U8)                                                        \
@@ -97,7 +95,7 @@ Q8_INLINE row_requant row_constants(const q8_requant_params *rq, int32_t m, int 
 
 /* The saturating variant of a bounded float mode when the layer's output range allows it
  * (for kernels that choose their mode once per call). */
-Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
+Q8_INLINE int q8_layer_requant_mode(const q8_requant_params *rq, int mode)
 {
     if (mode != Q8_RQ_FREQ || !rq->bounded) {
         return mode;
@@ -115,7 +113,7 @@ Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
  * constant in each case the layer can take: CALL(mode) is a function-like macro, MODE
  * the kernel's own mode (a constant, Q8_RQ_FREQ or Q8_RQ_IREQ). */
 #define Q8_CALL_FOR_LAYER_MODE(LAYER, MODE, CALL)                                         \
-    switch (layer_requant_mode(LAYER, MODE)) {                                            \
+    switch (q8_layer_requant_mode(LAYER, MODE)) {                                            \
     Q8_SATURATING_CASES(CALL(Q8_RQ_FREQ_BOUNDED_S8), CALL(Q8_RQ_FREQ_BOUNDED_U8))         \
     case Q8_RQ_FREQ_BOUNDED:                                                              \
         CALL(Q8_RQ_FREQ_BOUNDED);                                                         \
@@ -125,7 +123,7 @@ Q8_INLINE int layer_requant_mode(const q8_requant_params *rq, int mode)
         break;                                                                            \
     }
 
-Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
+Q8_INLINE uint8_t q8_requantize(const q8_row_requant *r, int32_t acc, int mode)
 {
 #if Q8_HAS_VCVTR
     /* |q| < 2^21: adding the zero point cannot overflow. */
@@ -149,7 +147,7 @@ Q8_INLINE uint8_t requantize(const row_requant *r, int32_t acc, int mode)
 }
 
 /* Two accumulators of one channel (two pixels), stored at ya and yb. */
-Q8_INLINE void requantize_pair(const row_requant *r, int32_t a, int32_t b, uint8_t *ya,
+Q8_INLINE void q8_requantize_pair(const q8_row_requant *r, int32_t a, int32_t b, uint8_t *ya,
                                uint8_t *yb, int mode)
 {
 #if Q8_HAS_VCVTR
@@ -166,8 +164,8 @@ Q8_INLINE void requantize_pair(const row_requant *r, int32_t a, int32_t b, uint8
         return;
     }
 #endif
-    *ya = requantize(r, a, mode);
-    *yb = requantize(r, b, mode);
+    *ya = q8_requantize(r, a, mode);
+    *yb = q8_requantize(r, b, mode);
 }
 
 #endif /* Q8_REQUANT_ROW_H */

@@ -20,7 +20,6 @@ Q8_INLINE int32_t load_act(const uint8_t *p, int is_signed)
  * requantization mode below. Activations are read and written as bytes; int8 data is
  * reinterpreted through a character type, which C allows.
  */
-enum { OUT_FREQ, OUT_IREQ, OUT_I32 };
 
 Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRICT x,
                               void *Q8_RESTRICT y, int is_signed, int out)
@@ -78,11 +77,11 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
                         const int32_t acc_s = (acc > 0x7fffffffu) ? -(int32_t)(0xffffffffu - acc) - 1
                                                                   : (int32_t)acc;
                         const size_t at = y_m + (size_t)(oh * OW + ow);
-                        if (out == OUT_I32) {
+                        if (out == Q8_RQ_I32) {
                             ((int32_t *)y)[at] = acc_s;
                             continue;
                         }
-                        if (out == OUT_IREQ) {
+                        if (out == Q8_RQ_IREQ) {
                             v = q8_requant_int(acc_s, rq->mult[ch], rq->exp[ch], lo, hi);
                         } else {
                             v = q8_requant_f32(acc_s, rq->scale[ch], (float)lo, (float)hi);
@@ -102,9 +101,9 @@ Q8_INLINE void conv_reference(const q8_conv_params *p, const uint8_t *Q8_RESTRIC
         conv_reference(params, (const uint8_t *)input, output, SIGNED, OUT);                     \
     }
 
-Q8_DEFINE_CONV(q8_conv_u8_freq, uint8_t, void, 0, OUT_FREQ)
-Q8_DEFINE_CONV(q8_conv_s8_freq, int8_t, void, 1, OUT_FREQ)
-Q8_DEFINE_CONV(q8_conv_u8_ireq, uint8_t, void, 0, OUT_IREQ)
-Q8_DEFINE_CONV(q8_conv_s8_ireq, int8_t, void, 1, OUT_IREQ)
-Q8_DEFINE_CONV(q8_conv_u8_i32, uint8_t, int32_t, 0, OUT_I32)
-Q8_DEFINE_CONV(q8_conv_s8_i32, int8_t, int32_t, 1, OUT_I32)
+Q8_DEFINE_CONV(q8_conv_u8_freq, uint8_t, void, 0, Q8_RQ_FREQ)
+Q8_DEFINE_CONV(q8_conv_s8_freq, int8_t, void, 1, Q8_RQ_FREQ)
+Q8_DEFINE_CONV(q8_conv_u8_ireq, uint8_t, void, 0, Q8_RQ_IREQ)
+Q8_DEFINE_CONV(q8_conv_s8_ireq, int8_t, void, 1, Q8_RQ_IREQ)
+Q8_DEFINE_CONV(q8_conv_u8_i32, uint8_t, int32_t, 0, Q8_RQ_I32)
+Q8_DEFINE_CONV(q8_conv_s8_i32, int8_t, int32_t, 1, Q8_RQ_I32)

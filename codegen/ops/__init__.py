@@ -219,7 +219,7 @@ class OpDef:
     # A float elementwise operator: its function as ORT's CPU kernel computes it, on
     # float32 operands of one shape (the variable ones) or scalars (constants). A chain
     # of such operators between one DequantizeLinear and one QuantizeLinear becomes a
-    # 256-entry table (passes/tabulate.py).
+    # 256-entry table (transform/tabulate.py).
     elementwise: ElementwiseFn | None = None
     # A form of another operator's band (generate --memory min): its calls are that
     # operator's layer's (report and inspect count them there).

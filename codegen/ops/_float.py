@@ -85,7 +85,7 @@ def infer_float_unary(node: Node, graph: Graph) -> Inferred:
 def lower_only_tabulated(node: Node, graph: Graph, spec: object,
                          options: Any) -> list[Any]:
     """The lowering of an elementwise float operator that onnx2mcu computes only inside
-    a table (DQ -> elementwise operators -> Q, passes/tabulate.py)."""
+    a table (DQ -> elementwise operators -> Q, transform/tabulate.py)."""
     raise refuse(node, f"onnx2mcu has no float {node.op_type} kernel; it computes "
                  f"{node.op_type} only between a DequantizeLinear and a QuantizeLinear (of "
                  "one 8-bit tensor, with scalar constants), where it becomes a 256-entry "

@@ -81,7 +81,7 @@ def nchwc_layout(graph: Graph, index: Index, tensor: str) -> bool | None:
 
 def check_nchwc_readers(node: Node, graph: Graph) -> None:
     """ORT fuses an Add that alone reads an NCHWc convolution's output into it (the sum
-    joins before the bias) when the other addend is NCHWc too; passes/float_fusions.py
+    joins before the bias) when the other addend is NCHWc too; transform/float_fusions.py
     makes such pairs one ConvAdd. An Add left here whose other addend's layout onnx2mcu
     cannot tell is refused. (The pools that read the NCHWc layout follow it:
     ops/average_pool.py.)"""

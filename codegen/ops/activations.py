@@ -1,7 +1,7 @@
 """Float elementwise activations that QDQ models leave between DequantizeLinear and
 QuantizeLinear: HardSigmoid, HardSwish, Exp, Erf (GELU's), Neg, Abs, Sqrt. ORT computes
 them in float (it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
-of their chain (passes/tabulate.py), each with ORT's float32 arithmetic: IEEE
+of their chain (transform/tabulate.py), each with ORT's float32 arithmetic: IEEE
 operations in the order of ORT's CPU kernel, checked exhaustively against ORT
 (tests/ops/test_tabulate.py). HardSigmoid and HardSwish also have float kernels, for the
 float islands where their input is not one dequantized tensor, and so has Exp (MLAS's

@@ -2,7 +2,7 @@
 input adapter tf2onnx --dequantize writes before its Sub and Mul) is one conversion per
 element, exact for 8-bit values and rounded to nearest for int32 as ORT's static_cast
 is. An 8-bit tensor cast to int32 is taken where it indexes a table (Gather from a
-256-entry table, as `convert` writes onnx2mcu's Table; passes/tabulate.py turns it back
+256-entry table, as `convert` writes onnx2mcu's Table; transform/tabulate.py turns it back
 into a Table). Other casts are refused at lowering, naming the node."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 picks, torch's x[:, k]) on any dtype: a scalar index is a view (views.c's strided
 copy), a list of indices one gather kernel call. Gather with computed indices is taken
 only as a lookup in a constant 256-entry table indexed by an 8-bit tensor (as `convert`
-writes onnx2mcu's Table; passes/tabulate.py turns it back into a Table)."""
+writes onnx2mcu's Table; transform/tabulate.py turns it back into a Table)."""
 
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ for _op, _versions, _fusion, _fn in (
 
 # onnx2mcu's own operator (domain ai.onnx2mcu): y = table[x], the 256-entry table of a
 # chain of float elementwise operators that a QDQ model writes between one
-# DequantizeLinear and one QuantizeLinear (passes/tabulate.py computes it). Inputs: x,
+# DequantizeLinear and one QuantizeLinear (transform/tabulate.py computes it). Inputs: x,
 # the table (of y's type, which may differ from x's; indexed by x's byte: int8 by bit
 # pattern), and optionally
 # y_scale and y_zero_point (the quantization of the values, where it is known).

@@ -10,7 +10,9 @@ byte-identical generated sources (snapshot_sources.py), runs the same instructio
 `dump` compiles each runtime_c/*.c of CHECKOUT with each board's own flags (the Cortex-M
 boards with arm-none-eabi-gcc, the host with cc -O2) and writes its disassembly with the
 raw instruction bytes. `compare` applies the rename map (its "symbols" and "files") to the
-old disassembly and reports every object whose instructions differ.
+old disassembly and reports every object whose instructions differ. An object whose
+instructions are the same but for immediate operands (an enum renumbered) passes only when
+the map names it under "renumbered" with the reason; the differing operands are printed.
 """
 from __future__ import annotations
 
@@ -66,6 +68,34 @@ def renamed(text: str, rename_map: dict[str, dict[str, str]]) -> str:
     return text
 
 
+IMMEDIATE = re.compile(r"#-?(0x[0-9a-f]+|\d+)")
+
+
+def instructions(text: str) -> list[str]:
+    """The mnemonics and operands of a disassembly, without addresses and encodings."""
+    lines = []
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0].strip().endswith(":"):
+            lines.append("\t".join(parts[2:]).strip())
+    return lines
+
+
+def immediate_changes(old: str, new: str) -> list[str] | None:
+    """The operands that differ when only immediates do, else None."""
+    a, b = instructions(old), instructions(new)
+    if len(a) != len(b):
+        return None
+    changes = []
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            continue
+        if IMMEDIATE.sub("#N", x) != IMMEDIATE.sub("#N", y):
+            return None
+        changes.append(f"{x}  ->  {y}")
+    return changes
+
+
 def compare(old: Path, new: Path, map_path: Path | None) -> int:
     rename_map = json.loads(map_path.read_text()) if map_path else {}
     files = {Path(k).stem: Path(v).stem for k, v in rename_map.get("files", {}).items()
@@ -77,9 +107,22 @@ def compare(old: Path, new: Path, map_path: Path | None) -> int:
         if not target.exists():
             problems.append(f"{path.stem}: no object in the new runtime")
             continue
-        if renamed(path.read_text(), rename_map) != target.read_text():
+        before, after = renamed(path.read_text(), rename_map), target.read_text()
+        if before == after:
+            same += 1
+            continue
+        changes = immediate_changes(before, after)
+        reason = rename_map.get("renumbered", {}).get(files.get(stem, stem))
+        if changes is None:
             problems.append(f"{path.stem}: instructions differ")
+        elif reason is None:
+            problems.append(f"{path.stem}: immediates differ ({len(changes)} operands) "
+                            "and the map gives no reason")
         else:
+            print(f"{path.stem}: same {len(instructions(after))} instructions, "
+                  f"{len(changes)} immediates renumbered ({reason})")
+            for change in changes:
+                print(f"    {change}")
             same += 1
     extra = {p.stem for p in new.glob("*.dis")} - {
         f"{p.stem.split('__')[0]}__{files.get(p.stem.split('__', 1)[1], p.stem.split('__', 1)[1])}"
@@ -87,7 +130,7 @@ def compare(old: Path, new: Path, map_path: Path | None) -> int:
     problems += [f"{name}: only in the new runtime" for name in sorted(extra)]
     for line in problems:
         print(line)
-    print(f"{same} objects identical; {len(problems)} differences")
+    print(f"{same} objects the same; {len(problems)} differences")
     return 1 if problems else 0
 
 

@@ -206,14 +206,7 @@ def c_files() -> list[Path]:
     return sorted(p for p in (REPO / "runtime_c").rglob("*") if p.suffix in (".c", ".h"))
 
 
-# Still to be split by family (issue 33): strict, so the split must drop them from here.
-C_FILES_TO_SPLIT = frozenset({"q8_im2col.h", "q8_runtime.h"})
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="to be split by family"))
-    if p.name in C_FILES_TO_SPLIT else p for p in c_files()],
-    ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", c_files(), ids=lambda p: str(p.relative_to(REPO)))
 def test_c_file_size(path: Path) -> None:
     assert len(path.read_text().splitlines()) <= MAX_C_LINES
 

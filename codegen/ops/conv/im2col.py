@@ -64,7 +64,7 @@ SLAB_SCRATCH_BYTES = 1024
 
 def slab_buffer_taps(chunk: int, stride_w: int, kernel_w: int, slab: int,
                      k_padded: int) -> int:
-    """q8_im2col.h's slab_buffer_taps: the chunk's slabs and the last column's padding."""
+    """q8_im2col_fill.h's q8_slab_buffer_taps: the chunk's slabs and the last column's padding."""
     return ((chunk - 1) * stride_w + kernel_w) * slab + (k_padded - kernel_w * slab)
 
 
@@ -179,7 +179,7 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     bias_even = np.zeros(m_even, np.int32)
     bias_even[:m] = folded_bias(bias, rows, x_zp)
     requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
-    params = CStruct("q8_conv_im2col_w16_params", (
+    params = CStruct("q8_conv_im2col_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),

@@ -1,0 +1,244 @@
+/*
+ * q8_api_conv.h - QLinearConv and ConvInteger: the reference loop, the im2col paths (int8,
+ * int16 and unsigned-byte weights) and the depthwise 3x3 kernels.
+ * (q8_runtime.h includes every family's header.)
+ */
+#ifndef Q8_API_CONV_H
+#define Q8_API_CONV_H
+
+#include "q8_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * QLinearConv (1-D and 2-D, grouped, depthwise, dilated, strided, padded).
+ * Weights are int8 [M][C/groups][kernel_h][kernel_w]; uint8 weights are stored shifted
+ * by -128 together with their zero points, which leaves every product unchanged.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t groups;
+    int32_t input_zero_point;
+    const int8_t *weights;
+    const int32_t *weight_zero_point;
+    int32_t weight_zero_point_per_channel;
+    const int32_t *bias; /* [M] or NULL */
+    q8_requant_params requant;
+} q8_conv_params;
+
+/* ConvInteger: the same loop, int32 output, no requantization (requant unused). */
+void q8_conv_u8_i32(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                    int32_t *Q8_RESTRICT output);
+void q8_conv_s8_i32(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                    int32_t *Q8_RESTRICT output);
+/* The 8-bit output is uint8 or int8 whatever the input type, as act_min/act_max say. */
+void q8_conv_u8_freq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output);
+void q8_conv_s8_freq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output);
+void q8_conv_u8_ireq(const q8_conv_params *params, const uint8_t *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output);
+void q8_conv_s8_ireq(const q8_conv_params *params, const int8_t *Q8_RESTRICT input,
+                     void *Q8_RESTRICT output);
+
+/*
+ * QLinearConv, fast path (conv_*_im2col_*.c): group 1, weight zero point 0. The input
+ * and the output may overlap: a 1x1 convolution with stride 1 and no padding may write
+ * its output at the input's address (codegen plans it so: a pixel's input is gathered
+ * before its outputs are written), so they are not restrict-qualified. Weights are
+ * int8, each row the k = C*KH*KW taps in (c, kh, kw) order, zero-padded to a multiple of
+ * 4, each group of four stored as w0, w2, w1, w3; the rows in pairs (an odd count padded
+ * with a zero row) interleaved per group: [M/2][k_padded/4][2][4], 8-byte aligned.
+ * bias[m] = B[m] - x_zp * sum(W[m]) (modulo 2^32), one per padded row; padding taps read
+ * pad_value (x_zp). scratch holds two columns: 2 * k_padded int16, 8-byte aligned.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_value;
+    int32_t k_padded;
+    const void *weights; /* int8_t; int16_t for the _w16 and _w16b variants */
+    const int32_t *bias;
+    q8_requant_params requant;
+    int32_t slab;  /* 0: a column per pixel; else taps per input column (see q8_im2col.h) */
+    int32_t chunk; /* slab mode: output pixels of a row per fill */
+} q8_conv_im2col_params;
+
+void q8_conv_u8_im2col_freq(const q8_conv_im2col_params *params,
+                            const uint8_t *input, void *output,
+                            int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_freq(const q8_conv_im2col_params *params,
+                            const int8_t *input, void *output,
+                            int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_ireq(const q8_conv_im2col_params *params,
+                            const uint8_t *input, void *output,
+                            int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
+                            const int8_t *input, void *output,
+                            int16_t *Q8_RESTRICT scratch);
+
+/*
+ * The same parameters with wide weights (conv_*_im2col_w16*_*.c): int16, output channels in pairs (an odd
+ * count padded with a zero row; bias has one entry per padded row), each pair's rows
+ * interleaved per two taps: [m][k, k+1], [m+1][k, k+1], [m][k+2, k+3], ...; k_padded a
+ * multiple of 8 (below 2^16); weights and scratch 8-byte aligned. The _w16b_ variants
+ * take the rows interleaved in blocks of 8 taps instead: [m][k..k+7], [m+1][k..k+7], ...
+ * (for cores without the DSP extension, and vectorizing compilers).
+ */
+void q8_conv_u8_im2col_w16_freq(const q8_conv_im2col_params *params,
+                                const uint8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16_freq(const q8_conv_im2col_params *params,
+                                const int8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_w16_ireq(const q8_conv_im2col_params *params,
+                                const uint8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_params *params,
+                                const int8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_w16b_freq(const q8_conv_im2col_params *params,
+                                 const uint8_t *input, void *output,
+                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16b_freq(const q8_conv_im2col_params *params,
+                                 const int8_t *input, void *output,
+                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_w16b_ireq(const q8_conv_im2col_params *params,
+                                 const uint8_t *input, void *output,
+                                 int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_params *params,
+                                 const int8_t *input, void *output,
+                                 int16_t *Q8_RESTRICT scratch);
+
+/*
+ * The unsigned-byte variant for cores without the DSP extension (conv_*_im2col_b8_*.c):
+ * weights u = W + 128 (uint8) [M][k_padded], padding taps 0; k_padded a multiple of
+ * 8; bias[m] = B[m] - (x_zp + off) * sum W[m] (modulo 2^32), off = 128 for int8 inputs,
+ * else 0. scratch: columns * k_padded int16.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_value; /* x_zp + off: the columns hold x + off */
+    int32_t k_padded;
+    int32_t columns; /* pixels per pass: 2, or 4 (Thumb-1 cores, short enough columns) */
+    const uint8_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+} q8_conv_im2col_b8_params;
+
+void q8_conv_u8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
+                                const uint8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
+                                const int8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
+                                const uint8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
+                                const int8_t *input, void *output,
+                                int16_t *Q8_RESTRICT scratch);
+
+/*
+ * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3*.c): channel by channel,
+ * so the output may overlap the input channels already done (and, for the variants that
+ * read a channel whole into scratch first, that channel too); input and output are not
+ * restrict-qualified. One filter per
+ * channel (those of channel_list when it is set), dilation 1. weights[c][9] = W - w_zp (int16); bias[c] = B[c] - x_zp *
+ * sum(weights[c]) (modulo 2^32); padding taps read pad_value (x_zp). The _padded
+ * variants are for layers with padding: scratch holds one padded channel plane,
+ * ((OH - 1) * stride_h + 3) * ((OW - 1) * stride_w + 3) bytes.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t pad_value;
+    const int16_t *weights;
+    const int32_t *bias;
+    q8_requant_params requant;
+    int32_t bands; /* _rows variants: bands of two output rows per pass (0 elsewhere) */
+    /* the channels to compute, in order (NULL: all), weights, bias and requantization
+     * constants given for those only; the others read a constant channel and
+     * q8_fill_planes writes their outputs */
+    const int16_t *channel_list;
+    int32_t channel_count;
+} q8_dwconv_params;
+
+void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *input,
+                           void *output);
+void q8_dwconv_u8_3x3_padded_freq(const q8_dwconv_params *params,
+                                  const uint8_t *input, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_freq(const q8_dwconv_params *params, const int8_t *input,
+                           void *output);
+void q8_dwconv_s8_3x3_padded_freq(const q8_dwconv_params *params,
+                                  const int8_t *input, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_ireq(const q8_dwconv_params *params, const uint8_t *input,
+                           void *output);
+void q8_dwconv_u8_3x3_padded_ireq(const q8_dwconv_params *params,
+                                  const uint8_t *input, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *input,
+                           void *output);
+void q8_dwconv_s8_3x3_padded_ireq(const q8_dwconv_params *params,
+                                  const int8_t *input, void *output,
+                                  void *Q8_RESTRICT scratch);
+/* Stride 1 on cores with the DSP extension: two output rows at a time
+ * (dwconv_3x3_rows.c); scratch bands * (OW + 2) * 8 + W bytes, 8-byte aligned. */
+void q8_dwconv_u8_3x3_rows_freq(const q8_dwconv_params *params,
+                                const uint8_t *input, void *output,
+                                void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_rows_freq(const q8_dwconv_params *params,
+                                const int8_t *input, void *output,
+                                void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_rows_ireq(const q8_dwconv_params *params,
+                                const uint8_t *input, void *output,
+                                void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_rows_ireq(const q8_dwconv_params *params,
+                                const int8_t *input, void *output,
+                                void *Q8_RESTRICT scratch);
+
+/*
+ * A depthwise 3x3 band of generate --memory min on a window of rows gathered from up to
+ * three bands of the layer before (dwconv_3x3_gather.c): window row r is row
+ * row_index[r] of band row_source[r] (NCHW planes of source_rows[s] rows, n = 1), or
+ * padding (the pad value) where row_source[r] < 0. conv.input is the window's shape; no
+ * padding above or below (the window holds it). Scratch as the padded kernel's.
+ */
+typedef struct {
+    q8_dwconv_params conv;
+    const int8_t *row_source;
+    const int16_t *row_index;
+    int32_t source_rows[3];
+} q8_dwconv_gather_params;
+
+void q8_dwconv_u8_3x3_gather_freq(const q8_dwconv_gather_params *params, const uint8_t *x0,
+                                  const uint8_t *x1, const uint8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_gather_freq(const q8_dwconv_gather_params *params, const int8_t *x0,
+                                  const int8_t *x1, const int8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_gather_ireq(const q8_dwconv_gather_params *params, const uint8_t *x0,
+                                  const uint8_t *x1, const uint8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_gather_ireq(const q8_dwconv_gather_params *params, const int8_t *x0,
+                                  const int8_t *x1, const int8_t *x2, void *output,
+                                  void *Q8_RESTRICT scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* Q8_API_CONV_H */

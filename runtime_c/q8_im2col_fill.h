@@ -1,0 +1,376 @@
+/*
+ * q8_im2col_fill.h - the columns of the im2col convolutions (q8_im2col.h): a pixel's window
+ * gathered into int16 taps, one column per pixel or, in slab mode, slabs a row's pixels share.
+ */
+#ifndef Q8_IM2COL_FILL_H
+#define Q8_IM2COL_FILL_H
+
+#include <string.h>
+
+#include "q8_arith.h"
+#include "q8_dsp.h"
+#include "q8_requant_row.h"
+#include "q8_runtime.h"
+#include "q8_window.h"
+
+/* is_signed: 0 uint8, 1 int8, 2 int8 stored plus 128 (for the unsigned-byte variant). */
+Q8_INLINE int16_t q8_widen(const uint8_t *p, int is_signed)
+{
+    return is_signed == 2 ? (int16_t)(*p ^ 0x80u)
+                          : (is_signed ? (int16_t)(int8_t)*p : (int16_t)*p);
+}
+
+/*
+ * Gather the k = C * KH * KW taps of output pixel (oh, ow) of image x into column (int16),
+ * in (c, kh, kw) order. A window inside the input is copied without bounds checks; the
+ * column's padding taps past k are zeroed once per call (q8_zero_column_tails).
+ */
+Q8_INLINE void q8_fill_column(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
+                           int is_signed)
+{
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, KW = win->kernel_w;
+    const int32_t dh = win->dilation_h, dw = win->dilation_w;
+    const int32_t ih0 = oh * win->stride_h - win->pad_top;
+    const int32_t iw0 = ow * win->stride_w - win->pad_left;
+    const size_t plane = (size_t)(H * W);
+    int16_t *out = column;
+    int32_t c, kh, kw;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
+        const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
+        const size_t row_step = (size_t)dh * (size_t)W;
+        if (KH * KW == 1) { /* pointwise: one tap per channel */
+            const uint8_t *tap = base;
+            for (c = C; c >= 4; c -= 4) {
+                out[0] = q8_widen(tap, is_signed);
+                out[1] = q8_widen(tap + plane, is_signed);
+                out[2] = q8_widen(tap + 2 * plane, is_signed);
+                out[3] = q8_widen(tap + 3 * plane, is_signed);
+                out += 4;
+                tap += 4 * plane;
+            }
+            for (; c > 0; c--) {
+                *out++ = q8_widen(tap, is_signed);
+                tap += plane;
+            }
+        } else if (KH == 3 && KW == 3 && dh == 1 && dw == 1) {
+            const size_t W2 = 2 * (size_t)W;
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                out[0] = q8_widen(row, is_signed);
+                out[1] = q8_widen(row + 1, is_signed);
+                out[2] = q8_widen(row + 2, is_signed);
+                out[3] = q8_widen(row + W, is_signed);
+                out[4] = q8_widen(row + W + 1, is_signed);
+                out[5] = q8_widen(row + W + 2, is_signed);
+                out[6] = q8_widen(row + W2, is_signed);
+                out[7] = q8_widen(row + W2 + 1, is_signed);
+                out[8] = q8_widen(row + W2 + 2, is_signed);
+                out += 9;
+            }
+        } else if (KW == 3 && dw == 1) {
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    out[0] = q8_widen(row, is_signed);
+                    out[1] = q8_widen(row + 1, is_signed);
+                    out[2] = q8_widen(row + 2, is_signed);
+                    out += 3;
+                    row += row_step;
+                }
+            }
+        } else {
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = base + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    for (kw = 0; kw < KW; kw++) {
+                        *out++ = q8_widen(row + kw * dw, is_signed);
+                    }
+                    row += row_step;
+                }
+            }
+        }
+    } else {
+        const int16_t pad = (int16_t)pad_value;
+        for (c = 0; c < C; c++) {
+            const uint8_t *x_c = x + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                const int32_t ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H) {
+                    for (kw = 0; kw < KW; kw++) {
+                        *out++ = pad;
+                    }
+                    continue;
+                }
+                for (kw = 0; kw < KW; kw++) {
+                    const int32_t iw = iw0 + kw * dw;
+                    *out++ = (iw >= 0 && iw < W)
+                                 ? q8_widen(x_c + (size_t)ih * (size_t)W + (size_t)iw, is_signed)
+                                 : pad;
+                }
+            }
+        }
+    }
+}
+
+/* The padding taps of the columns (k .. k_padded) meet zero weights; they must hold
+ * finite values, and the fills never write them, so they are zeroed once per call. */
+Q8_INLINE void q8_zero_tails_of(int16_t *scratch, int32_t columns, int32_t k, int32_t k_padded)
+{
+    int32_t col, i;
+    for (col = 0; col < columns; col++) {
+        for (i = k; i < k_padded; i++) {
+            scratch[(size_t)col * (size_t)k_padded + (size_t)i] = 0;
+        }
+    }
+}
+
+Q8_INLINE void q8_zero_column_tails(int16_t *scratch, int32_t k, int32_t k_padded)
+{
+    q8_zero_tails_of(scratch, 2, k, k_padded);
+}
+
+/*
+ * Out of line, one per input type: inlined into the kernels, the fill loops run short of
+ * registers and spill their pointers.
+ */
+Q8_UNUSED static void q8_fill_column_s8(const q8_dims *input, const q8_window *win,
+                                     int32_t pad_value, const uint8_t *x, int32_t oh,
+                                     int32_t ow, int16_t *column)
+{
+    q8_fill_column(input, win, pad_value, x, oh, ow, column, 1);
+}
+
+Q8_UNUSED static void q8_fill_column_u8(const q8_dims *input, const q8_window *win,
+                                     int32_t pad_value, const uint8_t *x, int32_t oh,
+                                     int32_t ow, int16_t *column)
+{
+    q8_fill_column(input, win, pad_value, x, oh, ow, column, 0);
+}
+
+Q8_UNUSED static void q8_fill_column_s8_offset(const q8_dims *input, const q8_window *win,
+                                            int32_t pad_value, const uint8_t *x, int32_t oh,
+                                            int32_t ow, int16_t *column)
+{
+    q8_fill_column(input, win, pad_value, x, oh, ow, column, 2);
+}
+
+Q8_INLINE void q8_fill(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                    const uint8_t *x, int32_t oh, int32_t ow, int16_t *column, int is_signed)
+{
+    if (is_signed == 2) {
+        q8_fill_column_s8_offset(input, win, pad_value, x, oh, ow, column);
+    } else if (is_signed) {
+        q8_fill_column_s8(input, win, pad_value, x, oh, ow, column);
+    } else {
+        q8_fill_column_u8(input, win, pad_value, x, oh, ow, column);
+    }
+}
+
+/*
+ * Both columns of a pixel pair of a 1x1, stride-1 layer without padding (its pixels are
+ * the input's): the two pixels of a channel lie side by side, and two channels' values
+ * of each pixel go out in one word store. Out of line per input type, as q8_fill_column.
+ */
+Q8_INLINE void q8_fill_pointwise_pair(const uint8_t *x, size_t plane, int32_t C, int16_t *col0,
+                                   int16_t *col1, int is_signed)
+{
+    int32_t c;
+    for (c = 0; c + 2 <= C; c += 2) {
+        const uint8_t *a = x + (size_t)c * plane, *b = a + plane;
+        const uint32_t a0 = (uint32_t)(int32_t)q8_widen(a, is_signed);
+        const uint32_t a1 = (uint32_t)(int32_t)q8_widen(a + 1, is_signed);
+        const uint32_t b0 = (uint32_t)(int32_t)q8_widen(b, is_signed);
+        const uint32_t b1 = (uint32_t)(int32_t)q8_widen(b + 1, is_signed);
+        q8_store32(col0 + c, q8_pack16(a0, b0));
+        q8_store32(col1 + c, q8_pack16(a1, b1));
+    }
+    if (c < C) {
+        col0[c] = q8_widen(x + (size_t)c * plane, is_signed);
+        col1[c] = q8_widen(x + (size_t)c * plane + 1, is_signed);
+    }
+}
+
+Q8_UNUSED static void q8_fill_pointwise_pair_s8(const uint8_t *x, size_t plane, int32_t C,
+                                             int16_t *col0, int16_t *col1)
+{
+    q8_fill_pointwise_pair(x, plane, C, col0, col1, 1);
+}
+
+Q8_UNUSED static void q8_fill_pointwise_pair_u8(const uint8_t *x, size_t plane, int32_t C,
+                                             int16_t *col0, int16_t *col1)
+{
+    q8_fill_pointwise_pair(x, plane, C, col0, col1, 0);
+}
+
+Q8_UNUSED static void q8_fill_pointwise_pair_s8_offset(const uint8_t *x, size_t plane,
+                                                    int32_t C, int16_t *col0, int16_t *col1)
+{
+    q8_fill_pointwise_pair(x, plane, C, col0, col1, 2);
+}
+
+/* A layer whose output pixel px reads input pixel px alone (q8_fill_pointwise_pair). */
+Q8_INLINE int q8_is_unit_pointwise(const q8_dims *input, const q8_dims *output,
+                                const q8_window *win)
+{
+    return win->kernel_h == 1 && win->kernel_w == 1 && win->stride_h == 1 &&
+           win->stride_w == 1 && win->pad_top == 0 && win->pad_left == 0 &&
+           input->h == output->h && input->w == output->w;
+}
+
+/* The columns of pixels px and px + 1 (two) or px alone. */
+Q8_INLINE void q8_fill_pixels(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           const uint8_t *x, int32_t px, int32_t OW, int two, int unit,
+                           int16_t *col0, int16_t *col1, int is_signed)
+{
+    /* DSP cores only: elsewhere the convolutions run other kernels (Thumb-1, M3) or the
+     * pairs would only add to the code the compiler builds (the host). */
+    if (Q8_HAS_DSP && two && unit) {
+        const size_t plane = (size_t)(input->h * input->w);
+        if (is_signed == 2) {
+            q8_fill_pointwise_pair_s8_offset(x + px, plane, input->c, col0, col1);
+        } else if (is_signed) {
+            q8_fill_pointwise_pair_s8(x + px, plane, input->c, col0, col1);
+        } else {
+            q8_fill_pointwise_pair_u8(x + px, plane, input->c, col0, col1);
+        }
+        return;
+    }
+    q8_fill(input, win, pad_value, x, px / OW, px % OW, col0, is_signed);
+    if (two) {
+        q8_fill(input, win, pad_value, x, (px + 1) / OW, (px + 1) % OW, col1, is_signed);
+    }
+}
+
+/*
+ * Slab mode (p->slab > 0, stride-w convolutions with dilation_w 1): the taps are ordered
+ * (kw, c, kh), so an output pixel's column is KW consecutive slabs, one per padded input
+ * column: slab s holds x[c][ih0 + kh * dh][s - pad_left] for every (c, kh) (the pad
+ * value outside), then zero-weight taps up to p->slab. A row's pixels ow0 ..
+ * ow0 + chunk - 1 read slabs ow0 * sw .. (ow0 + chunk - 1) * sw + KW - 1, filled once: a
+ * 3x3 stride-1 layer gathers each input tap about once per output row instead of three
+ * times, and the columns are pointers into the slabs.
+ */
+Q8_INLINE void q8_fill_slabs(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                          const uint8_t *x, int32_t oh, int32_t pw0, int32_t count,
+                          int32_t slab, int16_t *out, int is_signed)
+{
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, dh = win->dilation_h;
+    const int32_t ih0 = oh * win->stride_h - win->pad_top;
+    const size_t plane = (size_t)(H * W);
+    const int16_t pad = (int16_t)pad_value;
+    const int inside = ih0 >= 0 && ih0 + (KH - 1) * dh < H;
+    int32_t s, c, kh;
+    for (s = 0; s < count; s++) {
+        const int32_t iw = pw0 + s - win->pad_left;
+        int16_t *o = out + (size_t)s * (size_t)slab;
+        if (iw < 0 || iw >= W) {
+            for (c = 0; c < C * KH; c++) {
+                o[c] = pad;
+            }
+        } else if (inside && KH == 3 && dh == 1) {
+            const uint8_t *tap = x + (size_t)ih0 * (size_t)W + (size_t)iw;
+            for (c = 0; c < C; c++) {
+                o[0] = q8_widen(tap, is_signed);
+                o[1] = q8_widen(tap + W, is_signed);
+                o[2] = q8_widen(tap + 2 * W, is_signed);
+                o += 3;
+                tap += plane;
+            }
+        } else {
+            for (c = 0; c < C; c++) {
+                const uint8_t *x_c = x + (size_t)c * plane + (size_t)iw;
+                for (kh = 0; kh < KH; kh++) {
+                    const int32_t ih = ih0 + kh * dh;
+                    *o++ = (ih >= 0 && ih < H) ? q8_widen(x_c + (size_t)ih * (size_t)W, is_signed)
+                                               : pad;
+                }
+            }
+        }
+    }
+}
+
+/* Out of line, one per input type, as the column fills. */
+Q8_UNUSED static void q8_fill_slabs_s8(const q8_dims *input, const q8_window *win,
+                                    int32_t pad_value, const uint8_t *x, int32_t oh,
+                                    int32_t pw0, int32_t count, int32_t slab, int16_t *out)
+{
+    q8_fill_slabs(input, win, pad_value, x, oh, pw0, count, slab, out, 1);
+}
+
+Q8_UNUSED static void q8_fill_slabs_u8(const q8_dims *input, const q8_window *win,
+                                    int32_t pad_value, const uint8_t *x, int32_t oh,
+                                    int32_t pw0, int32_t count, int32_t slab, int16_t *out)
+{
+    q8_fill_slabs(input, win, pad_value, x, oh, pw0, count, slab, out, 0);
+}
+
+Q8_UNUSED static void q8_fill_slabs_s8_offset(const q8_dims *input, const q8_window *win,
+                                           int32_t pad_value, const uint8_t *x, int32_t oh,
+                                           int32_t pw0, int32_t count, int32_t slab,
+                                           int16_t *out)
+{
+    q8_fill_slabs(input, win, pad_value, x, oh, pw0, count, slab, out, 2);
+}
+
+Q8_INLINE void q8_fill_slab_range(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                               const uint8_t *x, int32_t oh, int32_t pw0, int32_t count,
+                               int32_t slab, int16_t *out, int is_signed)
+{
+    if (is_signed == 2) {
+        q8_fill_slabs_s8_offset(input, win, pad_value, x, oh, pw0, count, slab, out);
+    } else if (is_signed) {
+        q8_fill_slabs_s8(input, win, pad_value, x, oh, pw0, count, slab, out);
+    } else {
+        q8_fill_slabs_u8(input, win, pad_value, x, oh, pw0, count, slab, out);
+    }
+}
+
+/* The slab buffer's size in taps: the chunk's slabs, then the last column's padding taps
+ * past its KW slabs (zero, never filled). */
+Q8_INLINE size_t q8_slab_buffer_taps(int32_t chunk, int32_t stride_w, int32_t kernel_w,
+                                  int32_t slab, int32_t k_padded)
+{
+    return (size_t)((chunk - 1) * stride_w + kernel_w) * (size_t)slab +
+           (size_t)(k_padded - kernel_w * slab);
+}
+
+/*
+ * The slab mode's loop over output rows and chunks, shared by the kernels: ROWS(c0, c1,
+ * out, two) runs every output channel on columns c0 and c1 (c1 == c0 for a lone last
+ * pixel, two == 0) and stores at out (channel m at out + m * pixels).
+ */
+#define Q8_SLAB_LOOP(P, X, Y, SCRATCH, IS_SIGNED, ROWS)                                       \
+    do {                                                                                     \
+        const int32_t OH_ = (P)->output.h, OW_ = (P)->output.w, M_ = (P)->output.c;          \
+        const int32_t sw_ = (P)->window.stride_w, KW_ = (P)->window.kernel_w;                \
+        const int32_t slab_ = (P)->slab, chunk_ = (P)->chunk;                                \
+        const size_t in_image_ = (size_t)(P)->input.c * (size_t)((P)->input.h * (P)->input.w); \
+        const size_t pixels_ = (size_t)OH_ * (size_t)OW_;                                    \
+        int32_t n_, oh_, ow0_, j_;                                                           \
+        memset((SCRATCH), 0,                                                                 \
+               q8_slab_buffer_taps(chunk_, sw_, KW_, slab_, (P)->k_padded) * sizeof(int16_t));   \
+        for (n_ = 0; n_ < (P)->input.n; n_++) {                                              \
+            const uint8_t *x_n_ = (X) + (size_t)n_ * in_image_;                              \
+            uint8_t *y_n_ = (Y) + (size_t)n_ * (size_t)M_ * pixels_;                         \
+            for (oh_ = 0; oh_ < OH_; oh_++) {                                                \
+                for (ow0_ = 0; ow0_ < OW_; ow0_ += chunk_) {                                 \
+                    const int32_t count_ = OW_ - ow0_ < chunk_ ? OW_ - ow0_ : chunk_;        \
+                    q8_fill_slab_range(&(P)->input, &(P)->window, (P)->pad_value, x_n_, oh_,    \
+                                    ow0_ * sw_, (count_ - 1) * sw_ + KW_, slab_, (SCRATCH),  \
+                                    (IS_SIGNED));                                            \
+                    for (j_ = 0; j_ < count_; j_ += 2) {                                     \
+                        const int16_t *c0_ = (SCRATCH) + (size_t)(j_ * sw_) * (size_t)slab_; \
+                        const int two_ = j_ + 1 < count_;                                    \
+                        const int16_t *c1_ = two_ ? c0_ + (size_t)sw_ * (size_t)slab_ : c0_; \
+                        uint8_t *out_ = y_n_ + (size_t)oh_ * (size_t)OW_ + (size_t)(ow0_ + j_); \
+                        ROWS(c0_, c1_, out_, two_);                                          \
+                    }                                                                        \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+#endif /* Q8_IM2COL_FILL_H */
