@@ -4,6 +4,8 @@
 #   make test-fast   the unit, kernel and operator layers of the suite (tests/unit, kernels, ops)
 #   make fuzz   a long fuzz campaign of broken models (FUZZ_COUNT, FUZZ_SEED)
 #   make test-cpu-profiles   the CPU-sensitive tests under each forced CPU profile
+#   make docs   regenerate docs/operators.md and docs/cli.md (a test fails when they are stale)
+# The suite, its layers and these targets: docs/testing.md.
 
 PYTHON ?= python3
 VENV := .venv
@@ -15,7 +17,7 @@ FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
 .PHONY: demo test test-fast lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
-	test-interfaces
+	test-interfaces docs
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -44,7 +46,7 @@ demo: $(VENV)/.installed
 	fi
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check codegen tests examples bench
+	$(BIN)/ruff check codegen tests examples bench docs
 	$(BIN)/mypy
 
 pytest: $(VENV)/.installed-test cortex-m-tools
@@ -112,6 +114,10 @@ fuzz: $(VENV)/.installed-test
 # The worked example: a float CNN quantized, generated, verified and validated.
 stripes: $(VENV)/.installed cortex-m-tools
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/stripes/walkthrough.sh build/stripes
+
+# The reference pages generated from the operator registry and the argument parser.
+docs: $(VENV)/.installed
+	$(BIN)/python docs/generate_reference.py
 
 # Rebuild the shipped example model (needs only this package's dependencies).
 example: $(VENV)/.installed

@@ -6,8 +6,8 @@ results are not always correctly rounded, so the tables follow the algorithm its
 with the same constants (Arm Limited's, MIT licence) and the fused multiply-adds of the
 build glibc runs on x86-64 CPUs with FMA, as runtime_c/q8_libm.h does in C. Python
 floats are IEEE doubles, every other step is one IEEE operation, and fma64 rounds
-once, so the values are the C library's, bit for bit (tests/test_pow.py checks them
-against ORT)."""
+once, so the values are the C library's, bit for bit (tests/ops/test_tabulate.py checks
+them against ORT)."""
 
 from __future__ import annotations
 

@@ -317,7 +317,7 @@ def _calls_glibc_fma(node: Node, graph: Graph) -> bool:
 
 def computed_ops(node: Node) -> list[tuple[str, str]]:
     """The (domain, op_type) whose ORT kernels decide the node's values: its own, and
-    for a table (passes/tabulate.py) the float operators it was computed from."""
+    for a table (transform/tabulate.py) the float operators it was computed from."""
     ops = [("" if node.domain == "ai.onnx" else node.domain, node.op_type)]
     tabulated = node.attrs.get("tabulates", ())
     if isinstance(tabulated, (list, tuple)):
