@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="print the graph as onnx2mcu sees it, one line per node")
     _common(i)
+    i.add_argument("--explain-kernels", action="store_true",
+                   help="end with what each kernel called is: its name decoded, runtime file, "
+                        "parameters, weight layout, scratch and why it was chosen")
 
     c = sub.add_parser("convert", help="write the model after onnx2mcu's QDQ recipes as a "
                                        "QOperator ONNX model")
@@ -365,7 +368,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from codegen.views.inspection import format_inspection, inspect_model
 
     inspection = inspect_model(args.model, _options(args))
-    print(format_inspection(inspection))
+    print(format_inspection(inspection, args.explain_kernels))
     return 2 if inspection.problems or inspection.arena_bytes is None else 0
 
 

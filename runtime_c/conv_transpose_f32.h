@@ -16,6 +16,14 @@ typedef struct {
     const float *bias;    /* [M] or NULL */
 } q8_conv_transpose_f32_params;
 
+/* The scratch, in bytes: (M/groups) * kernel_h * kernel_w * input h * w floats. */
+static inline size_t q8_conv_transpose_f32_scratch_bytes(const q8_conv_transpose_f32_params *params)
+{
+    const q8_conv_transpose_f32_params *p = params;
+    return (size_t)(p->output.c / p->groups) * (size_t)(p->window.kernel_h * p->window.kernel_w) *
+           (size_t)(p->input.h * p->input.w) * sizeof(float);
+}
+
 /* scratch: (M/groups) * kernel_h * kernel_w * input h * w floats. */
 void q8_conv_transpose_f32(const q8_conv_transpose_f32_params *params,
                            const float *Q8_RESTRICT input, float *Q8_RESTRICT output,

@@ -17,6 +17,12 @@ typedef struct {
     const float *bias;  /* C */
 } q8_instance_norm_f32_params;
 
+/* The scratch, in bytes: `size` floats (the squared deviations of one plane). */
+static inline size_t q8_instance_norm_f32_scratch_bytes(const q8_instance_norm_f32_params *params)
+{
+    return (size_t)params->size * sizeof(float);
+}
+
 /* scratch: `size` floats (the squared deviations of one plane). */
 void q8_instance_norm_f32(const q8_instance_norm_f32_params *params,
                           const float *Q8_RESTRICT input, float *Q8_RESTRICT output,

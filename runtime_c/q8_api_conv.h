@@ -69,6 +69,20 @@ typedef struct {
     int32_t chunk; /* slab mode: output pixels of a row per fill */
 } q8_conv_im2col_params;
 
+/* The scratch of the int8 and int16 im2col kernels, in bytes: two int16 columns, or in
+ * slab mode (slab > 0) the chunk's slabs and the last column's padding taps. */
+static inline size_t q8_conv_im2col_scratch_bytes(const q8_conv_im2col_params *params)
+{
+    const q8_conv_im2col_params *p = params;
+    if (p->slab == 0) {
+        return 2u * (size_t)p->k_padded * sizeof(int16_t);
+    }
+    return ((size_t)((p->chunk - 1) * p->window.stride_w + p->window.kernel_w) *
+                (size_t)p->slab +
+            (size_t)(p->k_padded - p->window.kernel_w * p->slab)) *
+           sizeof(int16_t);
+}
+
 void q8_conv_u8_im2col_freq(const q8_conv_im2col_params *params,
                             const uint8_t *input, void *output,
                             int16_t *Q8_RESTRICT scratch);
@@ -133,6 +147,12 @@ typedef struct {
     q8_requant_params requant;
 } q8_conv_im2col_b8_params;
 
+/* The scratch of the unsigned-byte im2col kernels, in bytes: `columns` int16 columns. */
+static inline size_t q8_conv_im2col_b8_scratch_bytes(const q8_conv_im2col_b8_params *params)
+{
+    return (size_t)params->columns * (size_t)params->k_padded * sizeof(int16_t);
+}
+
 void q8_conv_u8_im2col_b8_freq(const q8_conv_im2col_b8_params *params,
                                 const uint8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
@@ -174,6 +194,26 @@ typedef struct {
     const int16_t *channel_list;
     int32_t channel_count;
 } q8_dwconv_params;
+
+/* The scratch of the _padded variants, in bytes: one channel's padded plane, and
+ * stride_w spare bytes (the Thumb-1 loop computes an odd row's last output as a pair,
+ * whose second output reads past the plane and is not stored). The other variants
+ * without _rows take none. */
+static inline size_t q8_dwconv_3x3_padded_scratch_bytes(const q8_dwconv_params *params)
+{
+    const q8_dwconv_params *p = params;
+    return (size_t)((p->output.h - 1) * p->stride_h + 3) *
+               (size_t)((p->output.w - 1) * p->stride_w + 3) +
+           (size_t)p->stride_w;
+}
+
+/* The scratch of the _rows variants, in bytes: `bands` bands of four padded rows (8
+ * bytes per column), then a row of the padding value. */
+static inline size_t q8_dwconv_3x3_rows_scratch_bytes(const q8_dwconv_params *params)
+{
+    return (size_t)params->bands * (size_t)(params->output.w + 2) * 8u +
+           (size_t)params->input.w;
+}
 
 void q8_dwconv_u8_3x3_freq(const q8_dwconv_params *params, const uint8_t *input,
                            void *output);
@@ -223,6 +263,12 @@ typedef struct {
     const int16_t *row_index;
     int32_t source_rows[3];
 } q8_dwconv_gather_params;
+
+/* The scratch of the _gather variants, in bytes: the padded kernel's. */
+static inline size_t q8_dwconv_3x3_gather_scratch_bytes(const q8_dwconv_gather_params *params)
+{
+    return q8_dwconv_3x3_padded_scratch_bytes(&params->conv);
+}
 
 void q8_dwconv_u8_3x3_gather_freq(const q8_dwconv_gather_params *params, const uint8_t *x0,
                                   const uint8_t *x1, const uint8_t *x2, void *output,

@@ -78,6 +78,12 @@ typedef struct {
     q8_requant_params requant;
 } q8_fc_params;
 
+/* The scratch of q8_fc_*, in bytes: the input row widened to int16, k_padded taps. */
+static inline size_t q8_fc_scratch_bytes(const q8_fc_params *params)
+{
+    return (size_t)params->k_padded * sizeof(int16_t);
+}
+
 #define Q8_DECLARE_FC(A, TA)                                                                \
     void q8_fc_##A##_freq(const q8_fc_params *params, const TA *Q8_RESTRICT input,         \
                           void *Q8_RESTRICT output, int16_t *Q8_RESTRICT scratch);         \
@@ -103,6 +109,12 @@ typedef struct {
     const int32_t *bias;
     q8_requant_params requant;
 } q8_fc_w16_params;
+
+/* The scratch of q8_fc_*_w16_*, in bytes: the input row widened to int16, k_padded taps. */
+static inline size_t q8_fc_w16_scratch_bytes(const q8_fc_w16_params *params)
+{
+    return (size_t)params->k_padded * sizeof(int16_t);
+}
 
 #define Q8_DECLARE_FC_W16(A, TA)                                                            \
     void q8_fc_##A##_w16_freq(const q8_fc_w16_params *params, const TA *Q8_RESTRICT input,  \

@@ -5,7 +5,8 @@
  * the shared runtime that `onnx2mcu runtime` writes) the functions keep their q8_ names.
  * A generated project replaces this file with one that renames each exported function
  * to NAME_q8_..., so that the runtimes of several models link into one image without
- * duplicate symbols. runtime_c/exports.txt lists the names (checked by the tests).
+ * duplicate symbols. The kernel table, codegen/ops/kernels.py, lists the names
+ * (checked against the compiled runtime by the tests).
  */
 #ifndef Q8_NAMES_H
 #define Q8_NAMES_H

@@ -39,6 +39,12 @@ typedef struct {
     const float *betas;
 } q8_gru_f32_params;
 
+/* The scratch, in bytes: six rows of hidden_size floats. */
+static inline size_t q8_gru_f32_scratch_bytes(const q8_gru_f32_params *params)
+{
+    return 6u * (size_t)params->hidden_size * sizeof(float);
+}
+
 /* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h: [directions][1][hidden]. */
 void q8_gru_f32(const q8_gru_f32_params *params, const float *Q8_RESTRICT input,
                 float *Q8_RESTRICT y, float *Q8_RESTRICT y_h, void *Q8_RESTRICT scratch);
@@ -63,6 +69,12 @@ typedef struct {
     const float *alphas;        /* [directions][3] their alpha and beta */
     const float *betas;
 } q8_lstm_f32_params;
+
+/* The scratch, in bytes: six rows of hidden_size floats. */
+static inline size_t q8_lstm_f32_scratch_bytes(const q8_lstm_f32_params *params)
+{
+    return 6u * (size_t)params->hidden_size * sizeof(float);
+}
 
 /* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h, y_c:
  * [directions][1][hidden]. The suffix names the outputs written, in that order. */

@@ -31,6 +31,7 @@ from codegen.core.program import (
     array_key,
 )
 from codegen.core.resources import runtime_dir, templates_dir
+from codegen.ops import exported_symbols
 from codegen.version import __version__
 
 from .interface import (
@@ -53,10 +54,8 @@ def runtime_headers() -> list[str]:
 
 
 def runtime_exports() -> list[str]:
-    """The functions the runtime defines with external linkage (runtime_c/exports.txt)."""
-    text = (runtime_dir() / "exports.txt").read_text()
-    return [line.strip() for line in text.splitlines()
-            if line.strip() and not line.startswith("#")]
+    """The functions the runtime defines with external linkage (the kernel table)."""
+    return exported_symbols()
 
 
 def link_name(model: str, function: str) -> str:

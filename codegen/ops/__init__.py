@@ -28,6 +28,12 @@ from codegen.core.program import Lowered
 from ._export import ProductSlots as ProductSlots
 from ._export import Writer as Writer
 from ._export import export_as_is as export_as_is
+from .kernels import KERNELS as KERNELS
+from .kernels import Kernel as Kernel
+from .kernels import explain_kernel as explain_kernel
+from .kernels import exported_symbols as exported_symbols
+from .kernels import kernel as kernel
+from .kernels import kernel_family as kernel_family
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,8 +17,8 @@ from codegen.core.ir import Graph, Node
 
 from . import Inferred, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
-from ._float import FLOAT_TYPES, f32, infer_float_unary, lower_only_tabulated
-from .tables import lower_float_activation
+from ._float import FLOAT_TYPES, f32, lower_only_tabulated
+from .tables import infer_float_activation, lower_float_activation
 
 F32 = np.float32
 
@@ -70,7 +70,7 @@ ATTRIBUTES = {"HardSigmoid": {"alpha", "beta"}}
 
 def infer_activation(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, ATTRIBUTES.get(node.op_type, set()))
-    return infer_float_unary(node, graph)
+    return infer_float_activation(node, graph)
 
 
 # HardSigmoid, HardSwish and Exp also run as float islands (NNCF leaves Conv -> HardSwish

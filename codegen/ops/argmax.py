@@ -46,9 +46,8 @@ def infer_arg(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], "int64", shape)], spec=spec)
 
 
-def lower_arg(node: Node, graph: Graph, spec: object,
+def lower_arg(node: Node, graph: Graph, spec: ArgSpec,
               options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, ArgSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     params = CStruct("q8_arg_params", (("outer", spec.outer), ("length", spec.length),
                                        ("inner", spec.inner), ("last", int(spec.last))))

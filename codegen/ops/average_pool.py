@@ -7,6 +7,7 @@ the global path instead, and so does this module."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,10 +39,38 @@ from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_wind
 from ._nchwc import nchwc_average_pool, nchwc_pool, pool_input_nchwc
 from ._qdq import build_unary
 from .clamp import output_range
+from .kernels import kernel
 
 SOURCES = ("average_pool.c",)
 INT8_TYPES = ("uint8", "int8")
 MAX_GLOBAL_SIZE = 2**23  # keeps 255 * size inside int32 (ORT itself stops at 2^24)
+
+
+@dataclass(frozen=True)
+class GlobalPoolSpec:
+    quant: tuple[float, int, float, int]  # x_scale, x_zero_point, y_scale, y_zero_point
+    channels_last: bool
+
+
+@dataclass(frozen=True)
+class AveragePoolSpec:
+    window: Window
+    quant: tuple[float, int, float, int]  # x_scale, x_zero_point, y_scale, y_zero_point
+    count_include_pad: int
+    is_global: bool  # a window over the whole unpadded input: ORT's global path
+
+
+@dataclass(frozen=True)
+class FloatAveragePoolSpec:
+    window: Window
+    ceil: bool  # ceil_mode
+    count_include_pad: int
+
+
+@dataclass(frozen=True)
+class FloatGlobalPoolSpec:
+    planes: int  # N * C
+    size: int  # the elements of a plane
 
 
 def pool_quant(node: Node, graph: Graph, x: Tensor) -> tuple[float, int, float, int]:
@@ -77,7 +106,7 @@ def global_call(node: Node, graph: Graph, x: Tensor, y: Tensor, channels_last: b
         ("outer", outer), ("channels", channels), ("size", size),
         ("input_zero_point", x_zp), ("requant", requant)))
     mode = requant_suffix(requant_mode)
-    return KernelCall(f"q8_global_avgpool_{kernel_suffix(x.dtype)}_{mode}", node.name,
+    return KernelCall(kernel("global_avgpool").symbol(x=kernel_suffix(x.dtype), rq=mode), node.name,
                       (x.name,), (y.name,), params, tuple(arrays), SOURCES, x.numel)
 
 
@@ -104,15 +133,15 @@ def infer_global(node: Node, graph: Graph) -> Inferred:
     ones = (1,) * (len(x.shape) - 2)
     shape = (x.shape[0], *ones, x.shape[-1]) if last else (*x.shape[:2], *ones)
     y = Tensor(node.outputs[0], x.dtype, shape, QuantParams((quant[2],), (quant[3],)))
-    return Inferred([y], {x.name: QuantParams((quant[0],), (quant[1],))})
+    return Inferred([y], {x.name: QuantParams((quant[0],), (quant[1],))},
+                    GlobalPoolSpec(quant, last))
 
 
-def lower_global(node: Node, graph: Graph, spec: object,
+def lower_global(node: Node, graph: Graph, spec: GlobalPoolSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    return [global_call(node, graph, x, y, _channels_last(node), pool_quant(node, graph, x),
-                        options.requant)]
+    return [global_call(node, graph, x, y, spec.channels_last, spec.quant, options.requant)]
 
 
 register(OpDef("QLinearGlobalAveragePool", "com.microsoft", infer_global, lower_global,
@@ -152,29 +181,31 @@ def infer_average(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input X", x, INT8_TYPES)
     window = average_window(node, x)
     quant = pool_quant(node, graph, x)
-    if is_global(x, window):
+    whole = is_global(x, window)
+    if whole:
         global_scale(node, quant[0], quant[2], int(np.prod(window.kernel)))
     y = Tensor(node.outputs[0], x.dtype, (*x.shape[:2], *window.output),
                QuantParams((quant[2],), (quant[3],)))
-    return Inferred([y], {x.name: QuantParams((quant[0],), (quant[1],))})
+    return Inferred([y], {x.name: QuantParams((quant[0],), (quant[1],))},
+                    AveragePoolSpec(window, quant, attr_int(node, "count_include_pad", 0), whole))
 
 
-def lower_average(node: Node, graph: Graph, spec: object,
+def lower_average(node: Node, graph: Graph, spec: AveragePoolSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    window = average_window(node, x)
-    quant = pool_quant(node, graph, x)
-    if is_global(x, window):
+    window, quant = spec.window, spec.quant
+    if spec.is_global:
         return [global_call(node, graph, x, y, False, quant, options.requant)]
     x_scale, x_zp, y_scale, y_zp = quant
     params = CStruct("q8_avgpool_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)),
-        ("count_include_pad", attr_int(node, "count_include_pad", 0)),
+        ("count_include_pad", spec.count_include_pad),
         ("x_scale", CFloat(x_scale)), ("x_zero_point", x_zp),
         ("y_scale", CFloat(y_scale)), ("y_zero_point", y_zp)))
-    return [KernelCall(f"q8_avgpool_{kernel_suffix(x.dtype)}", node.name, (x.name,), (y.name,),
+    function = kernel("avgpool").symbol(x=kernel_suffix(x.dtype))
+    return [KernelCall(function, node.name, (x.name,), (y.name,),
                        params, (), SOURCES, y.numel * int(np.prod(window.kernel)))]
 
 
@@ -184,8 +215,12 @@ register(OpDef("QLinearAveragePool", "com.microsoft", infer_average, lower_avera
 
 def infer_float_average_pool(node: Node, graph: Graph) -> Inferred:
     x = float_input(node, graph, 0, "X")
-    window = sliding_window(node, x.shape, pool_kernel(node, x.shape), ceil_mode(node))
-    return Inferred([Tensor(node.outputs[0], "float32", (*x.shape[:2], *window.output))])
+    kernel = pool_kernel(node, x.shape)
+    ceil = ceil_mode(node)
+    window = sliding_window(node, x.shape, kernel, ceil)
+    return Inferred([Tensor(node.outputs[0], "float32", (*x.shape[:2], *window.output))],
+                    spec=FloatAveragePoolSpec(window, ceil,
+                                              attr_int(node, "count_include_pad", 0)))
 
 
 def infer_float_global_average_pool(node: Node, graph: Graph) -> Inferred:
@@ -193,7 +228,9 @@ def infer_float_global_average_pool(node: Node, graph: Graph) -> Inferred:
     if len(x.shape) < 3:
         raise ModelError(f"{node.describe()}: input of rank {len(x.shape)}; expected >= 3")
     return Inferred([Tensor(node.outputs[0], "float32",
-                            (*x.shape[:2], *np.ones(len(x.shape) - 2, dtype=int).tolist()))])
+                            (*x.shape[:2], *np.ones(len(x.shape) - 2, dtype=int).tolist()))],
+                    spec=FloatGlobalPoolSpec(x.shape[0] * x.shape[1],
+                                             int(np.prod(x.shape[2:], dtype=np.int64))))
 
 
 def global_pool_is_sequential(node: Node, graph: Graph) -> bool:
@@ -201,13 +238,12 @@ def global_pool_is_sequential(node: Node, graph: Graph) -> bool:
     return nchwc_pool(x) and (x.name in graph.inputs or pool_input_nchwc(node, graph, x.name))
 
 
-def lower_float_global_average_pool(node: Node, graph: Graph, spec: object,
+def lower_float_global_average_pool(node: Node, graph: Graph, spec: FloatGlobalPoolSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     params = CStruct("q8_global_pool_f32_params", (
-        ("planes", x.shape[0] * x.shape[1]),
-        ("size", int(np.prod(x.shape[2:], dtype=np.int64))),
+        ("planes", spec.planes), ("size", spec.size),
         ("sequential", int(global_pool_is_sequential(node, graph)))))
     return [KernelCall("q8_global_avgpool_f32", node.name, (x.name,), (y.name,), params, (),
                        ("average_pool_f32.c",))]
@@ -216,13 +252,14 @@ def lower_float_global_average_pool(node: Node, graph: Graph, spec: object,
 AVGPOOL_ALGORITHMS = {"mlas_vector": 0, "in_order": 1, "ort": 2}
 
 
-def average_pool_algorithm(node: Node, graph: Graph, x: Tensor, window: Window) -> str:
+def average_pool_algorithm(node: Node, graph: Graph, x: Tensor,
+                           spec: FloatAveragePoolSpec) -> str:
     """Which of ORT's AveragePool kernels runs, as measured on ORT 1.32 at
     ORT_ENABLE_ALL: NCHWc (channels a multiple of the block), ORT's own kernel
     (AveragePool-19 and later, or ceil_mode with count_include_pad), else MLAS's:
     the global kernel, the vector kernel, or the generic one."""
-    include_pad = attr_int(node, "count_include_pad", 0) == 1
-    ceil = ceil_mode(node)
+    include_pad = spec.count_include_pad == 1
+    ceil, window = spec.ceil, spec.window
     if nchwc_average_pool(node, graph):
         return "in_order"
     if operator_version(node) >= 19 or (ceil and include_pad):
@@ -239,18 +276,18 @@ def average_pool_algorithm(node: Node, graph: Graph, x: Tensor, window: Window) 
     return "in_order"
 
 
-def lower_float_average_pool(node: Node, graph: Graph, spec: object,
+def lower_float_average_pool(node: Node, graph: Graph, spec: FloatAveragePoolSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if len(x.shape) != 4:
         raise refuse(node, "only 2-D float average pooling is supported")
-    window = sliding_window(node, x.shape, pool_kernel(node, x.shape), ceil_mode(node))
+    window = spec.window
     if set(window.dilations) != {1}:
         raise refuse(node, "dilations are not supported")
     if min(window.pads_begin) < 0:
         raise refuse(node, "negative padding (SAME with a kernel smaller than the stride)")
-    algorithm = average_pool_algorithm(node, graph, x, window)
+    algorithm = average_pool_algorithm(node, graph, x, spec)
     if algorithm == "global":
         params = CStruct("q8_global_pool_f32_params", (
             ("planes", x.shape[0] * x.shape[1]), ("size", x.shape[2] * x.shape[3]),
@@ -261,7 +298,7 @@ def lower_float_average_pool(node: Node, graph: Graph, spec: object,
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_bottom", window.pads_end[0]),
         ("pad_right", window.pads_end[1]),
-        ("count_include_pad", attr_int(node, "count_include_pad", 0)),
+        ("count_include_pad", spec.count_include_pad),
         ("algorithm", AVGPOOL_ALGORITHMS[algorithm])))
     return [KernelCall("q8_avgpool_f32", node.name, (x.name,), (y.name,), params, (),
                        ("average_pool_f32.c",))]

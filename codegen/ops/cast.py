@@ -8,6 +8,7 @@ into a Table). Other casts are refused at lowering, naming the node."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from codegen.core.ir import ONNX_TO_DTYPE, Graph, Node, Tensor
 from codegen.core.program import Alias, CStruct, KernelCall, Lowered
@@ -15,6 +16,13 @@ from codegen.errors import ModelError, UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, input_tensor, kernel_suffix, reject_unknown_attrs
+from .kernels import kernel
+
+
+@dataclass(frozen=True)
+class CastSpec:
+    source: str  # the input's dtype
+    target: str  # the dtype of `to`
 
 
 def infer_cast(node: Node, graph: Graph) -> Inferred:
@@ -24,19 +32,19 @@ def infer_cast(node: Node, graph: Graph) -> Inferred:
     if to is None:
         raise ModelError(f"{node.describe()}: Cast to type {node.attrs.get('to')} is not "
                          f"supported (onnx2mcu knows {', '.join(sorted(ONNX_TO_DTYPE.values()))})")
-    return Inferred([Tensor(node.outputs[0], to, x.shape)])
+    return Inferred([Tensor(node.outputs[0], to, x.shape)], spec=CastSpec(x.dtype, to))
 
 
-def lower_cast(node: Node, graph: Graph, spec: object,
+def lower_cast(node: Node, graph: Graph, spec: CastSpec,
                options: LoweringOptions) -> Sequence[Lowered]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    if y.dtype == "float32" and x.dtype in ("uint8", "int8", "int32"):
+    if spec.target == "float32" and spec.source in ("uint8", "int8", "int32"):
         params = CStruct("q8_cast_params", (("size", x.numel),))
-        return [KernelCall(f"q8_cast_{kernel_suffix(x.dtype)}_f32", node.name, (x.name,),
+        return [KernelCall(kernel("cast").symbol(x=kernel_suffix(x.dtype)), node.name, (x.name,),
                            (y.name,), params, (), ("cast.c",))]
-    if x.dtype == y.dtype:
+    if spec.source == spec.target:
         return [Alias(y.name, x.name)]
-    raise UnsupportedError(f"{node.describe()}: Cast from {x.dtype} to {y.dtype} is "
+    raise UnsupportedError(f"{node.describe()}: Cast from {spec.source} to {spec.target} is "
                            "not supported; supported: 8-bit or int32 to float32, and 8-bit "
                            "to int32 as the index of a table lookup (Cast -> Gather from a "
                            "constant 256-entry table)")

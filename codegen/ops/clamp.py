@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,12 @@ from ._common import (
 )
 
 SOURCES = ("clamp.c",)
+
+
+@dataclass(frozen=True)
+class ClampSpec:
+    lo: float  # [lo, hi]: ints for 8-bit tensors, floats for float32
+    hi: float
 
 
 def clamp_bounds(node: Node, graph: Graph, dtype: str) -> tuple[float, float]:
@@ -54,8 +61,8 @@ def infer_clamp(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, {"min", "max"} if node.opset < 11 else set())
     x = input_tensor(node, graph, 0, "X")
     check_dtype(node, "input X", x, ("int8", "uint8", "float32"))
-    clamp_bounds(node, graph, x.dtype)
-    return Inferred([Tensor(node.outputs[0], x.dtype, x.shape, x.quant)])
+    lo, hi = clamp_bounds(node, graph, x.dtype)
+    return Inferred([Tensor(node.outputs[0], x.dtype, x.shape, x.quant)], spec=ClampSpec(lo, hi))
 
 
 def absorbed_clamp(node: Node, graph: Graph) -> tuple[int, int] | None:
@@ -100,13 +107,13 @@ def is_absorbed(node: Node, graph: Graph) -> bool:
     return source is not None and absorbed_clamp(source, graph) is not None
 
 
-def lower_clamp(node: Node, graph: Graph, spec: object,
+def lower_clamp(node: Node, graph: Graph, spec: ClampSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     if is_absorbed(node, graph):
         return [Alias(node.outputs[0], x.name)]
-    lo, hi = clamp_bounds(node, graph, x.dtype)
+    lo, hi = spec.lo, spec.hi
     if x.dtype == "float32":
         params = CStruct("q8_clamp_f32_params", (
             ("size", x.numel), ("min", CFloat(max(lo, -FLT_MAX))),

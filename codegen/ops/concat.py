@@ -6,6 +6,7 @@ ORT's arithmetic. ORT copies exactly when scale and zero point are equal."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +28,15 @@ from ._common import (
 )
 
 SOURCES = ("concat.c",)
+
+
+@dataclass(frozen=True)
+class ConcatSpec:
+    axis: int
+    inputs: tuple[str, ...]  # the data inputs
+    # QLinearConcat: each input's (scale, zero point), and the output's; Concat: None.
+    input_quant: tuple[tuple[float, int], ...] | None
+    output_quant: tuple[float, int] | None
 
 
 def concat_shape(node: Node, shapes: list[tuple[int, ...]], axis: int) -> tuple[int, ...]:
@@ -70,35 +80,39 @@ def infer_concat(node: Node, graph: Graph) -> Inferred:
         check_dtype(node, f"input '{t.name}'", t, (dtype,))
     quant = None
     annotations: dict[str, QuantParams] = {}
+    spec = ConcatSpec(axis, tuple(names), None, None)
     if node.op_type == "QLinearConcat":
         check_dtype(node, "inputs", tensors[0], ("uint8", "int8"))
         zp = scalar_constant(node, graph, 1, "Y_zero_point")
         check_dtype(node, "Y_zero_point", zp, (dtype,))
         ys, yz = input_quant(node, graph, -1)
         quant = QuantParams((ys,), (yz,))
+        quants = []
         for i, t in enumerate(tensors):
             s, z = input_quant(node, graph, i)
             annotations[t.name] = QuantParams((s,), (z,))
+            quants.append((s, z))
+        spec = ConcatSpec(axis, tuple(names), tuple(quants), (ys, yz))
     elif len({t.quant for t in tensors}) == 1:
         quant = tensors[0].quant
-    return Inferred([Tensor(node.outputs[0], dtype, shape, quant)], annotations)
+    return Inferred([Tensor(node.outputs[0], dtype, shape, quant)], annotations, spec)
 
 
-def lower_concat(node: Node, graph: Graph, spec: object,
+def lower_concat(node: Node, graph: Graph, spec: ConcatSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     y = graph.tensors[node.outputs[0]]
-    axis = normalize_axis(node, attr_int(node, "axis", 0), len(y.shape))
+    axis = spec.axis
     size = itemsize(y.dtype)
     outer = int(np.prod(y.shape[:axis], dtype=np.int64))
     inner = int(np.prod(y.shape[axis + 1:], dtype=np.int64)) * size
     calls = []
     offset = 0
-    for i, name in enumerate(data_inputs(node)):
+    for i, name in enumerate(spec.inputs):
         x = graph.tensors[name]
         table = None
-        if node.op_type == "QLinearConcat":
-            (xs, xz), (ys, yz) = input_quant(node, graph, i), input_quant(node, graph, -1)
+        if spec.input_quant is not None and spec.output_quant is not None:
+            (xs, xz), (ys, yz) = spec.input_quant[i], spec.output_quant
             if np.float32(xs) != np.float32(ys) or xz != yz:
                 table = requantize_table(xs, xz, ys, yz, y.dtype).view(np.uint8)
         params = CStruct("q8_concat_params", (

@@ -23,6 +23,7 @@ from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, attr_ints, attr_str, reject_unknown_attrs
 from ._float import FLOAT_TYPES, dequantized_weights, float_input
 from ._geometry import Window, dims_struct, window_struct
+from .kernels import kernel
 
 F32 = np.float32
 SOURCES = ("conv_transpose_f32.c",)
@@ -33,6 +34,7 @@ class ConvTransposeSpec:
     window: Window
     groups: int
     output_shape: tuple[int, ...]
+    bias: bool  # B is given
 
 
 def constant_float(node: Node, graph: Graph, index: int, what: str) -> NDArray[Any]:
@@ -129,28 +131,27 @@ def infer_conv_transpose(node: Node, graph: Graph) -> Inferred:
                     out)
     shape = (1, w.shape[1] * groups, *out)
     return Inferred([Tensor(node.outputs[0], "float32", shape)],
-                    spec=ConvTransposeSpec(window, groups, shape))
+                    spec=ConvTransposeSpec(window, groups, shape, node.input(2) is not None))
 
 
-def lower_conv_transpose(node: Node, graph: Graph, spec: object,
+def lower_conv_transpose(node: Node, graph: Graph, spec: ConvTransposeSpec,
                          options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, ConvTransposeSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     w = constant_float(node, graph, 1, "weight").astype(F32)
     arrays = [CArray("weights", "float", w.reshape(-1))]
-    if node.input(2) is not None:
+    if spec.bias:
         arrays.append(CArray("bias", "float", constant_float(node, graph, 2, "bias")
                              .astype(F32).reshape(-1)))
     params = CStruct("q8_conv_transpose_f32_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(spec.window)), ("groups", spec.groups),
         ("weights", CRef("weights")),
-        ("bias", CRef("bias") if node.input(2) is not None else None)))
+        ("bias", CRef("bias") if spec.bias else None)))
     pixels = int(np.prod(x.shape[2:], dtype=np.int64))
-    rows = int(np.prod(w.shape[1:], dtype=np.int64))
     macs = int(np.prod(w.shape, dtype=np.int64)) * pixels
     return [KernelCall("q8_conv_transpose_f32", node.name, (x.name,), (y.name,), params,
-                       tuple(arrays), SOURCES, macs, scratch_bytes=4 * rows * pixels)]
+                       tuple(arrays), SOURCES, macs,
+                       scratch_bytes=kernel("conv_transpose_f32").scratch_bytes(params))]
 
 
 register(OpDef("ConvTranspose", "", infer_conv_transpose, lower_conv_transpose,

@@ -9,6 +9,7 @@ measured exhaustively against ORT 1.32)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,11 +42,33 @@ from ._common import (
 )
 from ._float import FLOAT_TYPES, f32, float_input, lower_only_tabulated, refuse
 from ._qdq import build_binary
+from .kernels import kernel
 
 SOURCES = ("elementwise.c",)
 INT8_TYPES = ("uint8", "int8")
 MAX_RANK = 8
 F32 = np.float32
+
+
+@dataclass(frozen=True)
+class BinarySpec:
+    """A binary elementwise operator: its operands' shapes, the broadcast output shape,
+    and for QLinearAdd/QLinearMul the per-tensor quantization of A, B and C."""
+
+    a_shape: tuple[int, ...]
+    b_shape: tuple[int, ...]
+    shape: tuple[int, ...]
+    a_scale: float = 0.0
+    a_zero_point: int = 0
+    b_scale: float = 0.0
+    b_zero_point: int = 0
+    c_scale: float = 0.0
+    c_zero_point: int = 0
+
+
+@dataclass(frozen=True)
+class PowSpec:
+    exponent: float | None  # a scalar constant ORT computes as a kernel does; None: not
 
 
 def broadcast_shape(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -112,7 +135,8 @@ def infer_binary(node: Node, graph: Graph) -> Inferred:
         raise UnsupportedError(f"{node.describe()}: rank {len(shape)} is above {MAX_RANK}")
     sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     y = Tensor(node.outputs[0], a.dtype, shape, QuantParams((sc,), (zc,)))
-    return Inferred([y], {a.name: QuantParams((sa,), (za,)), b.name: QuantParams((sb,), (zb,))})
+    return Inferred([y], {a.name: QuantParams((sa,), (za,)), b.name: QuantParams((sb,), (zb,))},
+                    BinarySpec(a.shape, b.shape, shape, sa, za, sb, zb, sc, zc))
 
 
 def qadd_constants(sa: float, za: int, sb: float, zb: int, sc: float, zc: int,
@@ -132,13 +156,14 @@ def qadd_bounded(ra: np.float32, rb: np.float32, fixed: np.float32) -> bool:
     return 2.0 * bound < 2.0**30
 
 
-def lower_qadd(node: Node, graph: Graph, spec: object,
+def lower_qadd(node: Node, graph: Graph, spec: BinarySpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
-    sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
-    b_first = ort_input0_is_scalar(a.shape, b.shape)
+    sa, za, sb, zb = spec.a_scale, spec.a_zero_point, spec.b_scale, spec.b_zero_point
+    sc, zc = spec.c_scale, spec.c_zero_point
+    b_first = ort_input0_is_scalar(spec.a_shape, spec.b_shape)
     with np.errstate(over="ignore"):
         ratios = (F32(F32(sa) / F32(sc)), F32(F32(sb) / F32(sc)))
     check_finite_scales(node, "scale ratios A_scale / C_scale and B_scale / C_scale", ratios)
@@ -163,14 +188,16 @@ def lower_qadd(node: Node, graph: Graph, spec: object,
         if fast is not None:
             arrays += (CArray("fast_table", "int32_t", fast),)
     params = CStruct("q8_qadd_params", (
-        ("shape", broadcast_struct(y.shape, a.shape, b.shape)), ("b_first", int(b_first)),
+        ("shape", broadcast_struct(spec.shape, spec.a_shape, spec.b_shape)),
+        ("b_first", int(b_first)),
         ("ratio_a", CFloat(float(ra))), ("ratio_b", CFloat(float(rb))),
         ("fixed", CFloat(float(fixed))),
         ("inner_table", CRef("inner_table") if arrays else None),
         ("outer_mult", outer_mult), ("outer_exp", outer_exp), ("bounded", int(bounded)),
         ("fast_table", CRef("fast_table") if len(arrays) > 1 else None)))
     suffix = "_ireq" if integer else ""
-    return [KernelCall(f"q8_qadd_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
+    function = kernel("qadd").symbol(x=kernel_suffix(a.dtype), rq=suffix)
+    return [KernelCall(function, node.name, (a.name, b.name),
                        (y.name,), params, arrays, SOURCES, in_place=same_shape_input(a, b, y))]
 
 
@@ -216,22 +243,23 @@ def qadd_inner_table(ratio: np.float32, fixed: np.float32, dtype: str) -> NDArra
     return table.view(np.uint32)
 
 
-def lower_qmul(node: Node, graph: Graph, spec: object,
+def lower_qmul(node: Node, graph: Graph, spec: BinarySpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
-    sa, za, sb, zb, sc, zc = binary_quant(node, graph, a.dtype)
     with np.errstate(over="ignore"):
-        scale = F32(F32(F32(sa) * F32(sb)) / F32(sc))
+        scale = F32(F32(F32(spec.a_scale) * F32(spec.b_scale)) / F32(spec.c_scale))
     check_finite_scales(node, "output scale A_scale * B_scale / C_scale", scale)
     mult, exp = float32_mult_exp(np.array([scale], F32))
     params = CStruct("q8_qmul_params", (
-        ("shape", broadcast_struct(y.shape, a.shape, b.shape)),
-        ("a_zero_point", za), ("b_zero_point", zb), ("scale", CFloat(float(scale))),
-        ("y_zero_point", zc), ("scale_mult", int(mult[0])), ("scale_exp", int(exp[0]))))
+        ("shape", broadcast_struct(spec.shape, spec.a_shape, spec.b_shape)),
+        ("a_zero_point", spec.a_zero_point), ("b_zero_point", spec.b_zero_point),
+        ("scale", CFloat(float(scale))), ("y_zero_point", spec.c_zero_point),
+        ("scale_mult", int(mult[0])), ("scale_exp", int(exp[0]))))
     suffix = "_ireq" if options.requant == "int" else ""
-    return [KernelCall(f"q8_qmul_{kernel_suffix(a.dtype)}{suffix}", node.name, (a.name, b.name),
+    function = kernel("qmul").symbol(x=kernel_suffix(a.dtype), rq=suffix)
+    return [KernelCall(function, node.name, (a.name, b.name),
                        (y.name,), params, (), SOURCES, y.numel,
                        in_place=same_shape_input(a, b, y))]
 
@@ -257,17 +285,18 @@ register(OpDef("QLinearMul", "com.microsoft", infer_binary, lower_qmul,
 
 def infer_float_binary(node: Node, graph: Graph) -> Inferred:
     a, b = float_input(node, graph, 0, "A"), float_input(node, graph, 1, "B")
-    return Inferred([Tensor(node.outputs[0], "float32", broadcast_shape(node, a.shape,
-                                                                        b.shape))])
+    shape = broadcast_shape(node, a.shape, b.shape)
+    return Inferred([Tensor(node.outputs[0], "float32", shape)],
+                    spec=BinarySpec(a.shape, b.shape, shape))
 
 
-def lower_float_binary(node: Node, graph: Graph, spec: object,
+def lower_float_binary(node: Node, graph: Graph, spec: BinarySpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
     y = graph.tensors[node.outputs[0]]
-    params = CStruct("q8_binary_f32_params", (("shape", broadcast_struct(y.shape, a.shape,
-                                                                         b.shape)),))
+    shape = broadcast_struct(spec.shape, spec.a_shape, spec.b_shape)
+    params = CStruct("q8_binary_f32_params", (("shape", shape),))
     function = {"Add": "q8_add_f32", "Mul": "q8_mul_f32", "Sub": "q8_sub_f32",
                 "Div": "q8_div_f32"}[node.op_type]
     return [KernelCall(function, node.name, (a.name, b.name), (y.name,), params, (),
@@ -317,10 +346,16 @@ def _pow(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]
     return f32([glibc_powf(v, e) for v in x.reshape(-1)]).reshape(x.shape)
 
 
-def lower_float_pow(node: Node, graph: Graph, spec: object,
+def infer_float_pow(node: Node, graph: Graph) -> Inferred:
+    inferred = infer_float_binary(node, graph)
+    inferred.spec = PowSpec(scalar_exponent(node, graph))
+    return inferred
+
+
+def lower_float_pow(node: Node, graph: Graph, spec: PowSpec,
                     options: LoweringOptions) -> Sequence[KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    exponent = scalar_exponent(node, graph)
+    exponent = spec.exponent
     if exponent is None or y.shape != x.shape:
         raise refuse(node, "only a scalar constant exponent (float32, or 2 or 3) is "
                      "supported; ORT's broadcast Pow and its double-precision pow for other "
@@ -366,7 +401,7 @@ for _op, _fn in (("Sub", _sub), ("Div", _div)):
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
 # Pow by a scalar constant: a float kernel (x * x, (x * x) * x or glibc's powf) and the
 # same values in tables; the exponent is a constant input.
-register(OpDef("Pow", "", infer_float_binary, lower_float_pow, versions=(7, 12, 13, 15),
+register(OpDef("Pow", "", infer_float_pow, lower_float_pow, versions=(7, 12, 13, 15),
                data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_pow,
                constant_inputs=frozenset({1})))
 register(OpDef("PRelu", "", infer_float_binary, lower_only_tabulated, versions=(7, 9, 16),

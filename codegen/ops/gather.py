@@ -64,9 +64,8 @@ def infer_gather(node: Node, graph: Graph) -> Inferred:
                     spec=GatherSpec(axis, indices))
 
 
-def lower_gather(node: Node, graph: Graph, spec: object,
+def lower_gather(node: Node, graph: Graph, spec: GatherSpec,
                  options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, GatherSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     if spec.indices is None:
         raise UnsupportedError(f"{node.describe()}: Gather with indices computed at run time "

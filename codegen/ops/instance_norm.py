@@ -21,6 +21,7 @@ from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
 from ._float import FLOAT_TYPES, float_input
 from .conv_transpose import constant_float
+from .kernels import kernel
 
 F32 = np.float32
 SOURCES = ("instance_norm_f32.c",)
@@ -56,9 +57,8 @@ def infer_instance_norm(node: Node, graph: Graph) -> Inferred:
     return Inferred([Tensor(node.outputs[0], "float32", x.shape)], spec=spec)
 
 
-def lower_instance_norm(node: Node, graph: Graph, spec: object,
+def lower_instance_norm(node: Node, graph: Graph, spec: InstanceNormSpec,
                         options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, InstanceNormSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     scale = constant_float(node, graph, 1, "scale").astype(F32).reshape(-1)
     bias = constant_float(node, graph, 2, "B").astype(F32).reshape(-1)
@@ -67,7 +67,8 @@ def lower_instance_norm(node: Node, graph: Graph, spec: object,
         ("epsilon", CFloat(spec.epsilon)), ("scale", CRef("scale")), ("bias", CRef("bias"))))
     return [KernelCall("q8_instance_norm_f32", node.name, (x.name,), (y.name,), params,
                        (CArray("scale", "float", scale), CArray("bias", "float", bias)),
-                       SOURCES, macs=3 * x.numel, scratch_bytes=4 * spec.size)]
+                       SOURCES, macs=3 * x.numel,
+                       scratch_bytes=kernel("instance_norm_f32").scratch_bytes(params))]
 
 
 register(OpDef("InstanceNormalization", "", infer_instance_norm, lower_instance_norm,

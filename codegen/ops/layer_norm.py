@@ -84,9 +84,8 @@ def infer_layer_norm(node: Node, graph: Graph) -> Inferred:
                                                 node.input(2) is not None, all(wanted)))
 
 
-def lower_layer_norm(node: Node, graph: Graph, spec: object,
+def lower_layer_norm(node: Node, graph: Graph, spec: LayerNormSpec,
                      options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, LayerNormSpec)
     scale = constant_float(node, graph, 1, "scale").astype(F32).reshape(-1)
     arrays = [CArray("scale", "float", scale)]
     if spec.bias:

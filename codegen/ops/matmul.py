@@ -35,81 +35,26 @@ from ._common import (
 )
 from ._export import ProductSlots, export_product
 from ._float import FLOAT_TYPES, float_bias, float_input, producer, refuse
+from ._product import (
+    MatmulShape,
+    ProductSpec,
+    b_quantization,
+    column_params,
+    matmul_shape,
+)
 from ._qdq import bias_input
 from .clamp import output_range
+from .kernels import kernel
+
+# The integer products' kernels (the kernel table).
+FC = kernel("fc")
+FC_W16 = kernel("fc_w16")
+GEMM = kernel("gemm")
 
 SOURCES = ("gemm.c",)
 INT8_TYPES = ("uint8", "int8")
 MS = "com.microsoft"
 F32 = np.float32
-
-
-@dataclass(frozen=True)
-class MatmulShape:
-    """A (batched) product [.., M, K] x [.., K, N] with numpy broadcasting."""
-
-    m: int
-    k: int
-    n: int
-    a_offsets: tuple[int, ...]  # element offset of each batch's A matrix
-    b_offsets: tuple[int, ...]
-    b_matrices: tuple[int, ...]  # which of B's matrices each batch uses
-    output: tuple[int, ...]
-
-
-def _batch_index(batch_dims: tuple[int, ...], index: tuple[int, ...]) -> int:
-    """Flat index of a broadcast operand's matrix for one output batch index."""
-    own = index[len(index) - len(batch_dims):] if batch_dims else ()
-    clipped = tuple(0 if d == 1 else i for d, i in zip(batch_dims, own, strict=True))
-    return int(np.ravel_multi_index(clipped, batch_dims)) if batch_dims else 0
-
-
-def matmul_shape(node: Node, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> MatmulShape:
-    a = a_shape if len(a_shape) >= 2 else (1, *a_shape)
-    b = b_shape if len(b_shape) >= 2 else (*b_shape, 1)
-    if not a_shape or not b_shape:
-        raise ModelError(f"{node.describe()}: matrix product of a scalar")
-    m, k = a[-2:]
-    k_b, n = b[-2:]
-    if k != k_b:
-        raise ModelError(f"{node.describe()}: inner dimensions differ: {list(a_shape)} x "
-                         f"{list(b_shape)}")
-    try:
-        batch = tuple(int(d) for d in np.broadcast_shapes(a[:-2], b[:-2]))
-    except ValueError:
-        raise ModelError(f"{node.describe()}: batch dimensions of {list(a_shape)} and "
-                         f"{list(b_shape)} do not broadcast") from None
-    a_off, b_off, b_mat = [], [], []
-    for index in np.ndindex(*batch) if batch else [()]:
-        a_off.append(_batch_index(a[:-2], index) * m * k)
-        b_index = _batch_index(b[:-2], index)
-        b_off.append(b_index * k * n)
-        b_mat.append(b_index)
-    out = (*batch, *((m,) if len(a_shape) >= 2 else ()), *((n,) if len(b_shape) >= 2 else ()))
-    return MatmulShape(m, k, n, tuple(a_off), tuple(b_off), tuple(b_mat), out)
-
-
-@dataclass(frozen=True)
-class ColumnParams:
-    """b's scale or zero point flattened, with how each batch and column indexes it."""
-
-    values: NDArray[Any]
-    per_column: bool
-    batched: bool  # one row of N values per B matrix
-
-
-def column_params(node: Node, what: str, value: NDArray[Any],
-                  b_shape: tuple[int, ...]) -> ColumnParams:
-    """ORT accepts b parameters as a scalar, [N] for 2-D B, or B's shape with 1 rows."""
-    if value.size == 1:
-        return ColumnParams(value.reshape(-1), False, False)
-    if value.ndim == 1 and len(b_shape) == 2 and value.shape[0] == b_shape[1]:
-        return ColumnParams(value, True, False)
-    if value.ndim == len(b_shape) >= 2 and value.shape[-2] == 1 and \
-            value.shape[:-2] == b_shape[:-2] and value.shape[-1] == b_shape[-1]:
-        return ColumnParams(value.reshape(-1), True, True)
-    raise ModelError(f"{node.describe()}: {what} of shape {list(value.shape)} does not match "
-                     f"b of shape {list(b_shape)}")
 
 
 def _gemm_struct(shape: MatmulShape, a_strides: tuple[int, int], b_strides: tuple[int, int],
@@ -141,10 +86,10 @@ def _offset_arrays(shape: MatmulShape, batched: bool) -> list[CArray]:
 
 def _gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, out: str, params: CStruct,
                arrays: Sequence[CArray], shape: MatmulShape) -> KernelCall:
-    function = f"q8_gemm_{kernel_suffix(a.dtype)}{kernel_suffix(b.dtype)}_{out}"
+    axes = {"ab": kernel_suffix(a.dtype) + kernel_suffix(b.dtype), "out": out}
     macs = len(shape.a_offsets) * shape.m * shape.n * shape.k
-    return KernelCall(function, node.name, (a.name, b.name), (y.name,), params, tuple(arrays),
-                      SOURCES, macs)
+    return KernelCall(GEMM.symbol(**axes), node.name, (a.name, b.name), (y.name,), params,
+                      tuple(arrays), (GEMM.file(**axes),), macs)
 
 
 def fc_weights(b: NDArray[Any], b_zp: NDArray[Any], trans_b: bool) -> NDArray[Any] | None:
@@ -191,9 +136,10 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     # 8-byte aligned: the kernel reads two rows' words with one LDRD.
     all_arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
                   CArray("bias", "int32_t", wrapped), *arrays)
-    return KernelCall(f"q8_fc_{kernel_suffix(a.dtype)}_{mode}", node.name, (a.name,),
-                      (y.name,), params, all_arrays, ("fully_connected.c",), rows * n * k,
-                      scratch_bytes=2 * k_padded)
+    axes = {"x": kernel_suffix(a.dtype), "out": mode}
+    return KernelCall(FC.symbol(**axes), node.name, (a.name,),
+                      (y.name,), params, all_arrays, (FC.file(**axes),), rows * n * k,
+                      scratch_bytes=FC.scratch_bytes(params))
 
 
 def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
@@ -222,9 +168,10 @@ def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: i
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
     all_arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
                   CArray("bias", "int32_t", wrapped), *arrays)
-    return KernelCall(f"q8_fc_{kernel_suffix(a.dtype)}_w16_{mode}", node.name, (a.name,),
-                      (y.name,), params, all_arrays, ("fully_connected.c",), rows * n * k,
-                      scratch_bytes=2 * k_padded)
+    axes = {"x": kernel_suffix(a.dtype), "out": mode}
+    return KernelCall(FC_W16.symbol(**axes), node.name, (a.name,),
+                      (y.name,), params, all_arrays, (FC_W16.file(**axes),), rows * n * k,
+                      scratch_bytes=FC_W16.scratch_bytes(params))
 
 
 # ------------------------------------------------------------------ QLinearMatMul
@@ -250,39 +197,23 @@ def infer_qlinear_matmul(node: Node, graph: Graph) -> Inferred:
     y_dtype = check_dtype(node, "y_zero_point", y_zp, INT8_TYPES)
     y = Tensor(node.outputs[0], y_dtype, shape.output,
                QuantParams((float(y_scale[0]),), (int(y_zp[0]),)))
-    return Inferred([y], {a.name: QuantParams((float(a_scale[0]),),
-                                              (int(scalar_constant(node, graph, 2, "a_zp")[0]),))})
+    a_zp = int(scalar_constant(node, graph, 2, "a_zp")[0])
+    b_sc, b_zp_params = b_quantization(node, b, check_scales(node, "b_scale", b_scale), b_zp)
+    spec = ProductSpec(shape, (shape.k, 1), (shape.n, 1), a_zp, b_zp_params,
+                       output_scale(float(a_scale[0]), b_sc.values, float(y_scale[0])),
+                       int(y_zp[0]))
+    return Inferred([y], {a.name: QuantParams((float(a_scale[0]),), (a_zp,))}, spec)
 
 
-def b_quantization(node: Node, b: Tensor, scale: NDArray[Any] | None,
-                   zero_point: NDArray[Any] | None) -> tuple[ColumnParams, ColumnParams]:
-    """b's scale and zero point, widened to the same length: the kernel indexes both
-    (and the requantization constants) with one per-column index."""
-    zp = column_params(node, "b_zero_point", zero_point if zero_point is not None
-                       else np.zeros(1, dtype=b.dtype), b.shape)
-    sc = column_params(node, "b_scale", scale if scale is not None
-                       else np.ones(1, dtype=np.float32), b.shape)
-    count = max(zp.values.size, sc.values.size)
-    per_column, batched = zp.per_column or sc.per_column, zp.batched or sc.batched
-    return (ColumnParams(np.broadcast_to(sc.values, (count,)), per_column, batched),
-            ColumnParams(np.broadcast_to(zp.values, (count,)).astype(np.int32), per_column,
-                         batched))
-
-
-def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
+def lower_qlinear_matmul(node: Node, graph: Graph, spec: ProductSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
-    shape = matmul_shape(node, a.shape, b.shape)
-    b_scale, b_zp = b_quantization(
-        node, b, check_scales(node, "b_scale", constant_input(node, graph, 4, "b_scale")),
-        constant_input(node, graph, 5, "b_zero_point"))
-    scales = output_scale(float(scalar_constant(node, graph, 1, "a_scale")[0]), b_scale.values,
-                          float(scalar_constant(node, graph, 6, "y_scale")[0]))
+    shape, b_zp = spec.shape, spec.b_zp
+    assert spec.scale is not None
     qmin, qmax = output_range(node, graph, y.dtype)
-    requant, arrays = requant_params(node, scales, int(scalar_constant(node, graph, 7, "y_zp")[0]),
-                                     qmin, qmax, options.requant,
+    requant, arrays = requant_params(node, spec.scale, spec.y_zp, qmin, qmax, options.requant,
                                      collapse=not b_zp.per_column)
     mode = options.requant_suffix
     if options.kernels == "fast" and b.name in graph.constants and len(b.shape) == 2 and \
@@ -290,11 +221,9 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: object,
         weights = fc_weights(graph.constants[b.name], b_zp.values, trans_b=False)
         if weights is not None:
             rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
-            a_zp = int(scalar_constant(node, graph, 2, "a_zp")[0])
-            return [fc_call(node, a, y, weights, a_zp, None, requant, arrays, mode, rows,
+            return [fc_call(node, a, y, weights, spec.a_zp, None, requant, arrays, mode, rows,
                             options.wide_for(node.name), options.dsp)]
-    params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
-                          int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
+    params = _gemm_struct(shape, spec.a_strides, spec.b_strides, spec.a_zp, b_zp.per_column,
                           b_zp.batched, None, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
     mode = options.requant_suffix
@@ -338,24 +267,24 @@ def infer_matmul_integer(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input A", a, INT8_TYPES)
     check_dtype(node, "input B", b, INT8_TYPES)
     shape = matmul_shape(node, a.shape, b.shape)
-    _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype)
+    a_zp = _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype)
+    zp = None
     if node.input(3) is not None:
         zp = constant_input(node, graph, 3, "b_zero_point")
         check_dtype(node, "b_zero_point", zp, (b.dtype,))
         column_params(node, "b_zero_point", zp, b.shape)
-    return Inferred([Tensor(node.outputs[0], "int32", shape.output)])
+    _, b_zp = b_quantization(node, b, None, zp)
+    return Inferred([Tensor(node.outputs[0], "int32", shape.output)],
+                    spec=ProductSpec(shape, (shape.k, 1), (shape.n, 1), a_zp, b_zp))
 
 
-def lower_matmul_integer(node: Node, graph: Graph, spec: object,
+def lower_matmul_integer(node: Node, graph: Graph, spec: ProductSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
     y = graph.tensors[node.outputs[0]]
-    shape = matmul_shape(node, a.shape, b.shape)
-    b_zp_value = constant_input(node, graph, 3, "b_zp") if node.input(3) is not None else None
-    _, b_zp = b_quantization(node, b, None, b_zp_value)
-    params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
-                          _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype),
+    shape, b_zp = spec.shape, spec.b_zp
+    params = _gemm_struct(shape, spec.a_strides, spec.b_strides, spec.a_zp,
                           b_zp.per_column, b_zp.batched, None, no_requant())
     arrays = [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
     return [_gemm_call(node, a, b, y, "i32", params, arrays, shape)]
@@ -422,11 +351,12 @@ def infer_qgemm(node: Node, graph: Graph) -> Inferred:
     check_scales(node, "b_scale", b_scale.reshape(-1))
     b_zp = constant_input(node, graph, 5, "b_zero_point")
     check_dtype(node, "b_zero_point", b_zp, (b.dtype,))
-    b_quantization(node, layout.logical_b, b_scale, b_zp)
+    b_sc, b_zp_params = b_quantization(node, layout.logical_b, b_scale, b_zp)
+    c, c_strides = None, (0, 0)
     if node.input(6) is not None:
         c = constant_input(node, graph, 6, "C")
         check_dtype(node, "bias C", c, ("int32",))
-        bias_strides(node, c, layout.shape.m, layout.shape.n)
+        c_strides = bias_strides(node, c, layout.shape.m, layout.shape.n)
     quant = None
     y_dtype = "float32"
     if node.input(7) is not None:
@@ -439,7 +369,11 @@ def infer_qgemm(node: Node, graph: Graph) -> Inferred:
         y_scale = float(scalar_constant(node, graph, 7, "y_scale")[0])
         quant = QuantParams((y_scale,), (int(y_zp[0]),))
     y = Tensor(node.outputs[0], y_dtype, layout.shape.output, quant)
-    return Inferred([y], {a.name: QuantParams((float(a_scale[0]),), (int(a_zp[0]),))})
+    spec = ProductSpec(layout.shape, layout.a_strides, layout.b_strides, int(a_zp[0]),
+                       b_zp_params, qgemm_scale(node, graph, b_sc.values),
+                       quant.zero_point[0] if quant is not None else 0, c, c_strides,
+                       bool(attr_int(node, "transA", 0)), bool(attr_int(node, "transB", 0)))
+    return Inferred([y], {a.name: QuantParams((float(a_scale[0]),), (int(a_zp[0]),))}, spec)
 
 
 def qgemm_scale(node: Node, graph: Graph, b_scale: NDArray[Any]) -> NDArray[Any]:
@@ -452,16 +386,13 @@ def qgemm_scale(node: Node, graph: Graph, b_scale: NDArray[Any]) -> NDArray[Any]
     return s
 
 
-def lower_qgemm(node: Node, graph: Graph, spec: object,
+def lower_qgemm(node: Node, graph: Graph, spec: ProductSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[3]]
     y = graph.tensors[node.outputs[0]]
-    layout = gemm_layout(node, a, b)
-    b_scale, b_zp = b_quantization(node, layout.logical_b,
-                                   constant_input(node, graph, 4, "b_scale"),
-                                   constant_input(node, graph, 5, "b_zero_point"))
-    scale = qgemm_scale(node, graph, b_scale.values)
+    b_zp, scale = spec.b_zp, spec.scale
+    assert scale is not None
     if y.dtype == "float32":
         # Float output: y = f32((float)acc * s); no clamp, no zero point.
         requant, arrays = requant_params(node, scale, 0, 0, 0, "float",
@@ -469,31 +400,26 @@ def lower_qgemm(node: Node, graph: Graph, spec: object,
         mode = "f32"
     else:
         qmin, qmax = output_range(node, graph, y.dtype)
-        y_zp_value = int(scalar_constant(node, graph, 8, "y_zp")[0])
-        requant, arrays = requant_params(node, scale, y_zp_value, qmin, qmax, options.requant,
+        requant, arrays = requant_params(node, scale, spec.y_zp, qmin, qmax, options.requant,
                                          collapse=not b_zp.per_column)
         mode = options.requant_suffix
-    c_value = constant_input(node, graph, 6, "C") if node.input(6) is not None else None
-    n = layout.shape.n
-    column_bias = c_value is None or c_value.shape in ((), (1,), (n,), (1, n))
-    if options.kernels == "fast" and not attr_int(node, "transA", 0) and \
+    c_value, shape = spec.bias, spec.shape
+    column_bias = c_value is None or c_value.shape in ((), (1,), (shape.n,), (1, shape.n))
+    if options.kernels == "fast" and not spec.trans_a and \
             b.name in graph.constants and column_bias:
-        weights = fc_weights(graph.constants[b.name], b_zp.values,
-                             trans_b=bool(attr_int(node, "transB", 0)))
+        weights = fc_weights(graph.constants[b.name], b_zp.values, trans_b=spec.trans_b)
         if weights is not None:
-            return [fc_call(node, a, y, weights, int(scalar_constant(node, graph, 2, "a_zp")[0]),
-                            c_value, requant, arrays, mode, layout.shape.m,
-                            options.wide_for(node.name), options.dsp)]
+            return [fc_call(node, a, y, weights, spec.a_zp, c_value, requant, arrays, mode,
+                            shape.m, options.wide_for(node.name), options.dsp)]
     bias = None
     if c_value is not None:
-        bias = bias_strides(node, c_value, layout.shape.m, layout.shape.n)
+        bias = spec.bias_strides
         arrays.append(CArray("bias", "int32_t", c_value.reshape(-1)))
-    params = _gemm_struct(layout.shape, layout.a_strides, layout.b_strides,
-                          int(scalar_constant(node, graph, 2, "a_zero_point")[0]), b_zp.per_column,
+    params = _gemm_struct(shape, spec.a_strides, spec.b_strides, spec.a_zp, b_zp.per_column,
                           False, bias, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values),
-               *_offset_arrays(layout.shape, False)]
-    return [_gemm_call(node, a, b, y, mode, params, arrays, layout.shape)]
+               *_offset_arrays(shape, False)]
+    return [_gemm_call(node, a, b, y, mode, params, arrays, shape)]
 
 
 QGEMM_SLOTS = ProductSlots(0, 3, 5, 8, bias=6)
@@ -517,35 +443,36 @@ def infer_matmul_integer_to_float(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input A", a, INT8_TYPES)
     check_dtype(node, "input B", b, INT8_TYPES)
     shape = matmul_shape(node, a.shape, b.shape)
-    check_scales(node, "a_scale", scalar_constant(node, graph, 2, "a_scale"))
+    a_scale = scalar_constant(node, graph, 2, "a_scale")
+    check_scales(node, "a_scale", a_scale)
     b_scale = constant_input(node, graph, 3, "b_scale")
     check_scales(node, "b_scale", b_scale.reshape(-1))
     column_params(node, "b_scale", b_scale, b.shape)
-    _optional_scalar_zp(node, graph, 4, "a_zero_point", a.dtype)
+    a_zp = _optional_scalar_zp(node, graph, 4, "a_zero_point", a.dtype)
+    zp = None
     if node.input(5) is not None:
         zp = constant_input(node, graph, 5, "b_zero_point")
         check_dtype(node, "b_zero_point", zp, (b.dtype,))
         column_params(node, "b_zero_point", zp, b.shape)
     if node.input(6) is not None:
         raise UnsupportedError(f"{node.describe()}: the bias input is not supported")
-    return Inferred([Tensor(node.outputs[0], "float32", shape.output)])
+    b_sc, b_zp = b_quantization(node, b, b_scale, zp)
+    # y = f32((float)acc * f32(a_scale * b_scale[n])), acc the exact int32 sum.
+    scale = (np.float32(a_scale[0]) * b_sc.values.astype(np.float32)).astype(np.float32)
+    return Inferred([Tensor(node.outputs[0], "float32", shape.output)],
+                    spec=ProductSpec(shape, (shape.k, 1), (shape.n, 1), a_zp, b_zp, scale))
 
 
-def lower_matmul_integer_to_float(node: Node, graph: Graph, spec: object,
+def lower_matmul_integer_to_float(node: Node, graph: Graph, spec: ProductSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
-    """y = f32((float)acc * f32(a_scale * b_scale[n])), acc the exact int32 sum."""
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
     y = graph.tensors[node.outputs[0]]
-    shape = matmul_shape(node, a.shape, b.shape)
-    b_zp_value = constant_input(node, graph, 5, "b_zp") if node.input(5) is not None else None
-    b_scale, b_zp = b_quantization(node, b, constant_input(node, graph, 3, "b_scale"), b_zp_value)
-    a_scale = np.float32(scalar_constant(node, graph, 2, "a_scale")[0])
-    scale = (a_scale * b_scale.values.astype(np.float32)).astype(np.float32)
-    requant, arrays = requant_params(node, scale, 0, 0, 0, "float",
+    shape, b_zp = spec.shape, spec.b_zp
+    assert spec.scale is not None
+    requant, arrays = requant_params(node, spec.scale, 0, 0, 0, "float",
                                      collapse=not b_zp.per_column)
-    params = _gemm_struct(shape, (shape.k, 1), (shape.n, 1),
-                          _optional_scalar_zp(node, graph, 4, "a_zero_point", a.dtype),
+    params = _gemm_struct(shape, spec.a_strides, spec.b_strides, spec.a_zp,
                           b_zp.per_column, b_zp.batched, None, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
     return [_gemm_call(node, a, b, y, "f32", params, arrays, shape)]
@@ -610,6 +537,17 @@ def _matmul_integer_to_float_inputs(graph: Graph, node: Node, a: Quantized,
     return [a.q, b.q, a_scale, b_scale, a_zp, b_zp]
 
 
+@dataclass(frozen=True)
+class FloatGemmSpec:
+    m: int
+    k: int
+    n: int
+    trans_a: bool
+    trans_b: bool
+    alpha: float
+    beta: float
+
+
 def infer_float_gemm(node: Node, graph: Graph) -> Inferred:
     a, b = float_input(node, graph, 0, "A"), float_input(node, graph, 1, "B")
     if len(a.shape) != 2 or len(b.shape) != 2:
@@ -619,13 +557,16 @@ def infer_float_gemm(node: Node, graph: Graph) -> Inferred:
     k_b, n = (b.shape[1], b.shape[0]) if attr_int(node, "transB", 0) else b.shape
     if k != k_b:
         raise ModelError(f"{node.describe()}: inner dimensions differ")
-    return Inferred([Tensor(node.outputs[0], "float32", (m, n))])
+    spec = FloatGemmSpec(m, k, n, bool(attr_int(node, "transA", 0)),
+                         bool(attr_int(node, "transB", 0)), attr_float(node, "alpha", 1.0),
+                         attr_float(node, "beta", 1.0))
+    return Inferred([Tensor(node.outputs[0], "float32", (m, n))], spec=spec)
 
 
 def infer_float_matmul(node: Node, graph: Graph) -> Inferred:
     a, b = float_input(node, graph, 0, "A"), float_input(node, graph, 1, "B")
-    return Inferred([Tensor(node.outputs[0], "float32", matmul_shape(node, a.shape,
-                                                                     b.shape).output)])
+    shape = matmul_shape(node, a.shape, b.shape)
+    return Inferred([Tensor(node.outputs[0], "float32", shape.output)], spec=shape)
 
 
 def _float_gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, dims: tuple[int, int, int, int],
@@ -696,23 +637,21 @@ def quantized_after(graph: Graph, tensor: str, through: tuple[str, ...]) -> bool
     return True
 
 
-def lower_float_gemm(node: Node, graph: Graph, spec: object,
+def lower_float_gemm(node: Node, graph: Graph, spec: FloatGemmSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     b, packed = check_b_operand(node, graph)
-    if attr_int(node, "transA", 0):
+    if spec.trans_a:
         raise refuse(node, "transA=1 is not supported")
-    if attr_float(node, "alpha", 1.0) != 1.0:
+    if spec.alpha != 1.0:
         raise refuse(node, f"alpha={node.attrs['alpha']} is not supported (1 only)")
     has_bias = node.input(2) is not None
-    if has_bias and attr_float(node, "beta", 1.0) != 1.0:
+    if has_bias and spec.beta != 1.0:
         raise refuse(node, f"beta={node.attrs['beta']} is not supported (1 only)")
-    trans_b = bool(attr_int(node, "transB", 0))
+    trans_b, m, k, n = spec.trans_b, spec.m, spec.k, spec.n
     if not trans_b:
         check_not_matmul_nbits(node, graph)
-    m, k = a.shape
-    n = b.shape[0] if trans_b else b.shape[1]
     bias = None
     if has_bias:
         # ORT copies C into the output before the product, whatever its origin.
@@ -720,13 +659,13 @@ def lower_float_gemm(node: Node, graph: Graph, spec: object,
     return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias, packed)]
 
 
-def lower_float_matmul(node: Node, graph: Graph, spec: object,
+def lower_float_matmul(node: Node, graph: Graph, spec: MatmulShape,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     b, packed = check_b_operand(node, graph)
     check_not_matmul_nbits(node, graph)
-    shape = matmul_shape(node, a.shape, b.shape)
+    shape = spec
     if len(b.shape) <= 2:
         # ORT multiplies every row of A by a 2-D B in one product.
         rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1

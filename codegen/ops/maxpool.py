@@ -4,6 +4,7 @@ ceil_mode, auto_pad. Exact: a maximum of the values."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from codegen.core.ir import Graph, Node, Tensor
 from codegen.core.program import Alias, CStruct, KernelCall
@@ -12,9 +13,15 @@ from codegen.errors import UnsupportedError
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, check_dtype, input_tensor, plane_overlap, reject_unknown_attrs
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
+from .kernels import kernel
 
 ATTRS = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
          "strides"}
+
+
+@dataclass(frozen=True)
+class MaxPoolSpec:
+    window: Window
 
 
 def maxpool_window(node: Node, x: Tensor) -> Window:
@@ -31,20 +38,21 @@ def infer_maxpool(node: Node, graph: Graph) -> Inferred:
         raise UnsupportedError(f"{node.describe()}: storage_order=1 is not supported")
     window = maxpool_window(node, x)
     y = Tensor(node.outputs[0], x.dtype, (*x.shape[:2], *window.output), x.quant)
-    return Inferred([y])
+    return Inferred([y], spec=MaxPoolSpec(window))
 
 
-def lower_maxpool(node: Node, graph: Graph, spec: object,
+def lower_maxpool(node: Node, graph: Graph, spec: MaxPoolSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
     params = CStruct("q8_pool_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
-        ("window", window_struct(maxpool_window(node, x)))))
+        ("window", window_struct(spec.window))))
     suffix = {"uint8": "u8", "int8": "s8", "float32": "f32"}[x.dtype]
     # One plane at a time: an output plane may overwrite the input planes before it.
-    return [KernelCall(f"q8_maxpool_{suffix}", node.name, (x.name,), (y.name,), params, (),
+    function = kernel("maxpool").symbol(x=suffix)
+    return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("maxpool.c",), overlap=plane_overlap(x, y, whole_plane_first=False))]
 
 

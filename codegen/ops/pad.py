@@ -126,9 +126,8 @@ def infer_pad(node: Node, graph: Graph) -> Inferred:
                     spec=PadSpec(tables, raw))
 
 
-def lower_pad(node: Node, graph: Graph, spec: object,
+def lower_pad(node: Node, graph: Graph, spec: PadSpec,
               options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, PadSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     rank = len(x.shape)
     strides = dense_strides(x.shape)

@@ -4,6 +4,7 @@ between float32 and uint8/int8 (and int32 -> float32 for dequantized biases)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,16 @@ from ._common import (
 SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
 SUFFIX = {"uint8": "u8", "int8": "s8", "int32": "s32"}
+
+
+@dataclass(frozen=True)
+class QdqSpec:
+    """A QuantizeLinear or DequantizeLinear, parsed: its quantization axis (None per
+    tensor), its float32 scales and its zero points (flattened)."""
+
+    axis: int | None
+    scale: NDArray[Any]
+    zero_point: NDArray[Any]
 
 
 def _axis_and_scale(node: Node, graph: Graph, x: Tensor) -> tuple[int | None, NDArray[Any]]:
@@ -78,14 +89,13 @@ def _qdq_params(x: Tensor, axis: int | None, scale: NDArray[Any],
     return params, arrays
 
 
-def _qdq_call(node: Node, graph: Graph, kernel: str, sources: tuple[str, ...]) -> KernelCall:
+def _qdq_call(node: Node, graph: Graph, spec: QdqSpec, kernel: str,
+              sources: tuple[str, ...]) -> KernelCall:
     """The kernel call of a QuantizeLinear or DequantizeLinear node."""
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
     integer = y if x.dtype == "float32" else x
-    axis, scale = _axis_and_scale(node, graph, x)
-    zp = _zero_point(node, graph, integer.dtype, scale.size)
-    params, arrays = _qdq_params(x, axis, scale, zp)
+    params, arrays = _qdq_params(x, spec.axis, spec.scale, spec.zero_point)
     return KernelCall(f"{kernel}_{SUFFIX[integer.dtype]}", node.name, (x.name,), (y.name,),
                       params, arrays, sources)
 
@@ -115,12 +125,12 @@ def infer_quantize_linear(node: Node, graph: Graph) -> Inferred:
         raise ModelError(f"{node.describe()}: output_dtype and y_zero_point disagree")
     q = quant_params(scale, zp, axis)
     y = Tensor(node.outputs[0], y_dtype, x.shape, q)
-    return Inferred([y], {x.name: q})
+    return Inferred([y], {x.name: q}, QdqSpec(axis, scale, zp))
 
 
-def lower_quantize_linear(node: Node, graph: Graph, spec: object,
+def lower_quantize_linear(node: Node, graph: Graph, spec: QdqSpec,
         options: LoweringOptions) -> list[KernelCall]:
-    return [_qdq_call(node, graph, "q8_quantize_linear", SOURCES_Q)]
+    return [_qdq_call(node, graph, spec, "q8_quantize_linear", SOURCES_Q)]
 
 
 def quantize_row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None:
@@ -159,21 +169,19 @@ def infer_dequantize_linear(node: Node, graph: Graph) -> Inferred:
                                "supported; supported: float32")
     q = quant_params(scale, zp, axis)
     y = Tensor(node.outputs[0], "float32", x.shape, q)
-    return Inferred([y], {x.name: q})
+    return Inferred([y], {x.name: q}, QdqSpec(axis, scale, zp))
 
 
-def lower_dequantize_linear(node: Node, graph: Graph, spec: object,
+def lower_dequantize_linear(node: Node, graph: Graph, spec: QdqSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | ComputedConstant]:
     if node.inputs[0] in graph.constants:
         # Weights of a float island: ORT dequantizes them at run time, to the values
         # computed here.
-        x = graph.tensors[node.inputs[0]]
-        axis, scale = _axis_and_scale(node, graph, x)
-        zp = _zero_point(node, graph, x.dtype, scale.size)
-        values = dequantize_like_ort(graph.constants[x.name], scale, zp, axis)
+        values = dequantize_like_ort(graph.constants[node.inputs[0]], spec.scale,
+                                     spec.zero_point, spec.axis)
         return [ComputedConstant(node.outputs[0], values)]
-    return [_qdq_call(node, graph, "q8_dequantize_linear", SOURCES_DQ)]
+    return [_qdq_call(node, graph, spec, "q8_dequantize_linear", SOURCES_DQ)]
 
 
 register(OpDef("DequantizeLinear", "", infer_dequantize_linear, lower_dequantize_linear,

@@ -28,6 +28,7 @@ from codegen.errors import ModelError, UnsupportedError
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_float, attr_int, attr_str, reject_unknown_attrs
 from ._float import FLOAT_TYPES, float_input, refuse
+from .kernels import kernel
 
 F32 = np.float32
 SOURCES = ("recurrent_f32.c", "libm.c")
@@ -44,6 +45,9 @@ class RecurrentShape:
     reverse: bool
     activations: tuple[tuple[int, float, float], ...]  # (Q8_RNN_* kind, alpha, beta)
     clip: float
+    # The weights and initial states given, by input index (W 1, R 2, B 3, initial_h 5,
+    # initial_c 6): float32 constants of the checked shapes.
+    constants: tuple[tuple[int, NDArray[Any]], ...]
 
 
 # runtime_c/recurrent_f32.h's Q8_RNN_* values, by ONNX name (lower case, as ORT compares).
@@ -138,10 +142,10 @@ def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[
     hidden = attr_int(node, "hidden_size", 0)
     if hidden < 1:
         raise ModelError(f"{node.describe()}: hidden_size must be given and positive")
-    float_constant(node, graph, 1, "W", (nd, gates * hidden, input_size))
-    float_constant(node, graph, 2, "R", (nd, gates * hidden, hidden))
+    constants = {1: float_constant(node, graph, 1, "W", (nd, gates * hidden, input_size)),
+                 2: float_constant(node, graph, 2, "R", (nd, gates * hidden, hidden))}
     if node.input(3) is not None:
-        float_constant(node, graph, 3, "B", (nd, 2 * gates * hidden))
+        constants[3] = float_constant(node, graph, 3, "B", (nd, 2 * gates * hidden))
     if node.input(4) is not None:
         lens = graph.constants.get(node.inputs[4])
         if lens is None or lens.reshape(-1).tolist() != [seq]:
@@ -152,9 +156,9 @@ def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[
             if node.inputs[index] not in graph.constants:
                 raise UnsupportedError(f"{node.describe()}: {what} '{node.inputs[index]}' "
                                        "must be a constant")
-            float_constant(node, graph, index, what, (nd, 1, hidden))
+            constants[index] = float_constant(node, graph, index, what, (nd, 1, hidden))
     return RecurrentShape(seq, input_size, hidden, nd, direction == "reverse", parsed,
-                          float(F32(clip)))
+                          float(F32(clip)), tuple(sorted(constants.items())))
 
 
 def recurrent_outputs(node: Node, shape: RecurrentShape, count: int) -> list[Tensor]:
@@ -180,14 +184,14 @@ def infer_gru(node: Node, graph: Graph) -> Inferred:
                     spec=GruSpec(**vars(shape), linear_before_reset=bool(lbr)))
 
 
-def constant_arrays(node: Node, graph: Graph,
+def constant_arrays(spec: RecurrentShape,
                     named: dict[int, str]) -> tuple[tuple[CArray, ...], list[tuple[str, Any]]]:
     """The weights and initial states as float arrays, and the params fields that point at
     them (NULL for an absent optional input)."""
-    arrays = tuple(CArray(c_name, "float",
-                          graph.constants[node.inputs[i]].astype(F32).reshape(-1))
-                   for i, c_name in named.items() if node.input(i) is not None)
-    fields = [(c_name, CRef(c_name) if node.input(i) is not None else None)
+    given = dict(spec.constants)
+    arrays = tuple(CArray(c_name, "float", given[i].astype(F32).reshape(-1))
+                   for i, c_name in named.items() if i in given)
+    fields = [(c_name, CRef(c_name) if i in given else None)
               for i, c_name in named.items()]
     return arrays, fields
 
@@ -204,11 +208,10 @@ ACTIVATION_FIELDS = (("activations", CRef("activations")), ("alphas", CRef("alph
                      ("betas", CRef("betas")))
 
 
-def lower_gru(node: Node, graph: Graph, spec: object,
+def lower_gru(node: Node, graph: Graph, spec: GruSpec,
               options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, GruSpec)
     h, nd = spec.hidden_size, spec.directions
-    arrays, fields = constant_arrays(node, graph, {1: "w", 2: "r", 3: "b", 5: "initial_h"})
+    arrays, fields = constant_arrays(spec, {1: "w", 2: "r", 3: "b", 5: "initial_h"})
     params = CStruct("q8_gru_f32_params", (
         ("seq_length", spec.seq_length), ("input_size", spec.input_size), ("hidden_size", h),
         ("directions", nd), ("reverse", int(spec.reverse)),
@@ -221,7 +224,7 @@ def lower_gru(node: Node, graph: Graph, spec: object,
     macs = spec.seq_length * nd * 3 * h * (spec.input_size + h)
     return [KernelCall(function, node.name, (node.inputs[0],), outs, params,
                        arrays + activation_arrays(spec), SOURCES, macs,
-                       scratch_bytes=4 * 6 * h)]
+                       scratch_bytes=kernel("gru_f32").scratch_bytes(params))]
 
 
 def exp_traits(node: Node, graph: Graph) -> frozenset[str]:
@@ -250,12 +253,11 @@ def infer_lstm(node: Node, graph: Graph) -> Inferred:
     return Inferred(recurrent_outputs(node, shape, 3), spec=LstmSpec(**vars(shape)))
 
 
-def lower_lstm(node: Node, graph: Graph, spec: object,
+def lower_lstm(node: Node, graph: Graph, spec: LstmSpec,
                options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, LstmSpec)
     h, nd = spec.hidden_size, spec.directions
-    arrays, fields = constant_arrays(node, graph, {1: "w", 2: "r", 3: "b", 5: "initial_h",
-                                                   6: "initial_c"})
+    arrays, fields = constant_arrays(spec, {1: "w", 2: "r", 3: "b", 5: "initial_h",
+                                            6: "initial_c"})
     params = CStruct("q8_lstm_f32_params", (
         ("seq_length", spec.seq_length), ("input_size", spec.input_size), ("hidden_size", h),
         ("directions", nd), ("reverse", int(spec.reverse)), *fields,
@@ -267,7 +269,7 @@ def lower_lstm(node: Node, graph: Graph, spec: object,
     macs = spec.seq_length * nd * 4 * h * (spec.input_size + h)
     return [KernelCall(function, node.name, (node.inputs[0],), tuple(n for _, n in used),
                        params, arrays + activation_arrays(spec), SOURCES, macs,
-                       scratch_bytes=4 * 6 * h)]
+                       scratch_bytes=kernel("lstm_f32").scratch_bytes(params))]
 
 
 register(OpDef("LSTM", "", infer_lstm, lower_lstm, versions=(7, 14, 22),

@@ -105,9 +105,8 @@ def summation_order(node: Node, graph: Graph) -> str:
     return "leading" if int(np.prod(x.shape[:axes[0]], dtype=np.int64)) == 1 else "inner"
 
 
-def lower_reduce(node: Node, graph: Graph, spec: object,
+def lower_reduce(node: Node, graph: Graph, spec: ReduceSpec,
                  options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, ReduceSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     function = {"ReduceMean": "q8_reduce_mean", "ReduceSum": "q8_reduce_sum",
                 "ReduceMax": "q8_reduce_max", "ReduceMin": "q8_reduce_min"}[node.op_type]

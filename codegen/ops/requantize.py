@@ -7,6 +7,7 @@ as that DequantizeLinear -> QuantizeLinear pair."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,15 @@ DOMAIN = "ai.onnx2mcu"
 INT8_TYPES = ("uint8", "int8")
 
 
+@dataclass(frozen=True)
+class RequantizeSpec:
+    x_scale: float
+    x_zero_point: int
+    y_scale: float
+    y_zero_point: int
+    y_dtype: str
+
+
 def requantize_params(node: Node, graph: Graph) -> tuple[float, int, float, int, str]:
     x_scale = check_scales(node, "x_scale", scalar_constant(node, graph, 1, "x_scale"))
     y_scale = check_scales(node, "y_scale", scalar_constant(node, graph, 3, "y_scale"))
@@ -56,16 +66,17 @@ def infer_requantize(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "x_zero_point", constant_input(node, graph, 2, "x_zero_point"),
                 (x.dtype,))
     y = Tensor(node.outputs[0], y_dtype, x.shape, QuantParams((ys,), (yz,)))
-    return Inferred([y], {x.name: QuantParams((xs,), (xz,))})
+    return Inferred([y], {x.name: QuantParams((xs,), (xz,))},
+                    RequantizeSpec(xs, xz, ys, yz, y_dtype))
 
 
-def lower_requantize(node: Node, graph: Graph, spec: object,
+def lower_requantize(node: Node, graph: Graph, spec: RequantizeSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    xs, xz, ys, yz, y_dtype = requantize_params(node, graph)
-    table = clamp_output_table(requantize_table(xs, xz, x.dtype, ys, yz, y_dtype), node,
-                               graph).view(np.uint8)
+    table = clamp_output_table(requantize_table(spec.x_scale, spec.x_zero_point, x.dtype,
+                                                spec.y_scale, spec.y_zero_point, spec.y_dtype),
+                               node, graph).view(np.uint8)
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     # The table maps raw bytes to raw bytes, whatever the two types.
     return [KernelCall("q8_lut_bytes", node.name, (x.name,), (y.name,), params,

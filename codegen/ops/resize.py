@@ -36,6 +36,7 @@ from codegen.errors import ModelError, UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_float, attr_int, attr_str, input_tensor, reject_unknown_attrs
+from .kernels import kernel
 from .views import carried_quant
 
 F32 = np.float32
@@ -248,7 +249,8 @@ def lower_bilinear(node: Node, graph: Graph, spec: BilinearSpec) -> Sequence[Low
         ("out_h", y.shape[2]), ("out_w", y.shape[3]),
         *((a.name, CRef(a.name)) for a in arrays)))
     suffix = {"float32": "f32", "uint8": "u8", "int8": "s8"}[x.dtype]
-    return [KernelCall(f"q8_resize_bilinear_{suffix}", node.name, (x.name,), (y.name,), params,
+    function = kernel("resize_bilinear").symbol(x=suffix)
+    return [KernelCall(function, node.name, (x.name,), (y.name,), params,
                        arrays, SOURCES, macs=4 * int(np.prod(y.shape, dtype=np.int64)))]
 
 
@@ -269,18 +271,18 @@ def lower_trilinear(node: Node, graph: Graph, spec: TrilinearSpec) -> Sequence[L
         ("out_d", y.shape[0]), ("out_h", y.shape[1]), ("out_w", y.shape[2]),
         *((a.name, CRef(a.name)) for a in arrays)))
     suffix = {"float32": "f32", "uint8": "u8", "int8": "s8"}[x.dtype]
-    return [KernelCall(f"q8_resize_trilinear_{suffix}", node.name, (x.name,), (y.name,),
+    function = kernel("resize_trilinear").symbol(x=suffix)
+    return [KernelCall(function, node.name, (x.name,), (y.name,),
                        params, tuple(arrays), SOURCES,
                        macs=8 * int(np.prod(y.shape, dtype=np.int64)))]
 
 
-def lower_resize(node: Node, graph: Graph, spec: object,
+def lower_resize(node: Node, graph: Graph, spec: ResizeSpec | BilinearSpec | TrilinearSpec,
                  options: LoweringOptions) -> Sequence[Lowered]:
     if isinstance(spec, BilinearSpec):
         return lower_bilinear(node, graph, spec)
     if isinstance(spec, TrilinearSpec):
         return lower_trilinear(node, graph, spec)
-    assert isinstance(spec, ResizeSpec)
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     in_h = x.shape[2] if len(x.shape) == 4 else 1
     params = CStruct("q8_resize_params", (

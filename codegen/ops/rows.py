@@ -13,6 +13,7 @@ input is read). The outputs' shapes and quantization are the ones the pass gave 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from codegen.core.ir import Graph, Node, Tensor, itemsize
 from codegen.core.program import CStruct, KernelCall, RowsRead
@@ -22,6 +23,15 @@ from . import BAND_DOMAIN, Inferred, LoweringOptions, OpDef, register
 
 SOURCES = ("rows.c",)
 FIELDS = ("src_first", "dst_first", "count", "pad")
+
+
+@dataclass(frozen=True)
+class RowsSpec:
+    axis: int  # rows_axis
+    src_first: int
+    dst_first: int
+    count: int
+    pad: int
 
 
 def rows_shape(graph: Graph, name: str, axis: int = 2) -> tuple[int, int, int]:
@@ -39,7 +49,9 @@ def infer_rows(node: Node, graph: Graph) -> Inferred:
     if out is None or len(out.shape) != 4:
         raise ModelError(f"{node.describe()}: a band buffer needs the 4-D shape the "
                          "banding pass gives it")
-    return Inferred([Tensor(out.name, out.dtype, out.shape, out.quant)])
+    values = {k: int(node.attrs.get(k, 0)) for k in FIELDS}
+    return Inferred([Tensor(out.name, out.dtype, out.shape, out.quant)],
+                    spec=RowsSpec(int(node.attrs.get("rows_axis", 2)), **values))
 
 
 def rows_function(node: Node) -> str:
@@ -50,26 +62,25 @@ def rows_function(node: Node) -> str:
     return "q8_rows_place" if inputs == 2 else "q8_rows_place_first"
 
 
-def lower_rows(node: Node, graph: Graph, spec: object,
+def lower_rows(node: Node, graph: Graph, spec: RowsSpec,
                options: LoweringOptions) -> Sequence[KernelCall]:
-    axis = int(node.attrs.get("rows_axis", 2))
+    axis = spec.axis
     planes, dst_rows, row_bytes = rows_shape(graph, node.outputs[0], axis)
     function = rows_function(node)
     # The rows come from the last input (the window's source, the fresh band).
     source = node.inputs[-1] if function != "q8_rows_fill" else node.outputs[0]
     src_rows = rows_shape(graph, source, axis)[1]
-    values = {k: int(node.attrs.get(k, 0)) for k in FIELDS}
     params = CStruct("q8_rows_params", (
         ("planes", planes), ("row_bytes", row_bytes), ("src_rows", src_rows),
-        ("dst_rows", dst_rows), ("src_first", values["src_first"]),
-        ("dst_first", values["dst_first"]), ("count", values["count"]),
-        ("pad", values["pad"])))
+        ("dst_rows", dst_rows), ("src_first", spec.src_first),
+        ("dst_first", spec.dst_first), ("count", spec.count),
+        ("pad", spec.pad)))
     # A window or whole tensor filled band by band keeps its storage.
     in_place = 0 if function == "q8_rows_place" else None
     read = None
     if function == "q8_rows_window":
-        read = RowsRead(*rows_shape(graph, source, axis), values["src_first"],
-                        values["src_first"] + values["count"])
+        read = RowsRead(*rows_shape(graph, source, axis), spec.src_first,
+                        spec.src_first + spec.count)
     return [KernelCall(function, node.name, tuple(node.inputs), tuple(node.outputs),
                        params, sources=SOURCES, in_place=in_place, rows_read=read)]
 

@@ -8,6 +8,7 @@ axis semantics: before 13 the tensor is flattened to 2-D at axis, from 13 each
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,9 +32,23 @@ from ._common import (
 )
 from ._float import FLOAT_TYPES, infer_float_unary
 from ._qdq import build_unary
+from .kernels import kernel
 
 SOURCES = ("softmax.c",)
 INT8_TYPES = ("uint8", "int8")
+
+
+@dataclass(frozen=True)
+class SoftmaxSpec:
+    """The rows a softmax normalizes, and for QLinearSoftmax its quantization (ORT
+    ignores x_zero_point)."""
+
+    outer: int
+    length: int
+    inner: int
+    x_scale: float = 0.0
+    y_scale: float = 0.0
+    y_zero_point: int = 0
 
 
 def softmax_layout(node: Node, shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -61,21 +76,22 @@ def infer_softmax(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, {"axis", "opset"})
     x = input_tensor(node, graph, 0, "X")
     check_dtype(node, "input X", x, INT8_TYPES)
-    softmax_layout(node, x.shape)
+    layout = softmax_layout(node, x.shape)
     x_scale, y_scale, y_zp = softmax_quant(node, graph, x.dtype)
     y = Tensor(node.outputs[0], x.dtype, x.shape, QuantParams((y_scale,), (y_zp,)))
     x_zp = 0
     if node.input(2) is not None:
         x_zp = int(constant_input(node, graph, 2, "x_zero_point").reshape(-1)[0])
-    return Inferred([y], {x.name: QuantParams((x_scale,), (x_zp,))})
+    return Inferred([y], {x.name: QuantParams((x_scale,), (x_zp,))},
+                    SoftmaxSpec(*layout, x_scale, y_scale, y_zp))
 
 
-def lower_softmax(node: Node, graph: Graph, spec: object,
+def lower_softmax(node: Node, graph: Graph, spec: SoftmaxSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    outer, length, inner = softmax_layout(node, x.shape)
-    x_scale, y_scale, y_zp = softmax_quant(node, graph, x.dtype)
+    outer, length, inner = spec.outer, spec.length, spec.inner
+    x_scale, y_scale, y_zp = spec.x_scale, spec.y_scale, spec.y_zero_point
     table = softmax_exp_table(x_scale, length, x.dtype)
     multiplier = softmax_output_multiplier(y_scale)
     integer = options.requant == "int"
@@ -88,7 +104,8 @@ def lower_softmax(node: Node, graph: Graph, spec: object,
         ("multiplier", CDouble(multiplier)),
         ("multiplier_int", int(multiplier) if integer else 0), ("y_zero_point", y_zp)))
     suffix = "_ireq" if integer else ""
-    return [KernelCall(f"q8_qsoftmax_{kernel_suffix(x.dtype)}{suffix}", node.name, (x.name,),
+    function = kernel("qsoftmax").symbol(x=kernel_suffix(x.dtype), rq=suffix)
+    return [KernelCall(function, node.name, (x.name,),
                        (y.name,), params, (CArray("table", "float", table),), SOURCES)]
 
 
@@ -108,30 +125,37 @@ def _softmax_attrs(graph: Graph, node: Node) -> dict[str, Any]:
     return {"axis": node.attrs.get("axis", 1 if version < 13 else -1), "opset": version}
 
 
-def lower_float_softmax(node: Node, graph: Graph, spec: object,
-        options: LoweringOptions) -> Sequence[
-        KernelCall | Alias]:
-    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+def infer_float_softmax(node: Node, graph: Graph) -> Inferred:
+    inferred = infer_float_unary(node, graph)
+    x = graph.tensors[node.inputs[0]]
     version = operator_version(node)
     axis = normalize_axis(node, attr_int(node, "axis", -1 if version >= 13 else 1),
                           len(x.shape))
     outer = int(np.prod(x.shape[:axis], dtype=np.int64))
     if version < 13:  # flattened to 2-D at axis
-        layout = (outer, int(np.prod(x.shape[axis:], dtype=np.int64)), 1)
+        inferred.spec = SoftmaxSpec(outer, int(np.prod(x.shape[axis:], dtype=np.int64)), 1)
     else:  # along axis only (ORT moves it last, which orders each row the same)
-        layout = (outer, x.shape[axis], int(np.prod(x.shape[axis + 1:], dtype=np.int64)))
-    params = CStruct("q8_softmax_f32_params", (("outer", layout[0]), ("length", layout[1]),
-                                               ("inner", layout[2])))
+        inferred.spec = SoftmaxSpec(outer, x.shape[axis],
+                                    int(np.prod(x.shape[axis + 1:], dtype=np.int64)))
+    return inferred
+
+
+def lower_float_softmax(node: Node, graph: Graph, spec: SoftmaxSpec,
+        options: LoweringOptions) -> Sequence[
+        KernelCall | Alias]:
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    params = CStruct("q8_softmax_f32_params", (("outer", spec.outer), ("length", spec.length),
+                                               ("inner", spec.inner)))
     function = "q8_logsoftmax_f32" if node.op_type == "LogSoftmax" else "q8_softmax_f32"
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("softmax_f32.c", "libm.c"))]
 
 
-register(OpDef("Softmax", "", infer_float_unary, lower_float_softmax, versions=(1, 11, 13),
+register(OpDef("Softmax", "", infer_float_softmax, lower_float_softmax, versions=(1, 11, 13),
                data_dtypes=FLOAT_TYPES, float_island=True,
                fusion=Fusion("QLinearSoftmax", "com.microsoft", build_unary, _softmax_attrs)))
 
 # LogSoftmax: ORT's Softmax kernel with the logarithm of each row's sum (glibc's logf,
 # runtime_c/q8_libm.h). ORT has no integer form, so a QDQ model's stays a float island.
-register(OpDef("LogSoftmax", "", infer_float_unary, lower_float_softmax, versions=(1, 11, 13),
+register(OpDef("LogSoftmax", "", infer_float_softmax, lower_float_softmax, versions=(1, 11, 13),
                data_dtypes=FLOAT_TYPES, float_island=True))

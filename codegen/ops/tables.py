@@ -36,6 +36,7 @@ from ._export import Writer
 from ._float import FLOAT_TYPES, f32, infer_float_unary
 from ._qdq import build_unary
 from .clamp import clamp_output_table
+from .kernels import kernel
 
 SOURCES = ("lookup.c",)
 F32 = np.float32
@@ -96,9 +97,8 @@ def infer_lookup(node: Node, graph: Graph) -> Inferred:
                     LookupSpec(node.op_type, x.dtype, xs, xz, ys, yz, alpha))
 
 
-def lower_lookup(node: Node, graph: Graph, spec: object,
+def lower_lookup(node: Node, graph: Graph, spec: LookupSpec,
                  options: LoweringOptions) -> Sequence[KernelCall | Alias]:
-    assert isinstance(spec, LookupSpec)
     return [lut_call(node, graph, lookup_table(spec))]
 
 
@@ -109,7 +109,8 @@ def lut_call(node: Node, graph: Graph, table: NDArray[Any]) -> KernelCall:
     params = CStruct("q8_lut_params", (("size", x.numel), ("table", CRef("table"))))
     # uint8 -> int8 and back (a chain quantized to the other type) looks up bytes.
     suffix = kernel_suffix(x.dtype) if x.dtype == y.dtype else "bytes"
-    return KernelCall(f"q8_lut_{suffix}", node.name, (x.name,), (y.name,),
+    return KernelCall(kernel("lut_bytes").symbol() if suffix == "bytes"
+                      else kernel("lut").symbol(x=suffix), node.name, (x.name,), (y.name,),
                       params, (CArray("table", "uint8_t", clamped),), SOURCES, in_place=0)
 
 
@@ -119,16 +120,35 @@ for _op in TABLES:
                    absorbs_clamp=True))
 
 
-def lower_float_activation(node: Node, graph: Graph, spec: object,
+@dataclass(frozen=True)
+class ActivationSpec:
+    """A float activation kernel's constants (q8_unary_f32_params)."""
+
+    alpha: float
+    beta: float
+
+
+# The float activations with a kernel (runtime_c/activation_f32.c).
+FLOAT_ACTIVATIONS = ("Sigmoid", "Tanh", "Exp", "LeakyRelu", "HardSigmoid", "HardSwish")
+
+
+def infer_float_activation(node: Node, graph: Graph) -> Inferred:
+    inferred = infer_float_unary(node, graph)
+    if node.op_type in FLOAT_ACTIVATIONS:
+        alpha, beta = {"LeakyRelu": (attr_float(node, "alpha", 0.01), 0.0),
+                       "HardSigmoid": (attr_float(node, "alpha", 0.2),
+                                       attr_float(node, "beta", 0.5)),
+                       "HardSwish": (1.0 / 6.0, 0.5)}.get(node.op_type, (0.0, 0.0))
+        inferred.spec = ActivationSpec(alpha, beta)
+    return inferred
+
+
+def lower_float_activation(node: Node, graph: Graph, spec: ActivationSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    alpha, beta = {"LeakyRelu": (attr_float(node, "alpha", 0.01), 0.0),
-                   "HardSigmoid": (attr_float(node, "alpha", 0.2),
-                                   attr_float(node, "beta", 0.5)),
-                   "HardSwish": (1.0 / 6.0, 0.5)}.get(node.op_type, (0.0, 0.0))
-    params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(alpha)),
-                                             ("beta", CFloat(beta))))
+    params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(spec.alpha)),
+                                             ("beta", CFloat(spec.beta))))
     function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32", "Exp": "q8_exp_f32",
                 "LeakyRelu": "q8_leakyrelu_f32", "HardSigmoid": "q8_hardsigmoid_f32",
                 "HardSwish": "q8_hardswish_f32"}[node.op_type]
@@ -155,7 +175,7 @@ for _op, _versions, _fusion, _fn in (
         ("LeakyRelu", (6, 16), Fusion("QLinearLeakyRelu", "com.microsoft", build_unary),
          _leaky_relu_values),
         ("Tanh", (6, 13), None, _tanh_values)):
-    register(OpDef(_op, "", infer_float_unary, lower_float_activation, versions=_versions,
+    register(OpDef(_op, "", infer_float_activation, lower_float_activation, versions=_versions,
                    data_dtypes=FLOAT_TYPES, float_island=True, fusion=_fusion,
                    elementwise=_fn))
 
@@ -210,9 +230,8 @@ def infer_table(node: Node, graph: Graph) -> Inferred:
     return Inferred([y], spec=TableSpec(table, axis))
 
 
-def lower_table(node: Node, graph: Graph, spec: object,
+def lower_table(node: Node, graph: Graph, spec: TableSpec,
                 options: LoweringOptions) -> Sequence[KernelCall | Alias]:
-    assert isinstance(spec, TableSpec)
     if spec.axis < 0:
         return [lut_call(node, graph, spec.table)]
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
@@ -223,7 +242,8 @@ def lower_table(node: Node, graph: Graph, spec: object,
         ("inner", int(np.prod(x.shape[spec.axis + 1:], dtype=np.int64))),
         ("tables", CRef("tables"))))
     suffix = kernel_suffix(x.dtype) if x.dtype == y.dtype else "bytes"
-    return [KernelCall(f"q8_lut_channels_{suffix}", node.name, (x.name,),
+    return [KernelCall(kernel("lut_channels_bytes").symbol() if suffix == "bytes"
+                       else kernel("lut_channels").symbol(x=suffix), node.name, (x.name,),
                        (y.name,), params, (CArray("tables", "uint8_t", clamped),), SOURCES,
                        in_place=0)]
 

@@ -6,6 +6,7 @@ transpose, batched or not) is a tiled 2-D transpose; anything else is a strided 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +18,11 @@ from . import ELEMENTWISE_ROWS, BandRule, Inferred, LoweringOptions, OpDef, RowA
 from ._common import attr_ints, input_tensor, reject_unknown_attrs
 
 MAX_RANK = 8
+
+
+@dataclass(frozen=True)
+class TransposeSpec:
+    perm: tuple[int, ...]  # normalized (>= 0)
 
 
 def permutation(node: Node, rank: int) -> list[int]:
@@ -35,7 +41,8 @@ def infer_transpose(node: Node, graph: Graph) -> Inferred:
         raise UnsupportedError(f"{node.describe()}: rank {len(x.shape)} is above {MAX_RANK}")
     perm = permutation(node, len(x.shape))
     quant = x.quant if x.quant is None or x.quant.axis is None else None
-    return Inferred([Tensor(node.outputs[0], x.dtype, tuple(x.shape[a] for a in perm), quant)])
+    return Inferred([Tensor(node.outputs[0], x.dtype, tuple(x.shape[a] for a in perm), quant)],
+                    spec=TransposeSpec(tuple(perm)))
 
 
 def keeps_order(shape: tuple[int, ...], perm: list[int]) -> bool:
@@ -71,12 +78,12 @@ def transpose_overlap(batches: int, rows: int, cols: int, esize: int) -> Overlap
     return Overlap(0, -(cols - 1) * rows * esize)
 
 
-def lower_transpose(node: Node, graph: Graph, spec: object,
+def lower_transpose(node: Node, graph: Graph, spec: TransposeSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
-    perm = permutation(node, len(x.shape))
+    perm = list(spec.perm)
     if keeps_order(x.shape, perm):
         return [Alias(y.name, x.name)]
     sizes, merged = merged_axes(x.shape, perm)

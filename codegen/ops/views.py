@@ -75,9 +75,8 @@ def view_call(node: Node, x: Tensor, out: str, view: View) -> KernelCall:
     return KernelCall("q8_view_copy", node.name, (x.name,), (out,), params, (), SOURCES)
 
 
-def lower_views(node: Node, graph: Graph, spec: object,
+def lower_views(node: Node, graph: Graph, spec: ViewSpec,
                 options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, ViewSpec)
     x = graph.tensors[node.inputs[0]]
     return [view_call(node, x, out, view)
             for out, view in zip(node.outputs, spec.views, strict=True)]

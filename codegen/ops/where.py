@@ -136,9 +136,8 @@ def infer_qlinear_where(node: Node, graph: Graph) -> Inferred:
                                             constant, mask))
 
 
-def lower_qlinear_where(node: Node, graph: Graph, spec: object,
+def lower_qlinear_where(node: Node, graph: Graph, spec: WhereSpec,
                         options: LoweringOptions) -> Sequence[Lowered]:
-    assert isinstance(spec, WhereSpec)
     y = graph.tensors[node.outputs[0]]
     arrays = [CArray("mask", "uint8_t", spec.mask)]
     fields: list[tuple[str, Any]] = [("size", y.numel), ("period", int(spec.mask.size)),

@@ -195,7 +195,15 @@ def format_tensor(t: Tensor) -> str:
     return f"{t.dtype}[{shape}]" + (f" ({quant})" if quant else "")
 
 
-def format_inspection(result: Inspection) -> str:
+def kernel_legend(result: Inspection) -> list[str]:
+    """What each kernel the model calls is, from the kernel table (codegen/ops/kernels.py):
+    its name decoded, its runtime file, parameters, weight layout, scratch and when the
+    generator picks it."""
+    names = dict.fromkeys(k for s in result.nodes for k in s.kernels if k.startswith("q8_"))
+    return ["kernels:", *(f"  {ops.explain_kernel(name)}" for name in names)]
+
+
+def format_inspection(result: Inspection, explain_kernels: bool = False) -> str:
     g = result.graph
     opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(g.opsets.items()))
     lines = [f"model '{g.name}' ({opsets}); board {result.board}, requant {result.requant}",
@@ -215,6 +223,8 @@ def format_inspection(result: Inspection) -> str:
     for rule, changed in result.rewrites.items():
         lines.append(f"rewrite {rule}: {', '.join(changed)}")
     lines.extend(summary_lines(result))
+    if explain_kernels:
+        lines.extend(kernel_legend(result))
     return "\n".join(visible(line) for line in lines)  # one line per entry, whatever the names
 
 

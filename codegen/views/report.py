@@ -23,6 +23,7 @@ from typing import Any
 
 from codegen.backend.planner import ALIGNMENT, Placement, scratch_name
 from codegen.core.ir import Tensor
+from codegen.ops import kernel_family
 from codegen.pipeline import Generated
 from codegen.target.cycles import ASSUMPTIONS
 from codegen.target.firmware import Budget
@@ -229,9 +230,9 @@ def below_bound_note(report: Report) -> str:
         return ""
     over = sum(1 for b in report.buffers if b.over is not None)
     calls = Counter(layer.node for layer in report.layers
-                    if not layer.kernel.startswith("q8_rows_"))
+                    if kernel_family(layer.kernel) != "rows")
     banded = sum(1 for count in calls.values() if count > 1) \
-        if any(layer.kernel.startswith("q8_rows_") for layer in report.layers) else 0
+        if any(kernel_family(layer.kernel) == "rows" for layer in report.layers) else 0
     bands = (f"; {banded} layer(s) run in row bands (--memory min), their tensors kept "
              "only as the rows their readers still need, and later buffers take the rows "
              "of the block's input it has read" if banded else "")
@@ -291,7 +292,7 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
 
 
 def is_banded(gen: Generated) -> bool:
-    return any(c.function.startswith("q8_rows_") for c in gen.program.calls)
+    return any(kernel_family(c.function) == "rows" for c in gen.program.calls)
 
 
 def memory_mode(gen: Generated, memory: str, budget: Budget | None,

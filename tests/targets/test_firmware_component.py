@@ -25,7 +25,6 @@ import codegen
 from codegen.backend.interface import Interface
 from codegen.cli import main
 from codegen.core.boards import load_board
-from codegen.core.resources import runtime_dir
 from codegen.options import Options
 from codegen.oracle.verify import compare_outputs
 from codegen.pipeline import generate_sources
@@ -167,22 +166,6 @@ def test_a_runtime_of_another_version_stops_the_build(tmp_path: Path) -> None:
     with pytest.raises(codegen.OptionError, match="no onnx2mcu runtime"):
         codegen.generate(quantized_model(model_name, variant), again,
                          interface=Interface(runtime=str(tmp_path)))
-
-
-def test_the_exported_names_are_the_runtimes_symbols(tmp_path: Path) -> None:
-    """exports.txt lists exactly the external symbols the runtime defines, so that a
-    project's q8_names.h renames all of them."""
-    defined: set[str] = set()
-    for source in sorted(runtime_dir().glob("*.c")):
-        obj = tmp_path / f"{source.stem}.o"
-        subprocess.run(["cc", "-std=c99", "-O0", "-c", "-o", str(obj), str(source)],
-                       check=True)
-        nm = subprocess.run(["nm", "-g", "--defined-only", str(obj)], check=True,
-                            capture_output=True, text=True).stdout
-        defined |= {line.split()[2] for line in nm.splitlines() if len(line.split()) == 3}
-    listed = {line for line in (runtime_dir() / "exports.txt").read_text().splitlines()
-              if line and not line.startswith("#")}
-    assert defined == listed, (sorted(defined - listed), sorted(listed - defined))
 
 
 @pytest.mark.parametrize("model_name", MODEL_NAMES)

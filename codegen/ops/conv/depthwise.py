@@ -28,7 +28,14 @@ from .._common import (
 )
 from .._geometry import Window, dims_struct
 from ..clamp import output_range
+from ..kernels import kernel
 from .spec import ConvSpec, as_int8_weights, conv_requant, infer_qlinear_conv
+
+# The depthwise 3x3 kernels (the kernel table).
+DWCONV = kernel("dwconv_3x3")
+DWCONV_PADDED = kernel("dwconv_3x3_padded")
+DWCONV_ROWS = kernel("dwconv_3x3_rows")
+DWCONV_GATHER = kernel("dwconv_3x3_gather")
 
 
 def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
@@ -76,33 +83,23 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
         params = CStruct(params.ctype, tuple((k, bands if k == "bands" else v)
                                              for k, v in params.fields))
-        # The bands (four padded rows, 8 bytes per column), then a row of the padding value.
-        scratch = bands * (y.shape[3] + 2) * 8 + x.shape[3]
         # One pass over all of a channel's bands packs the whole plane before writing.
         whole = 2 * bands >= y.shape[2]
-        return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_3x3_rows_{mode}", node.name,
-                          (x.name,), (y.name,), params, arrays, ("dwconv_3x3_rows.c",),
-                          macs, scratch_bytes=scratch,
+        axes = {"x": kernel_suffix(x.dtype), "rq": mode}
+        return KernelCall(DWCONV_ROWS.symbol(**axes), node.name,
+                          (x.name,), (y.name,), params, arrays, (DWCONV_ROWS.file(**axes),),
+                          macs, scratch_bytes=DWCONV_ROWS.scratch_bytes(params),
                           overlap=plane_overlap(x, y, whole) if channels is None else None)
-    variant = "3x3_padded" if padded else "3x3"
-    source = "dwconv_3x3_padded.c" if padded else "dwconv_3x3.c"
-    return KernelCall(f"q8_dwconv_{kernel_suffix(x.dtype)}_{variant}_{mode}", node.name,
-                      (x.name,), (y.name,), params, arrays, (source,), macs,
-                      scratch_bytes=padded_scratch_bytes(y.shape, window.strides)
-                      if padded else 0,
+    kernel, axes = DWCONV_PADDED if padded else DWCONV, {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(kernel.symbol(**axes), node.name,
+                      (x.name,), (y.name,), params, arrays, (kernel.file(**axes),), macs,
+                      scratch_bytes=kernel.scratch_bytes(params),
                       overlap=plane_overlap(x, y, padded) if channels is None else None)
 
 
 def padded_plane_bytes(y_shape: tuple[int, ...], strides: Sequence[int]) -> int:
     """The plane a padded depthwise 3x3 kernel copies a channel into, border included."""
     return ((y_shape[2] - 1) * strides[0] + 3) * ((y_shape[3] - 1) * strides[1] + 3)
-
-
-def padded_scratch_bytes(y_shape: tuple[int, ...], strides: Sequence[int]) -> int:
-    """The padded kernel's scratch: its plane, and stride_w spare bytes (Thumb-1's kernel
-    computes an odd row's last output as a pair, whose second output reads past the
-    plane's last row and is not stored)."""
-    return padded_plane_bytes(y_shape, strides) + strides[1]
 
 
 # Scratch the two-row depthwise kernel may take beyond the padded plane of the other one.
@@ -149,6 +146,8 @@ class GatherSpec:
     conv: Node
     window: Tensor
     spec: ConvSpec
+    row_source: NDArray[Any]  # int8: each window row's band (-1: padding)
+    row_index: NDArray[Any]  # int16: its row in that band
 
 
 def infer_conv_gather(node: Node, graph: Graph) -> Inferred:
@@ -170,14 +169,15 @@ def infer_conv_gather(node: Node, graph: Graph) -> Inferred:
         raise ModelError(f"{node.describe()}: a gathered window needs a depthwise 3x3 "
                          "convolution")
     return Inferred([Tensor(out.name, out.dtype, out.shape, out.quant)],
-                    spec=GatherSpec(conv, window, spec))
+                    spec=GatherSpec(conv, window, spec,
+                                    np.asarray(node.attrs["row_source"], np.int8),
+                                    np.asarray(node.attrs["row_index"], np.int16)))
 
 
-def lower_conv_gather(node: Node, graph: Graph, spec: object,
+def lower_conv_gather(node: Node, graph: Graph, spec: GatherSpec,
                       options: LoweringOptions) -> Sequence[KernelCall]:
     """The depthwise kernel's parameters (those of the padded or plain kernel, which
     the two-row one's are not) inside the gather's, which say where each row is."""
-    assert isinstance(spec, GatherSpec)
     sources = gather_sources(node)
     conv, window, q = spec.conv, spec.window, spec.spec.quant
     y = graph.tensors[node.outputs[0]]
@@ -195,14 +195,13 @@ def lower_conv_gather(node: Node, graph: Graph, spec: object,
         ("row_index", CRef("row_index")),
         ("source_rows", CInts(tuple(rows_of + [0] * (GATHER_SOURCES - len(rows_of)))))))
     arrays = (*call.arrays,
-              CArray("row_source", "int8_t", np.asarray(node.attrs["row_source"], np.int8)),
-              CArray("row_index", "int16_t", np.asarray(node.attrs["row_index"], np.int16)))
+              CArray("row_source", "int8_t", spec.row_source),
+              CArray("row_index", "int16_t", spec.row_index))
     padded_sources = (*sources, *[sources[0]] * (GATHER_SOURCES - len(sources)))
-    function = f"q8_dwconv_{kernel_suffix(window.dtype)}_3x3_gather_{options.requant_suffix}"
-    return [replace(call, function=function, inputs=padded_sources, params=params,
-                    arrays=arrays, sources=("dwconv_3x3_gather.c",),
-                    scratch_bytes=padded_scratch_bytes(y.shape, spec.spec.window.strides),
-                    overlap=None)]
+    axes = {"x": kernel_suffix(window.dtype), "rq": options.requant_suffix}
+    return [replace(call, function=DWCONV_GATHER.symbol(**axes), inputs=padded_sources,
+                    params=params, arrays=arrays, sources=(DWCONV_GATHER.file(**axes),),
+                    scratch_bytes=DWCONV_GATHER.scratch_bytes(params), overlap=None)]
 
 
 register(OpDef("QLinearConvGather", BAND_DOMAIN, infer_conv_gather, lower_conv_gather,

@@ -7,6 +7,7 @@ a quantized unit a QLinearConv."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from .. import GENERIC_UNFUSED, OWN_DOMAIN, Fusion, Inferred, LoweringOptions, O
 from .._common import check_dtype
 from .._export import Writer
 from .._float import FLOAT_TYPES, dequantized_weights, float_bias, float_input, refuse
-from .._geometry import conv_groups, conv_window, dims_struct, window_struct
+from .._geometry import Window, conv_groups, conv_window, dims_struct, window_struct
 from .._nchwc import check_nchwc_readers, nchwc_algorithm
 from .._qdq import bias_input
 
@@ -45,15 +46,22 @@ def build_conv(graph: Graph, node: Node, dqs: list[Quantized | None], y: Quantiz
     return inputs
 
 
+@dataclass(frozen=True)
+class FloatConvSpec:
+    window: Window
+    groups: int
+
+
 def infer_float_conv(node: Node, graph: Graph) -> Inferred:
     x, w = float_input(node, graph, 0, "X"), float_input(node, graph, 1, "W")
     if len(x.shape) not in (3, 4) or len(w.shape) != len(x.shape):
         raise UnsupportedError(f"{node.describe()}: only 1-D and 2-D convolutions are "
                                "supported")
     window = conv_window(node, x.shape, w.shape)
-    conv_groups(node, x.shape, w.shape)
+    groups = conv_groups(node, x.shape, w.shape)
     return Inferred([Tensor(node.outputs[0], "float32", (x.shape[0], w.shape[0],
-                                                          *window.output))])
+                                                          *window.output))],
+                    spec=FloatConvSpec(window, groups))
 
 
 ALGORITHMS = {"sgemm": 0, "nchw": 1, "pointwise": 2, "nchwc": 3}
@@ -81,14 +89,14 @@ def float_conv_weights(node: Node, graph: Graph) -> NDArray[Any]:
     return dequantized_weights(node, graph, 1, "weight")
 
 
-def lower_float_conv(node: Node, graph: Graph, spec: object,
+def lower_float_conv(node: Node, graph: Graph, spec: FloatConvSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     addend = node.input(3) if node.op_type == "ConvAdd" else None
     w = float_conv_weights(node, graph)
     algorithm = float_conv_algorithm(node, graph, x.shape, w.shape)
-    window = conv_window(node, x.shape, w.shape)
+    window = spec.window
     if min(window.pads_begin) < 0:
         raise refuse(node, "negative padding (SAME with a kernel smaller than the stride)")
     bias = float_bias(node, graph, 2, "bias") if node.input(2) else None
@@ -99,7 +107,7 @@ def lower_float_conv(node: Node, graph: Graph, spec: object,
     params = CStruct("q8_conv_f32_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_bottom", pads_end[0]),
-        ("pad_right", pads_end[1]), ("groups", conv_groups(node, x.shape, w.shape)),
+        ("pad_right", pads_end[1]), ("groups", spec.groups),
         ("algorithm", ALGORITHMS[algorithm]),
         ("weights", CRef("weights")), ("bias", CRef("bias") if bias is not None else None)))
     macs = y.numel * int(np.prod(w.shape[1:]))

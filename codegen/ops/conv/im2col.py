@@ -18,6 +18,14 @@ from codegen.core.program import CArray, CRef, CStruct, KernelCall, Overlap
 from .. import LoweringOptions
 from .._common import bounded_requant, conv_acc_bound, folded_bias, kernel_suffix
 from .._geometry import Window, dims_struct, window_struct
+from ..kernels import kernel
+
+# The im2col kernels (the kernel table): one function per runtime file, named after it,
+# so a project compiles only the variants it calls (each instantiates the whole kernel).
+CONV_IM2COL = kernel("conv_im2col")
+CONV_IM2COL_W16 = kernel("conv_im2col_w16")
+CONV_IM2COL_W16B = kernel("conv_im2col_w16b")
+CONV_IM2COL_B8 = kernel("conv_im2col_b8")
 
 # The _w16b_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16b_*.c,
 # dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
@@ -135,25 +143,10 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     # 8-byte aligned: the kernel reads a pair of rows' words with one LDRD.
     arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
-    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{mode}"
-    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
-                      (source_of(function),), y.numel * k,
-                      scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
-
-
-def source_of(function: str) -> str:
-    """The runtime file of an im2col kernel: one function per file, named after it, so a
-    project compiles only the variants it calls (each instantiates the whole kernel)."""
-    return function.removeprefix("q8_") + ".c"
-
-
-def im2col_scratch_bytes(window: Window, k_padded: int,
-                         slabs: tuple[int, int] | None) -> int:
-    """Two int16 columns, or the slab buffer."""
-    if slabs is None:
-        return 2 * k_padded * 2
-    slab, chunk = slabs
-    return 2 * slab_buffer_taps(chunk, window.strides[1], window.kernel[1], slab, k_padded)
+    kernel, axes = CONV_IM2COL, {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
+                      (kernel.file(**axes),), y.numel * k,
+                      scratch_bytes=kernel.scratch_bytes(params))
 
 
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
@@ -186,11 +179,11 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
     arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", bias_even), *requant_arrays)
-    variant = "w16" if pairs else "w16b"
-    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_{variant}_{mode}"
-    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
-                      (source_of(function),), y.numel * k,
-                      scratch_bytes=im2col_scratch_bytes(window, k_padded, slabs))
+    kernel = CONV_IM2COL_W16 if pairs else CONV_IM2COL_W16B
+    axes = {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
+                      (kernel.file(**axes),), y.numel * k,
+                      scratch_bytes=kernel.scratch_bytes(params))
 
 
 # The largest scratch (four int16 columns) a Thumb-1 convolution takes for four pixels per
@@ -224,6 +217,7 @@ def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     arrays = (CArray("weights", "uint8_t", stored.reshape(-1)),
               CArray("bias", "int32_t", folded_bias(bias, rows, x_zp + offset)),
               *requant_arrays)
-    function = f"q8_conv_{kernel_suffix(x.dtype)}_im2col_b8_{mode}"
-    return KernelCall(function, node.name, (x.name,), (y.name,), params, arrays,
-                      (source_of(function),), y.numel * k, scratch_bytes=columns * k_padded * 2)
+    kernel, axes = CONV_IM2COL_B8, {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
+                      (kernel.file(**axes),), y.numel * k,
+                      scratch_bytes=kernel.scratch_bytes(params))

@@ -3,6 +3,7 @@ writes it), on the reference convolution kernel (runtime_c/qlinear_conv.c)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,20 @@ from .._common import (
     scalar_constant,
     scalar_or_vector,
 )
-from .._geometry import conv_groups, conv_window
-from .spec import ATTRS, INT8_TYPES, SOURCES, as_int8_weights, conv_macs, conv_params
+from .._geometry import Window, conv_groups, conv_window
+from ..kernels import kernel
+from .spec import ATTRS, INT8_TYPES, as_int8_weights, conv_macs, conv_params
+
+CONV_I32 = kernel("conv_i32")
+
+
+@dataclass(frozen=True)
+class ConvIntegerSpec:
+    window: Window
+    groups: int
+    x_zp: int
+    w_zp: NDArray[Any]  # 1 or M values, weight dtype
+    weights: NDArray[Any]  # as the model stores them: int8 or uint8
 
 
 def conv_integer_zero_points(node: Node, graph: Graph, x: Tensor,
@@ -53,25 +66,25 @@ def infer_conv_integer(node: Node, graph: Graph) -> Inferred:
         raise UnsupportedError(f"{node.describe()}: only 1-D and 2-D convolutions with "
                                "matching weight rank are supported")
     window = conv_window(node, x.shape, w.shape)
-    conv_groups(node, x.shape, w.shape)
-    conv_integer_zero_points(node, graph, x, w)
+    groups = conv_groups(node, x.shape, w.shape)
+    x_zp, w_zp = conv_integer_zero_points(node, graph, x, w)
     y_shape = (x.shape[0], w.shape[0], *window.output)
-    return Inferred([Tensor(node.outputs[0], "int32", y_shape)])
+    return Inferred([Tensor(node.outputs[0], "int32", y_shape)],
+                    spec=ConvIntegerSpec(window, groups, x_zp, w_zp, w))
 
 
-def lower_conv_integer(node: Node, graph: Graph, spec: object,
+def lower_conv_integer(node: Node, graph: Graph, spec: ConvIntegerSpec,
         options: LoweringOptions) -> list[KernelCall]:
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
-    w = constant_input(node, graph, 1, "w")
-    x_zp, raw_w_zp = conv_integer_zero_points(node, graph, x, w)
-    weights, w_zp = as_int8_weights(w, raw_w_zp)
+    w = spec.weights
+    weights, w_zp = as_int8_weights(w, spec.w_zp)
     arrays = (CArray("weights", "int8_t", weights.reshape(-1)),
               CArray("weight_zero_point", "int32_t", w_zp))
-    params = conv_params(x, y, conv_window(node, x.shape, w.shape),
-                         conv_groups(node, x.shape, w.shape), x_zp, w_zp, False, no_requant())
-    return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_i32", node.name, (x.name,),
-                       (y.name,), params, arrays, SOURCES, conv_macs(y, w))]
+    params = conv_params(x, y, spec.window, spec.groups, spec.x_zp, w_zp, False, no_requant())
+    axes = {"x": kernel_suffix(x.dtype)}
+    return [KernelCall(CONV_I32.symbol(**axes), node.name, (x.name,),
+                       (y.name,), params, arrays, (CONV_I32.file(**axes),), conv_macs(y, w))]
 
 
 register(OpDef("ConvInteger", "", infer_conv_integer, lower_conv_integer, versions=(10,),

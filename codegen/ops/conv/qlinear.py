@@ -25,6 +25,7 @@ from .._common import kernel_suffix
 from .._export import ProductSlots, export_product
 from .._geometry import conv_groups, conv_window, sliding_window
 from ..clamp import output_range
+from ..kernels import kernel
 from .channels import (
     constant_input_channels,
     constant_plane_classes,
@@ -36,7 +37,6 @@ from .depthwise import GATHER_SOURCES, dwconv_3x3_call, gathered_band, is_depthw
 from .im2col import fast_conv_call
 from .spec import (
     INT8_TYPES,
-    SOURCES,
     ConvSpec,
     as_int8_weights,
     conv_macs,
@@ -44,6 +44,9 @@ from .spec import (
     conv_requant,
     infer_qlinear_conv,
 )
+
+# The reference convolution (the kernel table).
+CONV = kernel("conv")
 
 
 def takes_im2col(spec: ConvSpec, w_zp: NDArray[Any], options: LoweringOptions) -> bool:
@@ -58,9 +61,8 @@ def takes_depthwise_3x3(spec: ConvSpec, x: Tensor, y: Tensor,
     return options.kernels == "fast" and is_depthwise_3x3(x, y, spec.window, spec.groups)
 
 
-def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
+def lower_qlinear_conv(node: Node, graph: Graph, spec: ConvSpec,
                        options: LoweringOptions) -> list[Lowered]:
-    assert isinstance(spec, ConvSpec)
     x = graph.tensors[node.inputs[0]]
     y = graph.tensors[node.outputs[0]]
     window, q, bias = spec.window, spec.quant, spec.bias
@@ -94,8 +96,9 @@ def lower_qlinear_conv(node: Node, graph: Graph, spec: object,
     if bias is not None:
         arrays.append(CArray("bias", "int32_t", bias))
     params = conv_params(x, y, window, spec.groups, q.x_zp, w_zp, bias is not None, requant)
-    return [KernelCall(f"q8_conv_{kernel_suffix(x.dtype)}_{mode}", node.name, (x.name,),
-                       (y.name,), params, tuple(arrays), SOURCES, conv_macs(y, spec.weights))]
+    axes = {"x": kernel_suffix(x.dtype), "rq": mode}
+    return [KernelCall(CONV.symbol(**axes), node.name, (x.name,), (y.name,), params,
+                       tuple(arrays), (CONV.file(**axes),), conv_macs(y, spec.weights))]
 
 
 SLOTS = ProductSlots(0, 3, 5, 7, bias=8)
