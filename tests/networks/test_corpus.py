@@ -71,23 +71,6 @@ def test_dequantized_conversions_are_refused_as_float_models(name: str) -> None:
     assert ("8-bit I/O adapters" in message) == ("int8io" in name)
 
 
-@pytest.mark.parametrize("requant", ["float", "int"])
-@pytest.mark.parametrize("name", ACCEPTED)
-def test_accepted_models_are_bit_exact(name: str, requant: str) -> None:
-    report = codegen.verify(CORPUS / name, samples=3, requant=requant, cflags=SANITIZE)
-    assert report.ok, report.outputs
-
-
-@pytest.mark.parametrize("name", REJECTED)
-def test_refused_models_name_the_node_and_operator(name: str) -> None:
-    with pytest.raises(UnsupportedError) as refusal:
-        codegen.verify(CORPUS / name, samples=1)
-    message = str(refusal.value)
-    expected = REFUSED_FILES.get(name) or REFUSED[ARCHITECTURE[name]]
-    assert message.startswith("node '") and f"({expected}," in message
-    assert "\n" not in message
-
-
 # One model per family (and per producer): also in QEMU, and built by its own Makefile.
 FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "shufflenetv2_unit_dynamo_ort_qop_u8s8.onnx",
@@ -107,10 +90,73 @@ FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "digits_logsoftmax_torchscript_ort_qdq_u8s8.onnx"]
 
 
-# Through the generated Makefile: one model per family in both requantization modes (verify
-# proves every model bit-exact in both; the Makefile and the harness are the same for all).
-# ONNX2MCU_CORPUS_ALL_MODES=1 (make test-corpus-makefiles) takes every model in both modes.
+# Every accepted model with float requantization (ORT's own arithmetic); the integer-only
+# method (--requant int) on a spread that calls every kernel the whole corpus calls in
+# that mode and covers every architecture (test_the_int_spread_calls_every_kernel keeps
+# it so). The method itself is proven exact against ORT's formula on adversarial cases
+# in tests/kernels/test_requant_numerics.py; ONNX2MCU_CORPUS_ALL_MODES=1 takes every
+# model in both modes.
+INT_SPREAD = [
+    # the kernels the families below do not call in int mode
+    "tf_mobilenet_tiny_tflite_int8io_tf2onnx_dequantize.onnx",
+    "unet_tiny_torchscript_ort_qdq_s8s8.onnx",
+    "kws_lstm_torchscript_ort_qdq_u8s8.onnx",
+    "tv_mobilenet_v3_small_dynamo_ort_qdq_s8s8.onnx",
+    "tf_ds_cnn_tflite_int8io_tf2onnx_dequantize.onnx",
+    "tf_mobilenet_tiny_tf2onnx_nncf_performance.onnx",
+    "attention_tiny_dynamo_nncf_performance.onnx",
+    "tv_mobilenet_v3_small_dynamo_nncf_performance.onnx",
+    # the architectures they do not hold
+    "kws_dscnn_torchscript_ort_qop_u8s8.onnx",
+    "tf_autoencoder_tf2onnx_nncf_performance.onnx",
+    "tv_mnasnet_torchscript_ort_qop_u8s8.onnx",
+    "tv_mobilenet_v2_torchscript_ort_qop_u8s8.onnx",
+    "tv_shufflenet_v2_torchscript_ort_qop_u8s8.onnx",
+]
 ALL_MODES = os.environ.get("ONNX2MCU_CORPUS_ALL_MODES") == "1"
+
+
+def int_spread() -> list[str]:
+    return ACCEPTED if ALL_MODES else [n for n in ACCEPTED if n in FAMILIES + INT_SPREAD]
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_accepted_models_are_bit_exact(name: str) -> None:
+    report = codegen.verify(CORPUS / name, samples=3, requant="float", cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+@pytest.mark.parametrize("name", int_spread())
+def test_accepted_models_are_bit_exact_with_integer_requantization(name: str) -> None:
+    report = codegen.verify(CORPUS / name, samples=3, requant="int", cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_the_int_spread_calls_every_kernel() -> None:
+    """The spread above loses no kernel and no architecture of the corpus."""
+    def kernels(names: list[str]) -> set[str]:
+        return {call.function for name in names
+                for call in generated(CORPUS / name, requant="int").program.calls}
+    spread = int_spread()
+    assert kernels(ACCEPTED) == kernels(spread)
+    assert {ARCHITECTURE[n] for n in ACCEPTED} == {ARCHITECTURE[n] for n in spread}
+
+
+@pytest.mark.parametrize("name", REJECTED)
+def test_refused_models_name_the_node_and_operator(name: str) -> None:
+    with pytest.raises(UnsupportedError) as refusal:
+        codegen.verify(CORPUS / name, samples=1)
+    message = str(refusal.value)
+    expected = REFUSED_FILES.get(name) or REFUSED[ARCHITECTURE[name]]
+    assert message.startswith("node '") and f"({expected}," in message
+    assert "\n" not in message
+
+
+
+
+# Through the generated Makefile: one model per family in both requantization modes (verify
+# proves the models bit-exact above; the Makefile and the harness are the same for all).
+# ONNX2MCU_CORPUS_ALL_MODES=1 (make test-corpus-makefiles) takes every model in both modes.
 MAKEFILE_CASES = [(name, requant) for name in (ACCEPTED if ALL_MODES else FAMILIES)
                   for requant in ("float", "int")]
 
