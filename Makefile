@@ -50,7 +50,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 pytest: $(VENV)/.installed-test cortex-m-tools
-	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q --durations=40
 
 # The layers that need no whole model: pure Python, C kernels, operator families.
 test-fast: $(VENV)/.installed-test cortex-m-tools
