@@ -232,7 +232,8 @@ def folded_bias(bias: NDArray[Any] | None, rows: NDArray[Any], x_zp: int) -> NDA
     """bias - x_zp * sum(row) per output channel (a row: one channel's weights minus their
     zero point), modulo 2^32: the input zero point taken out of the inner loop (padding
     taps then hold x_zp and add nothing)."""
-    folded = (bias.astype(np.int64) if bias is not None else np.zeros(len(rows), np.int64))
+    folded = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (len(rows),))
+              if bias is not None else np.zeros(len(rows), np.int64))
     folded = folded - x_zp * rows.astype(np.int64).sum(axis=1)
     wrapped: NDArray[Any] = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
     return wrapped

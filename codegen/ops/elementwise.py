@@ -31,6 +31,7 @@ from . import (
     OpDef,
     RowAccess,
     register,
+    requant_suffix,
 )
 from ._common import (
     check_dtype,
@@ -195,8 +196,8 @@ def lower_qadd(node: Node, graph: Graph, spec: BinarySpec,
         ("inner_table", CRef("inner_table") if arrays else None),
         ("outer_mult", outer_mult), ("outer_exp", outer_exp), ("bounded", int(bounded)),
         ("fast_table", CRef("fast_table") if len(arrays) > 1 else None)))
-    suffix = "_ireq" if integer else ""
-    function = kernel("qadd").symbol(x=kernel_suffix(a.dtype), rq=suffix)
+    function = kernel("qadd").symbol(x=kernel_suffix(a.dtype),
+                                     rq=requant_suffix(options.requant))
     return [KernelCall(function, node.name, (a.name, b.name),
                        (y.name,), params, arrays, SOURCES, in_place=same_shape_input(a, b, y))]
 
@@ -257,8 +258,8 @@ def lower_qmul(node: Node, graph: Graph, spec: BinarySpec,
         ("a_zero_point", spec.a_zero_point), ("b_zero_point", spec.b_zero_point),
         ("scale", CFloat(float(scale))), ("y_zero_point", spec.c_zero_point),
         ("scale_mult", int(mult[0])), ("scale_exp", int(exp[0]))))
-    suffix = "_ireq" if options.requant == "int" else ""
-    function = kernel("qmul").symbol(x=kernel_suffix(a.dtype), rq=suffix)
+    function = kernel("qmul").symbol(x=kernel_suffix(a.dtype),
+                                     rq=requant_suffix(options.requant))
     return [KernelCall(function, node.name, (a.name, b.name),
                        (y.name,), params, (), SOURCES, y.numel,
                        in_place=same_shape_input(a, b, y))]

@@ -14,7 +14,6 @@ Names follow one grammar, `q8_<family>_<type>[_<shape>][_<method>][_<variant>][_
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -44,6 +43,7 @@ SUFFIXES: dict[str, str] = {
 # The axes kernel names vary over.
 INT8 = ("u8", "s8")
 REQUANT = ("freq", "ireq")
+BARE_FREQ = (("freq", ""), ("ireq", "_ireq"))
 PAIRS = ("u8s8", "s8s8", "u8u8", "s8u8")
 
 
@@ -76,33 +76,41 @@ class Kernel:
     when: str  # the predicate that selects it
     weights: str = ""  # how the generator stores its constant weights
     scratch: Scratch | None = None
+    # Axis values the name writes otherwise: (value, as written). The elementwise and
+    # softmax kernels came before the grammar's requantization part: freq is written as
+    # nothing, ireq as "_ireq".
+    spelled: tuple[tuple[str, str], ...] = ()
+
+    def _written(self, values: dict[str, str]) -> dict[str, str]:
+        spelling = dict(self.spelled)
+        return {name: spelling.get(value, value) for name, value in values.items()}
 
     def symbol(self, **values: str) -> str:
         """The kernel's name for these axis values (each checked against the table)."""
         for name, allowed in self.axes:
             assert values.get(name) in allowed, (self.key, name, values.get(name))
         assert set(values) == {name for name, _ in self.axes}, (self.key, values)
-        return self.pattern.format(**values)
+        return self.pattern.format(**self._written(values))
 
     def file(self, **values: str) -> str:
-        return self.source.format(**values)
+        return self.source.format(**self._written(values))
 
     def symbols(self) -> Iterator[str]:
         names = [name for name, _ in self.axes]
         for combo in itertools.product(*(allowed for _, allowed in self.axes)):
-            yield self.pattern.format(**dict(zip(names, combo, strict=True)))
+            yield self.symbol(**dict(zip(names, combo, strict=True)))
 
     def scratch_bytes(self, params: CStruct) -> int:
         return self.scratch.bytes(params) if self.scratch is not None else 0
 
     def matches(self, symbol: str) -> dict[str, str] | None:
         """The axis values that make `symbol`, or None where this entry names others."""
-        regex = re.escape(self.pattern)
-        for name, allowed in self.axes:
-            regex = regex.replace(re.escape("{" + name + "}"),
-                                  f"(?P<{name}>{'|'.join(map(re.escape, allowed))})")
-        match = re.fullmatch(regex, symbol)
-        return match.groupdict() if match else None
+        names = [name for name, _ in self.axes]
+        for combo in itertools.product(*(allowed for _, allowed in self.axes)):
+            values = dict(zip(names, combo, strict=True))
+            if self.symbol(**values) == symbol:
+                return values
+        return None
 
 
 # ------------------------------------------------------------------ scratch formulas
@@ -251,10 +259,12 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel("maxpool", "q8_maxpool_{x}", (("x", (*INT8, "f32")),), "maxpool.c",
            "q8_pool_params", "MaxPool"),
     # --------------------------------------------------------------- elementwise
-    Kernel("qadd", "q8_qadd_{x}{rq}", (("x", INT8), ("rq", ("", "_ireq"))), "elementwise.c",
-           "q8_qadd_params", "QLinearAdd (no suffix: float requantization, as ORT)"),
-    Kernel("qmul", "q8_qmul_{x}{rq}", (("x", INT8), ("rq", ("", "_ireq"))), "elementwise.c",
-           "q8_qmul_params", "QLinearMul (no suffix: float requantization, as ORT)"),
+    Kernel("qadd", "q8_qadd_{x}{rq}", (("x", INT8), ("rq", REQUANT)), "elementwise.c",
+           "q8_qadd_params", "QLinearAdd (no suffix: float requantization, as ORT)",
+           spelled=BARE_FREQ),
+    Kernel("qmul", "q8_qmul_{x}{rq}", (("x", INT8), ("rq", REQUANT)), "elementwise.c",
+           "q8_qmul_params", "QLinearMul (no suffix: float requantization, as ORT)",
+           spelled=BARE_FREQ),
     *(Kernel(f"{op}_f32", f"q8_{op}_f32", (), "elementwise_f32.c", "q8_binary_f32_params",
              f"a float {op.capitalize()} (a float island)")
       for op in ("add", "sub", "mul", "div")),
@@ -265,9 +275,9 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel("where_constant", "q8_where_constant", (), "where.c", "q8_where_constant_params",
            "Where with a constant branch"),
     # --------------------------------------------------------------- softmax, norms
-    Kernel("qsoftmax", "q8_qsoftmax_{x}{rq}", (("x", INT8), ("rq", ("", "_ireq"))),
+    Kernel("qsoftmax", "q8_qsoftmax_{x}{rq}", (("x", INT8), ("rq", REQUANT)),
            "softmax.c", "q8_qsoftmax_params",
-           "QLinearSoftmax (no suffix: float requantization, as ORT)"),
+           "QLinearSoftmax (no suffix: float requantization, as ORT)", spelled=BARE_FREQ),
     Kernel("softmax_f32", "q8_softmax_f32", (), "softmax_f32.c", "q8_softmax_f32_params",
            "a float Softmax"),
     Kernel("logsoftmax_f32", "q8_logsoftmax_f32", (), "softmax_f32.c",

@@ -26,6 +26,7 @@ from ._common import (
     check_scales,
     constant_input,
     conv_acc_bound,
+    folded_bias,
     input_tensor,
     kernel_suffix,
     no_requant,
@@ -124,10 +125,8 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     # [block of 4 rows][group of 4 taps][row in block][tap in group, order 0 2 1 3]
     padded = padded.reshape(n_padded // 4, 4, k_padded // 4, 4)[:, :, :, [0, 2, 1, 3]]
     padded = np.ascontiguousarray(padded.transpose(0, 2, 1, 3))
-    folded = np.zeros(n_padded, np.int64)
-    folded[:n] = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,))
-                  if bias is not None else 0) - a_zp * weights.astype(np.int64).sum(axis=1)
-    wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    wrapped = np.zeros(n_padded, np.int32)
+    wrapped[:n] = folded_bias(bias, weights, a_zp)
     if mode != "f32":
         requant = bounded_requant(requant, arrays, conv_acc_bound(weights, bias))
     params = CStruct("q8_fc_params", (
@@ -157,10 +156,8 @@ def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: i
     padded[:n, :k] = weights
     # [block][row in block][tap group][4] -> [block][tap group][row in block][4]
     interleaved = padded.reshape(n_padded // 4, 4, k_padded // 4, 4).transpose(0, 2, 1, 3)
-    folded = (np.broadcast_to(bias.astype(np.int64).reshape(-1), (n,)) if bias is not None
-              else np.zeros(n, np.int64)) - a_zp * weights.astype(np.int64).sum(axis=1)
     wrapped = np.zeros(n_padded, np.int32)
-    wrapped[:n] = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+    wrapped[:n] = folded_bias(bias, weights, a_zp)
     if mode != "f32":
         requant = bounded_requant(requant, arrays, conv_acc_bound(weights, bias))
     params = CStruct("q8_fc_w16_params", (

@@ -18,7 +18,15 @@ from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Alias, CArray, CDouble, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
 
-from . import Fusion, Inferred, LoweringOptions, OpDef, operator_version, register
+from . import (
+    Fusion,
+    Inferred,
+    LoweringOptions,
+    OpDef,
+    operator_version,
+    register,
+    requant_suffix,
+)
 from ._common import (
     attr_int,
     check_dtype,
@@ -103,8 +111,8 @@ def lower_softmax(node: Node, graph: Graph, spec: SoftmaxSpec,
         ("outer", outer), ("length", length), ("inner", inner), ("table", CRef("table")),
         ("multiplier", CDouble(multiplier)),
         ("multiplier_int", int(multiplier) if integer else 0), ("y_zero_point", y_zp)))
-    suffix = "_ireq" if integer else ""
-    function = kernel("qsoftmax").symbol(x=kernel_suffix(x.dtype), rq=suffix)
+    function = kernel("qsoftmax").symbol(x=kernel_suffix(x.dtype),
+                                         rq=requant_suffix(options.requant))
     return [KernelCall(function, node.name, (x.name,),
                        (y.name,), params, (CArray("table", "float", table),), SOURCES)]
 
