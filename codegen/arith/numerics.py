@@ -11,6 +11,7 @@ generated C is the same whatever machine, operating system or numpy build genera
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import ROUND_HALF_EVEN, Context, Decimal, localcontext
 from fractions import Fraction
@@ -71,13 +72,41 @@ def round_to_f64(value: Fraction) -> float:
 
 
 def fma32(a: Any, b: Any, c: Any) -> np.float32:
-    """C99 fmaf(a, b, c): one rounding of a*b + c."""
-    fa, fb, fc = (F32(v) for v in (a, b, c))
-    if not (np.isfinite(fa) and np.isfinite(fb) and np.isfinite(fc)):
+    """C99 fmaf(a, b, c): one rounding of a*b + c (an exact zero is +0).
+
+    In double: a float32 product is exact, and the sum's rounding error e is exact too
+    (Knuth's two-sum), so a*b + c = r + e exactly with |e| at most half an ulp of r.
+    r rounds to the same float32 as r + e unless r lies exactly halfway between two
+    float32 values (a 25-bit number, which a double holds), where e decides; that rare
+    case, and overflow, take the exact rational path (fma32_exact)."""
+    fa, fb, fc = float(F32(a)), float(F32(b)), float(F32(c))
+    if not (math.isfinite(fa) and math.isfinite(fb) and math.isfinite(fc)):
         # An infinity or NaN operand makes the result one too, which double arithmetic
         # gets right: a float32 product is exact in double.
         with np.errstate(invalid="ignore"):
-            return F32(float(fa) * float(fb) + float(fc))
+            return F32(fa * fb + fc)
+    p = fa * fb
+    r = p + fc
+    if r == 0.0:
+        return F32(0.0)
+    c_part = r - p
+    e = (p - (r - c_part)) + (fc - c_part)
+    if e == 0.0:
+        with np.errstate(over="ignore"):
+            return F32(r)
+    if abs(r) < FLT_MAX:
+        nearest = F32(r)
+        if float(nearest) == r:  # r is a float32; r + e is nearer to it than to any other
+            return nearest
+        other = np.nextafter(nearest, F32(math.copysign(math.inf, r - float(nearest))))
+        if float(nearest) + float(other) != 2.0 * r:  # not halfway
+            return nearest
+    return fma32_exact(fa, fb, fc)
+
+
+def fma32_exact(a: Any, b: Any, c: Any) -> np.float32:
+    """fma32 in rational arithmetic: the reference the double path is tested against."""
+    fa, fb, fc = (F32(v) for v in (a, b, c))
     return round_to_f32(Fraction(float(fa)) * Fraction(float(fb)) + Fraction(float(fc)))
 
 
@@ -281,6 +310,14 @@ def mlas_exp(x: Any) -> np.float32:
 
 def sigmoid_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,
                   dtype: str) -> NDArray[Any]:
+    return _sigmoid_table(x_scale, x_zp, y_scale, y_zp, dtype).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _sigmoid_table(x_scale: float, x_zp: int, y_scale: float, y_zp: int,
+                   dtype: str) -> NDArray[Any]:
+    # Kept per process: each entry is 256 exact evaluations in rational arithmetic
+    # (about 0.1 s), and a model is often lowered several times (verify, report, bands).
     values = np.array([mlas_logistic(v) for v in table_inputs(x_scale, x_zp, dtype)], F32)
     return quantize_like_mlas(values, y_scale, y_zp, dtype)
 

@@ -8,6 +8,7 @@ options always give byte-identical files.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 import jinja2
 import numpy as np
+from numpy.typing import NDArray
 
 from codegen.core.boards import Board, MemoryMap
 from codegen.core.ir import DTYPES, Tensor, c_type
@@ -128,15 +130,21 @@ def c_float(value: float) -> str:
     return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}f"
 
 
-def _format_scalar(value: Any, ctype: str) -> str:
+def format_items(values: NDArray[Any], ctype: str) -> list[str]:
+    """Each element as C writes it. Integer arrays go through Python ints whole (a weight
+    array has up to millions of elements; one call per element was most of the time)."""
     if ctype == "float":
-        return c_float(float(value))
-    return str(int(value))
+        return [c_float(float(v)) for v in values.tolist()]
+    if values.dtype.kind == "b":
+        values = values.astype(np.int8)
+    if values.dtype.kind in "iu":
+        return list(map(str, values.tolist()))
+    return [str(int(v)) for v in values.tolist()]
 
 
 def format_array(symbol: str, array: CArray, per_line: int = 16) -> str:
     values = np.asarray(array.values).reshape(-1)
-    items = [_format_scalar(v, array.ctype) for v in values.tolist()]
+    items = format_items(values, array.ctype)
     if array.ctype == "float":
         per_line = 4
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
@@ -311,8 +319,16 @@ def render_harness(env: jinja2.Environment, context: dict[str, Any], firmware: b
 
 
 def template_environment() -> jinja2.Environment:
+    """One environment per process: it keeps the templates it has compiled (compiling
+    them again for every project was a third of a small model's generate time), and
+    checks their files' times on each use, so an edited template is read again."""
+    return _environment(str(templates_dir()))
+
+
+@functools.lru_cache(maxsize=4)
+def _environment(folder: str) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -195,6 +195,32 @@ def test_fused_multiply_adds_are_pinned() -> None:
     assert digest(iter([results])) == FMA_DIGEST
 
 
+def halfway_operands(count: int) -> Iterator[tuple[np.float32, np.float32, np.float32]]:
+    """Products exactly halfway between two float32 values (3M/2 for an odd 23-bit M,
+    normal and subnormal), with an addend of zero, one far below them, or one that
+    decides the rounding: the one case where fma32's double path defers to the exact one."""
+    rng = np.random.default_rng(7)
+    for i in range(count):
+        if i % 2:
+            m = int(rng.integers(2**22, 2**23)) | 1
+            shift = int(rng.integers(-140, 100))
+            a, b = F32(math.ldexp(m, shift)), F32(1.5)
+            low = shift - int(rng.integers(1, 60))
+        else:  # k * 2^-150, k odd: halfway between two subnormals
+            a, b = F32(math.ldexp(int(rng.integers(1, 2**20)) * 2 + 1, -75)), F32(2.0**-75)
+            low = int(rng.integers(-149, -140))
+        sign = float(rng.choice([-1.0, 1.0]))
+        yield a, b, F32(0.0) if i % 3 == 0 else F32(math.ldexp(sign, low))
+
+
+def test_fma_double_path_is_the_exact_one() -> None:
+    """fma32 rounds in double with an exact error term; fma32_exact in rationals."""
+    for a, b, c in [*fma_operands(3000), *halfway_operands(3000)]:
+        fast, exact = numerics.fma32(a, b, c), numerics.fma32_exact(a, b, c)
+        assert fast.tobytes() == exact.tobytes() or (np.isnan(fast) and np.isnan(exact)), \
+            (a, b, c)
+
+
 def test_softmax_output_multipliers_are_pinned() -> None:
     assert softmax_multipliers() == SOFTMAX_MULTIPLIERS
 
