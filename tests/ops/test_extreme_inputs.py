@@ -14,14 +14,18 @@ for bit; the DSP weight layout (host C with Options(dsp=True)) with the referenc
 from __future__ import annotations
 
 import subprocess
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE
+from conftest import (
+    FLOAT_CAST_OVERFLOW,
+    HAS_FLOAT_CAST_OVERFLOW,
+    SANITIZE,
+    compiler_accepts,
+)
 from modelgen import RANGE, Case, combine
 from numpy.typing import NDArray
 from onnx import helper
@@ -38,28 +42,18 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PATTERNS = ("min", "max", "zero", "alternating", "alternating_reversed")
 
 
-FLOAT_CAST_OVERFLOW = "-fsanitize=float-cast-overflow"
 NO_FLOAT_CAST_OVERFLOW = (f"cc lacks {FLOAT_CAST_OVERFLOW}: float-to-int overflow is "
-                          "unchecked in the extreme-input tests")
+                          "unchecked in the tests")
 
 
-def compiler_accepts(flag: str) -> bool:
-    """Whether cc compiles a one-line C file with `flag`."""
-    probe = subprocess.run(["cc", flag, "-x", "c", "-c", "-o", "/dev/null", "-"],
-                           input=b"int x;\n", capture_output=True, check=False)
-    return probe.returncode == 0
-
-
-@cache
 def has_float_cast_overflow() -> bool:
-    return compiler_accepts(FLOAT_CAST_OVERFLOW)  # probed once per test process
+    return HAS_FLOAT_CAST_OVERFLOW  # probed once per test process (conftest.py)
 
 
-@cache
 def sanitize_flags() -> tuple[str, ...]:
-    """SANITIZE plus -fsanitize=float-cast-overflow where the compiler has it; where it
-    has not, test_float_to_int_overflow_is_checked is skipped, saying so in the summary."""
-    return (*SANITIZE, FLOAT_CAST_OVERFLOW) if has_float_cast_overflow() else SANITIZE
+    """SANITIZE, which holds -fsanitize=float-cast-overflow where the compiler has it;
+    where it has not, test_float_to_int_overflow_is_checked is skipped, saying so."""
+    return SANITIZE
 
 
 def test_float_to_int_overflow_is_checked(tmp_path: Path) -> None:

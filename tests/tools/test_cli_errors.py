@@ -10,15 +10,22 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_inprocess import run_cli
 from modelgen import conv_model
 from onnx import TensorProto, helper
 
 F32 = np.float32
 
 
-def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def console(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The command through a real interpreter (the entry point, what Python prints)."""
     return subprocess.run([sys.executable, "-m", "codegen.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+# The many cases below run in this process (tests/cli_inprocess.py); the console cases
+# prove the same through a real interpreter.
+cli = run_cli
 
 
 def save(model: onnx.ModelProto, path: Path) -> Path:
@@ -44,7 +51,7 @@ def assert_nothing_written(parent: Path) -> None:
 
 def test_valid_model_generates(tmp_path: Path) -> None:
     model = save(conv_model(), tmp_path / "ok.onnx")
-    result = cli("generate", model, "-o", tmp_path / "out")
+    result = console("generate", model, "-o", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "ok.h").is_file()
 
@@ -113,6 +120,16 @@ def test_bad_input(case: str, command: str, tmp_path: Path) -> None:
     args = ["-o", tmp_path / "out"] if command == "generate" else ["--samples", "1"]
     result = cli(command, model, *args)
     assert_clean_failure(result, *needles)
+    assert_nothing_written(tmp_path)
+
+
+@pytest.mark.parametrize("case,command", [("unsupported op", "generate"),
+                                          ("dynamic shape", "verify")])
+def test_bad_input_through_the_console(case: str, command: str, tmp_path: Path) -> None:
+    kind, needles = CASES[case]
+    model = broken_model(kind, tmp_path)
+    args = ["-o", tmp_path / "out"] if command == "generate" else ["--samples", "1"]
+    assert_clean_failure(console(command, model, *args), *needles)
     assert_nothing_written(tmp_path)
 
 

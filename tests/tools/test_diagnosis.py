@@ -12,6 +12,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from cli_inprocess import run_cli
 from conftest import SANITIZE
 from modelgen import conv_model
 from onnx import helper
@@ -127,7 +128,7 @@ def test_progress_on_a_terminal(tmp_path: Path) -> None:
     ("cortex-m4f", "q8_conv_u8_im2col_w16_freq", 13296),
     ("cortex-m0plus", "q8_conv_u8_im2col_b8_ireq", 12864)])
 def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str, arena: int) -> None:
-    result = cli("inspect", EXAMPLE, "--board", board)
+    result = run_cli("inspect", EXAMPLE, "--board", board)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert f"board {board}" in lines[0]
@@ -152,7 +153,7 @@ def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     model.graph.output[0].name = "r"
     onnx.save(model, tmp_path / "m.onnx")
-    result = cli("inspect", tmp_path / "m.onnx")
+    result = run_cli("inspect", tmp_path / "m.onnx")
     assert result.returncode == 2
     assert "unsupported: 3 node(s)" in result.stdout
     assert "node 'cos' (Cos, domain ai.onnx): operator not supported" in result.stdout

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from cli_inprocess import run_cli
 from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
 from roundtrip import check_round_trip
@@ -184,11 +185,14 @@ FLOAT_MODEL = ("is a float model, not quantized: quantize it with `onnx2mcu quan
 def test_a_float_model_is_told_to_be_quantized(build: Any, name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.onnx"
     onnx.save(build(), path)
-    for command in (["generate", path, "-o", tmp_path / "out"], ["verify", path],
-                    ["generate", path, "-o", tmp_path / "out", "--integer-only"]):
-        assert refusal(cli(*command)) == f"model '{name}' {FLOAT_MODEL}"
+    # The first through a real interpreter, the others in this process.
+    for run, command in ((cli, ["generate", path, "-o", tmp_path / "out"]),
+                         (run_cli, ["verify", path]),
+                         (run_cli, ["generate", path, "-o", tmp_path / "out",
+                                    "--integer-only"])):
+        assert refusal(run(*command)) == f"model '{name}' {FLOAT_MODEL}"
     assert not (tmp_path / "out").exists()
-    inspected = cli("inspect", path)
+    inspected = run_cli("inspect", path)
     assert inspected.returncode == 2, inspected.stderr
     assert inspected.stdout.splitlines()[-2:] == [
         "unsupported: 1 node(s)", f"  model '{name}' {FLOAT_MODEL}"], inspected.stdout
@@ -200,7 +204,8 @@ def test_tf2onnx_dequantized_with_int8_io_is_refused_as_a_float_model(tmp_path: 
     --integer-only (the real conversions are in the corpus, tests/networks/test_corpus.py)."""
     onnx.save(tf2onnx_dequantized("int8"), tmp_path / "m.onnx")
     for extra in ([], ["--integer-only"]):
-        message = refusal(cli("generate", tmp_path / "m.onnx", "-o", tmp_path / "out", *extra))
+        message = refusal(run_cli("generate", tmp_path / "m.onnx", "-o", tmp_path / "out",
+                                  *extra))
         assert message.startswith("model 'm' is a float model with 8-bit I/O adapters "
                                   "(Cast/Sub/Mul on its inputs"), message
         assert "tf2onnx --dequantize" in message and "--integer-only" not in message

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from cli_inprocess import run_cli
 from conftest import SANITIZE
 from zoo import INPUT_NAME, quantized_model, sample_inputs
 
@@ -259,10 +260,14 @@ def cli(*args: str, env: dict[str, str] | None = None,
                           text=True, env=env, cwd=cwd, timeout=600)
 
 
-@pytest.mark.parametrize("name", BAD_NAMES)
-def test_bad_name_is_refused_and_nothing_written(name: str, tmp_path: Path) -> None:
+# Each name in this process (tests/cli_inprocess.py), two through a real interpreter.
+@pytest.mark.parametrize("name,console", [*((name, False) for name in BAD_NAMES),
+                                          ("x;rm -rf ~", True), ("x\ny", True)])
+def test_bad_name_is_refused_and_nothing_written(name: str, console: bool,
+                                                 tmp_path: Path) -> None:
     out = tmp_path / "work" / "out"
-    result = cli("generate", str(EXAMPLE), "-o", str(out), "--name", name)
+    result = (cli if console else run_cli)("generate", str(EXAMPLE), "-o", str(out),
+                                           "--name", name)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("onnx2mcu: error: --name ")
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
