@@ -15,7 +15,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from conftest import SANITIZE, skip_where_ort_differs
+from conftest import SANITIZE, generated, skip_where_ort_differs
 from qcdq import FLOAT_ISLAND, QCDQ_CONFIGS, qcdq_model
 from roundtrip import check_round_trip, our_float_operators
 from zoo import ZOO_CASES, case_id, qdq_model
@@ -50,7 +50,7 @@ def float_ops_inside(gen: Generated) -> list[str]:
 @pytest.mark.parametrize("case", ZOO_CASES, ids=case_id)
 def test_qdq_zoo(case: tuple[str, str], tmp_path: Path) -> None:
     model = qdq_model(*case)
-    gen = generate_sources(model, Options())
+    gen = generated(model)
     assert float_ops_inside(gen) == []
     config = reference_model(model, gen.graph, gen.qdq_rules).config
     assert ort_float_operators(model, config) == Counter()
@@ -91,7 +91,7 @@ def test_qdq_zoo_with_x86_rules(case: tuple[str, str], tmp_path: Path) -> None:
     """--qdq-rules x86: the same float operators as x86 ORT's optimized graph, computed
     bit-exactly as x86 ORT computes them."""
     model = qdq_model(*case)
-    gen = generate_sources(model, Options(qdq_rules="x86"))
+    gen = generated(model, qdq_rules="x86")
     assert gen.qdq_rules == "x86"
     ours = our_float_operators(gen)
     assert ours and ours == ort_float_operators(model, X86_QDQ_CONFIG)
