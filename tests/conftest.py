@@ -60,16 +60,33 @@ def compiler_accepts(flag: str) -> bool:
     return probe.returncode == 0
 
 
+def linker_works(flag: str) -> bool:
+    """Whether cc links a sanitized program with `flag`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            probe = subprocess.run(["cc", flag, "-fsanitize=address,undefined", "-x", "c",
+                                    "-o", f"{tmp}/probe", "-"],
+                                   input=b"int main(void) { return 0; }\n",
+                                   capture_output=True, check=False)
+        except OSError:
+            return False
+    return probe.returncode == 0
+
+
 # Every generated project in the tests is compiled with the strict warning flags (always
 # on) and run under AddressSanitizer and UndefinedBehaviorSanitizer (with float-to-int
 # overflow, which -fsanitize=undefined leaves out, where cc has it:
 # tests/ops/test_extreme_inputs.py says so when it has not); any report aborts. One set of
-# flags for every test, so each runtime object is compiled once per run.
+# flags for every test, so each runtime object is compiled once per run. The gold linker
+# where there is one: it links the sanitized harnesses in half the time of ld.bfd (a
+# quarter of the suite's time is spent building them).
 FLOAT_CAST_OVERFLOW = "-fsanitize=float-cast-overflow"
 HAS_FLOAT_CAST_OVERFLOW = compiler_accepts(FLOAT_CAST_OVERFLOW)
+GOLD = "-fuse-ld=gold"
 SANITIZE = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
             "-fno-sanitize-recover=all",
-            *((FLOAT_CAST_OVERFLOW,) if HAS_FLOAT_CAST_OVERFLOW else ()))
+            *((FLOAT_CAST_OVERFLOW,) if HAS_FLOAT_CAST_OVERFLOW else ()),
+            *((GOLD,) if linker_works(GOLD) else ()))
 FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
 
 
