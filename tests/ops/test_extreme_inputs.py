@@ -46,20 +46,10 @@ NO_FLOAT_CAST_OVERFLOW = (f"cc lacks {FLOAT_CAST_OVERFLOW}: float-to-int overflo
                           "unchecked in the tests")
 
 
-def has_float_cast_overflow() -> bool:
-    return HAS_FLOAT_CAST_OVERFLOW  # probed once per test process (conftest.py)
-
-
-def sanitize_flags() -> tuple[str, ...]:
-    """SANITIZE, which holds -fsanitize=float-cast-overflow where the compiler has it;
-    where it has not, test_float_to_int_overflow_is_checked is skipped, saying so."""
-    return SANITIZE
-
-
 def test_float_to_int_overflow_is_checked(tmp_path: Path) -> None:
-    """The extreme-input tests' flags catch a float-to-int conversion out of range (and
+    """The tests' sanitizer flags (SANITIZE) catch a float-to-int conversion out of range (and
     without the sanitizer the run says so, instead of losing the check silently)."""
-    if not has_float_cast_overflow():
+    if not HAS_FLOAT_CAST_OVERFLOW:
         pytest.skip(NO_FLOAT_CAST_OVERFLOW)
     source, exe = tmp_path / "cast.c", tmp_path / "cast"
     source.write_text("int main(int argc, char **argv) {\n"
@@ -67,7 +57,7 @@ def test_float_to_int_overflow_is_checked(tmp_path: Path) -> None:
                       "    (void)argv;\n"
                       "    return (int)big == 0;\n"
                       "}\n")
-    subprocess.run(["cc", *sanitize_flags(), "-o", str(exe), str(source)], check=True)
+    subprocess.run(["cc", *SANITIZE, "-o", str(exe), str(source)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert run.returncode != 0 and "outside the range" in run.stderr, run.stderr
 
@@ -207,7 +197,7 @@ def test_convolutions_at_the_limits(requant: str, weights: str) -> None:
         source = gen.files[f"{gen.name}.c"].decode()
         assert ".bounded = 1" in source
     report = codegen.verify(model, inputs=extreme_samples(model), requant=requant,
-                            weights=weights, cflags=sanitize_flags())
+                            weights=weights, cflags=SANITIZE)
     assert report.ok, [(c[0].name, o) for c, o in zip(cases, report.outputs, strict=True)
                        if o.mismatches]
 
@@ -217,7 +207,7 @@ def run_both(model: onnx.ModelProto, fast: Options, requant: str) -> None:
     ours = generate_sources(model, fast)
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
     data = extreme_samples(model)
-    flags = sanitize_flags()
+    flags = SANITIZE
     for got, want in zip(run_generated(ours, data, flags), run_generated(reference, data, flags),
                          strict=True):
         for name, value in got.items():
@@ -259,7 +249,7 @@ def test_large_k_convolution_that_wraps() -> None:
     model = combine([conv_case("c_", "uint8", "int8", 2**16 + 8, 2, (1, 1), (1, 1), "min", 0,
                                0, 128, INT32_MIN)])
     report = codegen.verify(model, inputs=extreme_samples(model), weights="int16",
-                            cflags=sanitize_flags())
+                            cflags=SANITIZE)
     assert report.ok, report.outputs
 
 
@@ -368,7 +358,7 @@ def test_matrix_products_at_the_limits(requant: str, weights: str) -> None:
     assert any(k.startswith("q8_fc_") for k in kernels), kernels
     assert any(k.startswith("q8_gemm_") for k in kernels), kernels
     report = codegen.verify(model, inputs=extreme_samples(model), requant=requant,
-                            weights=weights, cflags=sanitize_flags())
+                            weights=weights, cflags=SANITIZE)
     assert report.ok, [(c[0].name, o) for c, o in zip(cases, report.outputs, strict=True)
                        if o.mismatches]
 
@@ -462,7 +452,7 @@ def test_other_operators_at_the_limits(requant: str) -> None:
     cases = other_cases()
     model = combine(cases, opset=14)
     report = codegen.verify(model, inputs=extreme_samples(model), requant=requant,
-                            cflags=sanitize_flags())
+                            cflags=SANITIZE)
     assert report.ok, [(c[0].name, o) for c, o in zip(cases, report.outputs, strict=True)
                        if o.mismatches]
 
@@ -527,5 +517,5 @@ def test_integer_fma_at_the_limits() -> None:
     unit use (Q8_SOFT_FMA), against ORT."""
     model = combine([c for c in other_cases() if c[0].op_type == "QLinearAdd"])
     report = codegen.verify(model, inputs=extreme_samples(model), requant="float",
-                            cflags=(*sanitize_flags(), "-DQ8_SOFT_FMA"))
+                            cflags=(*SANITIZE, "-DQ8_SOFT_FMA"))
     assert report.ok, [o for o in report.outputs if o.mismatches]
