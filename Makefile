@@ -52,9 +52,10 @@ lint: $(VENV)/.installed-test
 pytest: $(VENV)/.installed-test cortex-m-tools
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q --durations=40
 
-# The layers that need no whole model: pure Python, C kernels, operator families.
-test-fast: $(VENV)/.installed-test cortex-m-tools
-	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q tests/unit tests/kernels tests/ops
+# The layers that need no whole model (pure Python, C kernels, operator families), on the
+# host: their tests that run on a board in QEMU (marker qemu) are left to `make test`.
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q -m "not qemu" tests/unit tests/kernels tests/ops
 
 # The Cortex-M cross compiler and QEMU, installed with apt when missing (CI runs as
 # root on Debian). Without apt or root the Cortex-M tests are skipped, loudly.

@@ -22,9 +22,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import onnx
@@ -48,6 +48,8 @@ from codegen.oracle.cpu import (
 from codegen.oracle.verify import VerifyReport, reference_model, run_ort
 from codegen.oracle.verify import cpu_profile as local_cpu_profile
 from codegen.pipeline import Generated, generate_sources
+
+TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
 
 
 def compiler_accepts(flag: str) -> bool:
@@ -89,6 +91,19 @@ SANITIZE = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefine
             *((GOLD,) if linker_works(GOLD) else ()))
 FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
 
+# The boards layer: a test that builds firmware and runs it on a Cortex-M board in QEMU
+# carries the marker `qemu` wherever its operator family's file sits. `make test` runs
+# them; `make test-fast` (the host) leaves them out. Skipped, with the reason, where the
+# cross compiler or QEMU is missing (`make cortex-m-tools` installs them).
+CORTEX_M_TOOLS = bool(shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm"))
+_NEEDS_CORTEX_M_TOOLS = pytest.mark.skipif(not CORTEX_M_TOOLS,
+                                           reason="needs arm-none-eabi-gcc and qemu-system-arm")
+
+
+def in_qemu(test: TestFunction) -> TestFunction:
+    """Mark a test of the boards layer (see CORTEX_M_TOOLS)."""
+    return pytest.mark.qemu(_NEEDS_CORTEX_M_TOOLS(test))
+
 
 # The build cache a run made for itself (about 2 GB after a whole run): removed at its
 # end. xdist's workers inherit the variable, so only the process that made it removes it.
@@ -116,6 +131,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "ORT runs others")
     for layer in LAYERS:
         config.addinivalue_line("markers", f"{layer}: a test of the {layer} layer")
+    config.addinivalue_line(
+        "markers", "qemu: runs the generated code on a Cortex-M board in QEMU (the boards "
+        "layer; make test-fast leaves it out)")
     config.addinivalue_line(
         "markers", "cpu_differences_expected: codegen.verify returns its report even where "
         "ORT on this CPU profile runs other kernels (tests of the notes themselves)")

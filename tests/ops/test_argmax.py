@@ -4,13 +4,12 @@ head (the quantized tensor given to ArgMax) and a QDQ one (DQ -> ArgMax), and in
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
@@ -99,8 +98,7 @@ def test_a_scalar_input_is_refused_naming_the_node() -> None:
         generate_sources(model, Options())
 
 
-@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
-                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_classifier_head_in_qemu(board: str) -> None:
     report = codegen.verify(classifier(False), board=board, samples=2)

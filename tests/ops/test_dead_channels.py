@@ -6,12 +6,10 @@ in QEMU, with the work and the weights of the dead rows gone."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import conv_batch_model, random_conv_config
 from onnx import numpy_helper
 
@@ -20,8 +18,6 @@ from codegen.api import report
 from codegen.ops.conv.channels import constant_channel_bytes
 from codegen.options import Options
 from codegen.pipeline import generate_sources
-
-CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
 
 
 def pruned(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
@@ -56,7 +52,7 @@ def test_pruned_convolutions_are_bit_exact_on_the_host(seed: int) -> None:
     assert result.ok, [o.name for o in result.outputs if o.mismatches]
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize(("board", "weights"), [("cortex-m4f", "int8"),
                                                 ("cortex-m4f", "int16"),
                                                 ("cortex-m0plus", "int8")])
@@ -166,7 +162,7 @@ def test_depthwise_layers_over_constant_channels_are_bit_exact_on_the_host() -> 
     assert result.ok, [o.name for o in result.outputs if o.mismatches]
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_depthwise_layers_over_constant_channels_are_bit_exact_on_the_core(board: str) -> None:
     """The same on the two-row kernel's fused loop (M4F) and the Thumb-1 one (M0+)."""
@@ -192,7 +188,7 @@ def test_uniform_planes_fold_into_the_next_pointwise_layer_on_the_host() -> None
     assert result.ok, [o.name for o in result.outputs if o.mismatches]
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize(("board", "weights"), [("cortex-m4f", "int8"),
                                                 ("cortex-m0plus", "int8")])
 def test_uniform_planes_fold_into_the_next_pointwise_layer_on_the_core(board: str,

@@ -9,14 +9,13 @@ one C build covers many shapes."""
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE, skip_where_ort_differs
+from conftest import SANITIZE, in_qemu, skip_where_ort_differs
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
@@ -453,8 +452,7 @@ def test_float_pow_by_a_tensor_is_refused() -> None:
         codegen.verify(net.model(), samples=1)
 
 
-@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
-                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_log_softmax_exp_and_pow_on_cortex_m(board: str) -> None:
     """logf's and powf's double-precision arithmetic in software (powf's fused

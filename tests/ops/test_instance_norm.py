@@ -5,13 +5,12 @@ bias, a QDQ model in both requantization modes, and a Cortex-M run."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
@@ -67,8 +66,7 @@ def test_qdq_instance_norm(requant: str) -> None:
     assert report.ok, report.outputs
 
 
-@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
-                    reason="no arm-none-eabi-gcc/qemu-system-arm (make cortex-m-tools)")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_instance_norm_on_cortex_m(board: str) -> None:
     report = codegen.verify(instance_norm_model([1, 3, 7, 5], 5, True, qdq=True), board=board,

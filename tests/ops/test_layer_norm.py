@@ -6,13 +6,12 @@ scale/bias, and refusals."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
@@ -97,8 +96,7 @@ def test_layer_norm_refusals(what: str) -> None:
         codegen.verify(model, samples=1, seed=0)
 
 
-@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
-                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_layer_norm_on_cortex_m(board: str) -> None:
     # Both row kernels, with a 4..7 tail, and the statistics, in soft or single-precision

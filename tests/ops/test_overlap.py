@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE, ort_reference
+from conftest import SANITIZE, in_qemu, ort_reference
 from modelgen import ConvConfig, conv_batch_model, graph_model
 from onnx import helper
 from test_qlinear_conv_random import depthwise_3x3_configs, thumb1_sources_on_the_host
@@ -26,8 +26,6 @@ from codegen.backend.planner import ALIGNMENT, ArenaPlan, Placement, plan_arena,
 from codegen.backend.planner import tensor_lifetimes as lifetimes_of
 from codegen.core.program import Program
 from codegen.oracle.verify import random_inputs
-from codegen.target.firmware import cross_toolchain_available
-from codegen.target.qemu import qemu_available
 
 QUANTIZED_IO = Interface(io="quantized")  # the inputs in the arena, where they may overlap
 
@@ -154,8 +152,7 @@ def test_thumb1_outputs_over_their_inputs_are_bit_identical(tight: None) -> None
                                                              "-DQ8_DW_OFFSET_PLANE=1"))
 
 
-@pytest.mark.skipif(not (cross_toolchain_available() and qemu_available()),
-                    reason="needs arm-none-eabi-gcc and QEMU")
+@in_qemu
 @pytest.mark.parametrize("board,weights", [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
                                            ("cortex-m0plus", "int8")])
 def test_outputs_over_their_inputs_in_qemu(board: str, weights: str, tight: None) -> None:

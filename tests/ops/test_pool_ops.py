@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import RANGE, Case, combine, graph_model
 from onnx import helper
 
@@ -57,6 +57,7 @@ def test_global_average_pool(requant: str) -> None:
     assert report.ok, [o for o in report.outputs if o.mismatches]
 
 
+@in_qemu
 def test_global_average_pool_on_a_dsp_core() -> None:
     """The word-at-a-time sum (USADA8) of the channels-first planes, in QEMU."""
     report = codegen.verify(global_pool_model(), board="cortex-m4f", samples=3)

@@ -6,13 +6,12 @@ model; the refusals."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
@@ -213,10 +212,9 @@ def test_lstm_refusals() -> None:
     assert "layout 1" in refused(model)
 
 
-CROSS_TOOLS = shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="no arm-none-eabi-gcc or qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_recurrent_in_qemu(board: str) -> None:
     """The same bits from soft float (cortex-m0plus) and the FPU (cortex-m4f)."""

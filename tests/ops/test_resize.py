@@ -6,14 +6,13 @@ up/down scales, sizes, and the QDQ form, which ORT keeps in float."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
@@ -166,8 +165,7 @@ def test_linear_of_sequences_is_orts_trilinear_kernel(dtype: str, transform: str
         assert report.ok, (batch, length, scale, report.outputs)
 
 
-@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
-                    reason="no arm-none-eabi-gcc or qemu-system-arm")
+@in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_linear_resizes_on_cortex_m(board: str) -> None:
     """Bilinear and trilinear weights in single-precision hardware or software float."""
