@@ -31,7 +31,7 @@ RUNTIME_SOURCES = sorted(runtime_dir().glob("*.c"))
 def defined_symbols(sources: list[Path], work: Path) -> dict[str, str]:
     """symbol -> the runtime file that defines it with external linkage. Each file is
     compiled with the strict warnings as errors at -O0, the quickest: the symbols are
-    the same at every level, and tests/targets/test_generated_project.py compiles every
+    the same at every level, and tests/targets/test_firmware_component.py compiles every
     file as a generated Makefile does (-O3)."""
     defined: dict[str, str] = {}
     for source in sources:

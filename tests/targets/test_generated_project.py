@@ -17,9 +17,6 @@ from conftest import SANITIZE
 from modelgen import conv_model
 
 import codegen
-from codegen.backend.emitter import STRICT_CFLAGS
-from codegen.core.boards import load_board
-from codegen.core.resources import runtime_dir
 from codegen.options import Options
 from codegen.oracle.verify import run_ort
 from codegen.pipeline import generate_sources
@@ -165,23 +162,6 @@ def test_wheel_ships_templates_runtime_and_boards(tmp_path: Path, model_path: Pa
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path,
                    env={**os.environ, "PYTHONPATH": str(target)})
     assert (tmp_path / "o" / "small_net.h").is_file()
-
-
-RUNTIME_SOURCES = sorted(runtime_dir().glob("*.c"))
-SHARDS = 4  # the files split four ways, so that the test workers share the compiling
-
-
-@pytest.mark.parametrize("shard", range(SHARDS))
-def test_every_runtime_file_builds_as_the_makefile_builds_it(shard: int,
-                                                            tmp_path: Path) -> None:
-    """Every kernel compiles as a generated project's Makefile compiles it on the host
-    (the strict warnings as errors, the host board's -O3, which warns of more than the
-    sanitized builds' -O1), whichever models the Makefile tests happen to take
-    (tests/networks/test_corpus.py)."""
-    flags = [*STRICT_CFLAGS, *load_board("host").cflags]
-    for source in RUNTIME_SOURCES[shard::SHARDS]:
-        subprocess.run(["cc", *flags, "-c", "-o", str(tmp_path / f"{source.stem}.o"),
-                        str(source)], check=True)
 
 
 def test_runtime_objects_are_shared_between_projects(model_path: Path) -> None:
