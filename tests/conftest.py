@@ -48,6 +48,8 @@ from codegen.oracle.cpu import (
 from codegen.oracle.verify import VerifyReport, reference_model, run_ort
 from codegen.oracle.verify import cpu_profile as local_cpu_profile
 from codegen.pipeline import Generated, generate_sources
+from codegen.target.firmware import cross_toolchain_available
+from codegen.target.qemu import qemu_available
 
 TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
 
@@ -95,7 +97,7 @@ FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
 # carries the marker `qemu` wherever its operator family's file sits. `make test` runs
 # them; `make test-fast` (the host) leaves them out. Skipped, with the reason, where the
 # cross compiler or QEMU is missing (`make cortex-m-tools` installs them).
-CORTEX_M_TOOLS = bool(shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm"))
+CORTEX_M_TOOLS = cross_toolchain_available() and qemu_available()
 _NEEDS_CORTEX_M_TOOLS = pytest.mark.skipif(not CORTEX_M_TOOLS,
                                            reason="needs arm-none-eabi-gcc and qemu-system-arm")
 
