@@ -1,7 +1,8 @@
 # onnx2mcu developer entry points. Everything runs from a local .venv.
 #   make demo   set up, then generate, build and verify C for the shipped example model
 #   make test   set up with the test extras, then lint, type-check and run the whole suite
-#   make test-fast   the unit, kernel and operator layers of the suite (tests/unit, kernels, ops)
+#   make test-fast   the unit, kernel and operator layers (tests/unit, kernels, ops) on the
+#               host, without their tests marked qemu
 #   make fuzz   a long fuzz campaign of broken models (FUZZ_COUNT, FUZZ_SEED)
 #   make test-cpu-profiles   the CPU-sensitive tests under each forced CPU profile
 #   make docs   regenerate docs/operators.md and docs/cli.md (a test fails when they are stale)

@@ -6,7 +6,7 @@ The suite is layered by folder (docs/testing.md), each folder a marker of the sa
 unit (pure Python), kernels (C kernels called directly), ops (operator families against
 ONNX Runtime), networks (whole models: zoo, corpus, QDQ), targets (the generated
 project, firmware, QEMU, cycles) and tools (the commands as users run them). `make
-test-fast` runs the first three.
+test-fast` runs the first three on the host: without their tests marked qemu.
 
 ORT picks some kernels by CPU (codegen.oracle.cpu). On a CPU profile whose ORT runs other
 kernels than the generated C follows for a model's nodes, a test that compares that
@@ -93,17 +93,19 @@ SANITIZE = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefine
             *((GOLD,) if linker_works(GOLD) else ()))
 FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
 
-# The boards layer: a test that builds firmware and runs it on a Cortex-M board in QEMU
-# carries the marker `qemu` wherever its operator family's file sits. `make test` runs
-# them; `make test-fast` (the host) leaves them out. Skipped, with the reason, where the
-# cross compiler or QEMU is missing (`make cortex-m-tools` installs them).
+# In the layers `make test-fast` runs (unit, kernels, ops), a test that builds firmware
+# and runs it on a Cortex-M board in QEMU carries the marker `qemu` (in_qemu): `make
+# test` runs them, `make test-fast` (the host) leaves them out. The other layers' QEMU
+# tests are not marked: test-fast does not run those layers. Skipped, with the reason,
+# where the cross tools or QEMU are missing (`make cortex-m-tools` installs them).
 CORTEX_M_TOOLS = cross_toolchain_available() and qemu_available()
-_NEEDS_CORTEX_M_TOOLS = pytest.mark.skipif(not CORTEX_M_TOOLS,
-                                           reason="needs arm-none-eabi-gcc and qemu-system-arm")
+_NEEDS_CORTEX_M_TOOLS = pytest.mark.skipif(
+    not CORTEX_M_TOOLS, reason="needs arm-none-eabi-gcc, -size, -nm and qemu-system-arm "
+    "(make cortex-m-tools)")
 
 
 def in_qemu(test: TestFunction) -> TestFunction:
-    """Mark a test of the boards layer (see CORTEX_M_TOOLS)."""
+    """Mark a test that runs on a Cortex-M board in QEMU (see CORTEX_M_TOOLS)."""
     return pytest.mark.qemu(_NEEDS_CORTEX_M_TOOLS(test))
 
 
@@ -134,8 +136,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for layer in LAYERS:
         config.addinivalue_line("markers", f"{layer}: a test of the {layer} layer")
     config.addinivalue_line(
-        "markers", "qemu: runs the generated code on a Cortex-M board in QEMU (the boards "
-        "layer; make test-fast leaves it out)")
+        "markers", "qemu: a test of the unit, kernels or ops layers that runs the "
+        "generated code on a Cortex-M board in QEMU (make test-fast leaves it out)")
     config.addinivalue_line(
         "markers", "cpu_differences_expected: codegen.verify returns its report even where "
         "ORT on this CPU profile runs other kernels (tests of the notes themselves)")

@@ -31,8 +31,8 @@ RUNTIME_SOURCES = sorted(runtime_dir().glob("*.c"))
 def defined_symbols(sources: list[Path], work: Path) -> dict[str, str]:
     """symbol -> the runtime file that defines it with external linkage. Each file is
     compiled with the strict warnings as errors at -O0, the quickest: the symbols are
-    the same at every level, and tests/targets/test_firmware_component.py compiles every
-    file as a generated Makefile does (-O3)."""
+    the same at every level, and tests/targets/test_firmware_component.py builds the
+    shared runtime (`make lib`, every file) with the host board's flags (-O3)."""
     defined: dict[str, str] = {}
     for source in sources:
         obj = work / f"{source.stem}.o"

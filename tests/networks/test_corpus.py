@@ -156,8 +156,9 @@ def test_refused_models_name_the_node_and_operator(name: str) -> None:
 
 # Through the generated Makefile: one model per family, the requantization modes taken in
 # turn (verify proves every model bit-exact above in both; the Makefile and the harness
-# are the same for all; every runtime file is compiled with the Makefile's flags in
-# tests/targets/test_firmware_component.py). ONNX2MCU_CORPUS_ALL_MODES=1 (make
+# are the same for all; every runtime file is compiled with the strict warnings and the
+# host's -O3 where tests/targets/test_firmware_component.py builds the shared runtime's
+# library). ONNX2MCU_CORPUS_ALL_MODES=1 (make
 # test-corpus-makefiles) takes every model in both modes.
 MAKEFILE_CASES = ([(name, requant) for name in ACCEPTED for requant in ("float", "int")]
                   if ALL_MODES else

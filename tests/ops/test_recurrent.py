@@ -212,8 +212,6 @@ def test_lstm_refusals() -> None:
     assert "layout 1" in refused(model)
 
 
-
-
 @in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_recurrent_in_qemu(board: str) -> None:

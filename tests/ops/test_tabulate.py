@@ -12,13 +12,15 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import SANITIZE, in_qemu
+from conftest import SANITIZE, generated, in_qemu, skip_reason
 from modelgen import graph_model
 from numpy.typing import NDArray
 from onnx import helper
 
 import codegen
 from codegen.options import Options
+from codegen.oracle.cpu import differences
+from codegen.oracle.verify import cpu_profile as local_cpu_profile
 from codegen.pipeline import generate_sources
 
 F32 = np.float32
@@ -177,19 +179,35 @@ def chains_model(kinds: str | Sequence[str], seed: int, mixed: bool = False,
     return graph_model(nodes, inputs, outputs, inits, opset=17), feeds
 
 
+@pytest.mark.cpu_differences_expected  # the kinds that differ are left out below
 @pytest.mark.parametrize("seed", [0, 1])
 def test_chain_is_one_table_exact_on_every_byte(seed: int) -> None:
-    """Every kind of chain in one model (one build): a failure names the chain's kind."""
+    """Every kind of chain in one model (one build); a failure names the chains and their
+    kinds. A kind that this CPU's ORT computes with other kernels than the table follows
+    (codegen.oracle.cpu) is not compared: once the others have passed, the test is
+    skipped with the reason, naming those kinds."""
     kinds = sorted(CHAINS)
     model, feeds = chains_model(kinds, seed)
-    gen = generate_sources(model, Options())
-    ops = {(n.domain, n.op_type) for n in gen.graph.nodes}
-    assert ops == {("ai.onnx2mcu", "Table")}, ops
+
+    def kind_of(name: str) -> str:  # names start c{chain}_
+        return kinds[int(name[1:].split("_")[0]) // CHAINS_PER_MODEL]
+
+    gen = generated(model)
+    untabulated = sorted(n.name for n in gen.graph.nodes if n.op_type != "Table")
+    assert not untabulated, [(kind_of(name), name) for name in untabulated]
+    assert {n.domain for n in gen.graph.nodes} == {"ai.onnx2mcu"}
     assert len(gen.program.calls) == CHAINS_PER_MODEL * len(kinds)
+    profile = local_cpu_profile()
+    uses = differences(gen.graph, profile)
+    others = sorted({kind_of(node) for use in uses for node in use.nodes})
     report = codegen.verify(model, inputs=feeds, cflags=SANITIZE)
-    wrong = {(kinds[int(o.name[1:].split("_")[0]) // CHAINS_PER_MODEL], o.name)
-             for o in report.outputs if o.mismatches}
-    assert report.ok and not wrong, sorted(wrong)
+    compared = [o for o in report.outputs if kind_of(o.name) not in others]
+    assert len(compared) == CHAINS_PER_MODEL * (len(kinds) - len(others))
+    wrong = [(kind_of(o.name), o) for o in compared if o.mismatches or not o.elements]
+    assert not wrong, wrong
+    if others:
+        pytest.skip(f"{len(kinds) - len(others)} kinds bit-exact; {', '.join(others)} not "
+                    f"compared: {skip_reason(uses, profile)}")
 
 
 @pytest.mark.parametrize("kind", ["gelu_erf_half", "Div", "HardSwish", "PRelu", "Tanh"])
