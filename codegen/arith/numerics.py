@@ -159,6 +159,24 @@ def quantize_like_mlas(values: NDArray[Any], scale: float, zero_point: int,
     return (np.rint(v).astype(np.int64) + zero_point).astype(dtype)
 
 
+def quantize_constant_like_ort(values: NDArray[Any], scale: NDArray[Any],
+                                zero_point: NDArray[Any] | None, axis: int | None,
+                                dtype: str) -> NDArray[Any]:
+    """QuantizeLinear of a constant as ORT's constant folding computes it:
+    MlasQuantizeLinear on the whole tensor, or on each slice along `axis` with that
+    slice's scale and zero point (per-axis)."""
+    scales = np.asarray(scale).reshape(-1)
+    zeros = np.zeros(scales.shape, np.int64) if zero_point is None else \
+        np.broadcast_to(np.asarray(zero_point).reshape(-1).astype(np.int64), scales.shape)
+    if axis is None:
+        return quantize_like_mlas(values, float(scales[0]), int(zeros[0]), dtype).reshape(
+            values.shape)
+    slices = np.moveaxis(values, axis, 0)
+    folded = [quantize_like_mlas(s, float(c), int(z), dtype)
+              for s, c, z in zip(slices, scales, zeros, strict=True)]
+    return np.moveaxis(np.stack(folded), 0, axis).reshape(values.shape)
+
+
 def table_inputs(x_scale: float, x_zero_point: int, dtype: str) -> NDArray[Any]:
     """Dequantized values of the 256 raw bytes, in byte order (int8 by bit pattern)."""
     raw = np.arange(256, dtype=np.int64)

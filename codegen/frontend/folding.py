@@ -7,9 +7,16 @@ constants.
 
 Only what has one exact answer is folded: integer and boolean computations, data
 movement, and float arithmetic of one IEEE operation per element (the results of numpy
-and of ORT's kernels are then the same bits). DequantizeLinear and QuantizeLinear are
-left to the QDQ recipes (a weight's DequantizeLinear is what they fuse), and so is
-anything whose float result depends on an order of summation or a library function."""
+and of ORT's kernels are then the same bits). Anything whose float result depends on an
+order of summation or a library function is left as it is.
+
+QuantizeLinear of a constant folds as ORT's constant folding computes it (MLAS's
+rounding, per axis), and so does QuantizeLinear(DequantizeLinear(integer constant)), as
+ORT's quantizer writes the weights of a model that was quantized before. A
+DequantizeLinear of constants is left to the QDQ recipes (a weight's DequantizeLinear is
+what they fuse), except where every reader takes it as a plain float value that no
+recipe fuses (OpDef.float_constants: a Pad's constant_value): there it folds to the
+float values ORT's DequantizeLinear computes."""
 
 from __future__ import annotations
 
@@ -22,6 +29,9 @@ from numpy.typing import NDArray
 from onnx import numpy_helper, shape_inference
 from onnx.reference import ReferenceEvaluator
 
+from codegen import ops
+from codegen.arith.numerics import dequantize_like_ort, quantize_constant_like_ort
+from codegen.core.ir import Node
 from codegen.errors import ModelError
 
 # Exact on any input type: data movement, comparisons, integer and boolean logic.
@@ -36,6 +46,8 @@ ONE_OPERATION = frozenset({"Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal"})
 # Integer only (a float sum or product depends on the order of its terms).
 INTEGER_ONLY = frozenset({"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Mod"})
 SHAPE_OPS = frozenset({"Shape", "Size"})
+# The integer types a QuantizeLinear of a constant folds to.
+QUANTIZED_CONSTANT_TYPES = ("uint8", "int8")
 
 
 def _is_float(value: NDArray[Any]) -> bool:
@@ -116,6 +128,8 @@ def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
     g = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     known: dict[str, NDArray[Any]] = dict(constants)
+    # The float values of DequantizeLinear nodes of constants (the nodes stay).
+    dequantized: dict[str, NDArray[Any]] = {}
     new: dict[str, NDArray[Any]] = {}
     kept = list(order)
     folded: list[str] = []
@@ -138,11 +152,19 @@ def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
                 # Kept for the importer, which checks it; its value feeds the folding.
                 remaining.append(index)
                 if proto.output[0] not in known:
-                    value = _fold_one(proto, known, opset, shapes_of)
+                    value = _fold_one(proto, known, dequantized, opset, shapes_of)
                     if value:
                         known[proto.output[0]] = value[0]
                 continue
-            value = _fold_one(proto, known, opset, shapes_of)
+            if _is_onnx(proto, "DequantizeLinear"):
+                # Kept for the QDQ recipes; its values feed a QuantizeLinear's folding.
+                remaining.append(index)
+                if proto.output[0] not in dequantized:
+                    dq = dequantize_linear_value(proto, known, opset)
+                    if dq is not None:
+                        dequantized[proto.output[0]] = dq
+                continue
+            value = _fold_one(proto, known, dequantized, opset, shapes_of)
             if value is None or any(v.nbytes > max_bytes for v in value) or \
                     any(name in outputs for name in proto.output):
                 remaining.append(index)
@@ -153,14 +175,122 @@ def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
             folded.append(proto.name or f"{proto.op_type}_{index}")
             progress = True
         kept = remaining
+    kept = _fold_float_constant_slots(model, kept, dequantized, constants, outputs)
     return kept, folded
 
 
-def _fold_one(proto: onnx.NodeProto, known: Mapping[str, NDArray[Any]], opset: int,
+def _is_onnx(proto: onnx.NodeProto, op_type: str) -> bool:
+    return proto.op_type == op_type and proto.domain in ("", "ai.onnx")
+
+
+def _as_node(proto: onnx.NodeProto) -> Node:
+    return Node(proto.name, proto.op_type, proto.domain, tuple(proto.input),
+                tuple(proto.output))
+
+
+def _fold_float_constant_slots(model: onnx.ModelProto, kept: list[int],
+                               dequantized: Mapping[str, NDArray[Any]],
+                               constants: dict[str, NDArray[Any]],
+                               outputs: set[str]) -> list[int]:
+    """`kept` without the DequantizeLinear nodes of constants that no node reads any more
+    (their QuantizeLinear folded), nor those whose every reader takes them in a float
+    constant slot (OpDef.float_constants), whose values become constants."""
+    g = model.graph
+    slots: dict[str, list[bool]] = {}
+    for index in kept:
+        proto = g.node[index]
+        opdef = ops.lookup(_as_node(proto))
+        for slot, name in enumerate(proto.input):
+            if name in dequantized:
+                slots.setdefault(name, []).append(
+                    opdef is not None and slot in opdef.float_constants)
+    remaining: list[int] = []
+    for index in kept:
+        proto = g.node[index]
+        out = proto.output[0] if _is_onnx(proto, "DequantizeLinear") else ""
+        if out not in dequantized or out in outputs or not all(slots.get(out, [])):
+            remaining.append(index)
+        elif slots.get(out):
+            constants[out] = dequantized[out]
+    return remaining
+
+
+def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in proto.attribute}
+
+
+def _quantization_axis(proto: onnx.NodeProto, x: NDArray[Any], scale: NDArray[Any],
+                       zero_point: NDArray[Any] | None, opset: int) -> tuple[bool, int | None]:
+    """Whether this folding computes the (De)QuantizeLinear of constants (not blocked,
+    sizes that match: else the importer names the problem), and its axis (None: per
+    tensor)."""
+    attrs = _attributes(proto)
+    if attrs.get("block_size", 0):
+        return False, None
+    if scale.size == 1:
+        return zero_point is None or zero_point.size == 1, None
+    axis = int(attrs.get("axis", 1))
+    if opset < 13 or not -x.ndim <= axis < x.ndim:
+        return False, None
+    axis %= x.ndim
+    return x.shape[axis] == scale.size and (
+        zero_point is None or zero_point.size == scale.size), axis
+
+
+def dequantize_linear_value(proto: onnx.NodeProto, known: Mapping[str, NDArray[Any]],
+                            opset: int) -> NDArray[Any] | None:
+    """The float values of a DequantizeLinear of constants (ORT's kernel), or None."""
+    names = [name for name in proto.input if name]
+    if len(names) < 2 or any(name not in known for name in names):
+        return None
+    x, scale = known[proto.input[0]], known[proto.input[1]]
+    zp = known[proto.input[2]] if len(proto.input) > 2 and proto.input[2] else None
+    if str(x.dtype) not in ("uint8", "int8", "int32") or scale.dtype != np.float32:
+        return None
+    computed, axis = _quantization_axis(proto, x, scale, zp, opset)
+    if not computed:
+        return None
+    zero = zp if zp is not None else np.zeros((), x.dtype)
+    return dequantize_like_ort(x, scale, zero, axis)
+
+
+def quantize_linear_value(proto: onnx.NodeProto, x: NDArray[Any], scale: NDArray[Any],
+                          zero_point: NDArray[Any] | None, opset: int) -> NDArray[Any] | None:
+    """QuantizeLinear of float constants as ORT's constant folding computes it, or None
+    where this folding does not compute it."""
+    dtype = str(zero_point.dtype) if zero_point is not None else "uint8"
+    output_dtype = _attributes(proto).get("output_dtype", 0)
+    if x.dtype != np.float32 or scale.dtype != np.float32 or \
+            dtype not in QUANTIZED_CONSTANT_TYPES or \
+            (zero_point is None and output_dtype not in (0, onnx.TensorProto.UINT8)):
+        return None
+    computed, axis = _quantization_axis(proto, x, scale, zero_point, opset)
+    if not computed:
+        return None
+    return quantize_constant_like_ort(x, scale, zero_point, axis, dtype)
+
+
+def _fold_quantize(proto: onnx.NodeProto, known: Mapping[str, NDArray[Any]],
+                   dequantized: Mapping[str, NDArray[Any]],
+                   opset: int) -> list[NDArray[Any]] | None:
+    names = list(proto.input) + [""] * 3
+    x = known.get(names[0], dequantized.get(names[0]))
+    scale = known.get(names[1])
+    zp = known.get(names[2]) if names[2] else None
+    if x is None or scale is None or (names[2] and zp is None):
+        return None
+    value = quantize_linear_value(proto, x, scale, zp, opset)
+    return None if value is None else [value]
+
+
+def _fold_one(proto: onnx.NodeProto, known: Mapping[str, NDArray[Any]],
+              dequantized: Mapping[str, NDArray[Any]], opset: int,
               shapes: Callable[[], dict[str, tuple[int, ...]]]) -> list[NDArray[Any]] | None:
     """The outputs of the node when it folds, else None."""
     if proto.domain not in ("", "ai.onnx"):
         return None
+    if proto.op_type == "QuantizeLinear":
+        return _fold_quantize(proto, known, dequantized, opset)
     if proto.op_type == "Constant":
         try:
             return evaluate(proto, [], opset)

@@ -203,6 +203,10 @@ class OpDef:
     versions: tuple[int, ...] = (1,)
     # Input slots that must be constant at generation time (weights, scales, shapes).
     constant_inputs: frozenset[int] = frozenset()
+    # Constant slots read as plain float values that no QDQ recipe fuses (a Pad's
+    # constant_value): a DequantizeLinear of constants there folds at import to the
+    # float values ORT's DequantizeLinear computes (ORT runs the operator in float on them).
+    float_constants: frozenset[int] = frozenset()
     # The dtypes accepted on the first (data) input; empty: every dtype onnx2mcu knows.
     data_dtypes: frozenset[str] = frozenset()
     # Float operators of QDQ models: the recipes fuse them into integer operators, and

@@ -229,6 +229,24 @@ class DigitClassifier(nn.Module):
         return nn.functional.log_softmax(self.fc(torch.flatten(x, 1)), dim=1)
 
 
+class PaddedPool(nn.Module):
+    """Explicit padding layers, as EfficientViT's context module and "same" max pooling
+    write them: ZeroPad2d before a MaxPool2d, and a ConstantPad2d with a value that is
+    not zero (ORT's quantizer quantizes a pad value that comes from a Constant node)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, 1, 1)
+        self.pad = nn.ZeroPad2d((0, 1, 0, 1))
+        self.pool = nn.MaxPool2d(2, 2)
+        self.pad2 = nn.ConstantPad2d(1, 0.5)
+        self.conv2 = nn.Conv2d(8, 8, 3, 1, 0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pool(self.pad(torch.relu(self.conv(x))))
+        return self.conv2(self.pad2(y))
+
+
 _TORCHVISION_SHIM: list[torch.library.Library] = []
 
 
@@ -309,6 +327,7 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "tv_mnasnet": (torchvision_mnasnet, (1, 3, 64, 64)),
     "tv_shufflenet_v2": (torchvision_shufflenet_v2, (1, 3, 64, 64)),
     "digits_logsoftmax": (DigitClassifier, (1, 1, 28, 28)),
+    "pad_pool": (PaddedPool, (1, 3, 15, 15)),
 }
 # ONNX2MCU_CORPUS_ONLY=arch,... remakes only those architectures and merges their entries
 # into the committed lists (write_entries), leaving every other model as it is.

@@ -30,7 +30,7 @@ STAGE_IMPORTS: dict[str, frozenset[str]] = {
     "core": frozenset(),
     "arith": frozenset({"core"}),
     "ops": frozenset({"core", "arith"}),
-    "frontend": frozenset({"core", "ops"}),
+    "frontend": frozenset({"core", "arith", "ops"}),
     "transform": frozenset({"core", "arith", "ops"}),
     "backend": frozenset({"core", "ops"}),
     "options": frozenset({"core", "ops", "frontend", "transform", "backend"}),
