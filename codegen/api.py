@@ -28,6 +28,7 @@ from codegen.oracle.verify import (
     compare_outputs,
     differing_samples,
     distance_in_steps,
+    input_quantizations,
     layer_reports,
     ort_version,
     random_inputs,
@@ -301,7 +302,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
         entry = counted_entry(gen)
         names = [t.name for t in entry.inputs]
         data = match_inputs(inputs, names) if inputs is not None else \
-            random_inputs(entry.inputs, 1, seed)[0]
+            random_inputs(entry.inputs, 1, seed, input_quantizations(gen.graph))[0]
         counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
     # The other --memory mode, measured the same way, for the side by side.
     other_memory = "min" if memory == "fast" else "fast"
@@ -387,7 +388,7 @@ def verify(model: ModelSource, options: Options | None = None, *,
     ours: Samples = []
     for entry in harness_entries(gen.program):
         if inputs is None:
-            data = random_inputs(entry.inputs, samples, seed)
+            data = random_inputs(entry.inputs, samples, seed, input_quantizations(gen.graph))
         else:
             names = [t.name for t in entry.inputs]
             data = [fit_batch_axis(match_inputs(sample, names), entry.inputs)

@@ -1,5 +1,5 @@
 /*
- * dequantize_linear.c - DequantizeLinear, uint8/int8/int32 to float32.
+ * dequantize_linear.c - DequantizeLinear, uint8/int8/uint16/int16/int32 to float32.
  *
  * ORT computes y = f32((float)(x - zp) * scale): one rounding of the product. For
  * int32 inputs (biases) the zero point is 0, and (float)x rounds first, as in ORT.
@@ -28,4 +28,6 @@
 
 Q8_DEFINE_DEQUANTIZE(q8_dequantize_linear_u8, uint8_t)
 Q8_DEFINE_DEQUANTIZE(q8_dequantize_linear_s8, int8_t)
+Q8_DEFINE_DEQUANTIZE(q8_dequantize_linear_u16, uint16_t)
+Q8_DEFINE_DEQUANTIZE(q8_dequantize_linear_s16, int16_t)
 Q8_DEFINE_DEQUANTIZE(q8_dequantize_linear_s32, int32_t)

@@ -30,12 +30,20 @@ void q8_quantize_linear_u8(const q8_qdq_params *params, const float *Q8_RESTRICT
                            uint8_t *Q8_RESTRICT output);
 void q8_quantize_linear_s8(const q8_qdq_params *params, const float *Q8_RESTRICT input,
                            int8_t *Q8_RESTRICT output);
+void q8_quantize_linear_u16(const q8_qdq_params *params, const float *Q8_RESTRICT input,
+                            uint16_t *Q8_RESTRICT output);
+void q8_quantize_linear_s16(const q8_qdq_params *params, const float *Q8_RESTRICT input,
+                            int16_t *Q8_RESTRICT output);
 
 /* y = (float)(x - zero_point) * scale, rounded once to float32. */
 void q8_dequantize_linear_u8(const q8_qdq_params *params, const uint8_t *Q8_RESTRICT input,
                              float *Q8_RESTRICT output);
 void q8_dequantize_linear_s8(const q8_qdq_params *params, const int8_t *Q8_RESTRICT input,
                              float *Q8_RESTRICT output);
+void q8_dequantize_linear_u16(const q8_qdq_params *params, const uint16_t *Q8_RESTRICT input,
+                              float *Q8_RESTRICT output);
+void q8_dequantize_linear_s16(const q8_qdq_params *params, const int16_t *Q8_RESTRICT input,
+                              float *Q8_RESTRICT output);
 void q8_dequantize_linear_s32(const q8_qdq_params *params, const int32_t *Q8_RESTRICT input,
                               float *Q8_RESTRICT output);
 

@@ -11,15 +11,19 @@ from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
 
 ONNX_TYPE = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "float32": TensorProto.FLOAT,
+             "uint16": TensorProto.UINT16, "int16": TensorProto.INT16,
              "int32": TensorProto.INT32, "int64": TensorProto.INT64}
 RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+RANGE16 = {"uint16": (0, 65535), "int16": (-32768, 32767)}
 
 
 def make_model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
                outputs: list[onnx.ValueInfoProto], initializers: list[onnx.TensorProto],
-               opset: int = 13, name: str = "test") -> onnx.ModelProto:
+               opset: int = 13, name: str = "test",
+               extra_domains: tuple[str, ...] = ()) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] + [
+        helper.make_opsetid(d, 1) for d in extra_domains])
     model.ir_version = min(model.ir_version, 9)
     onnx.checker.check_model(model)
     return model
@@ -190,19 +194,21 @@ def conv_batch_model(configs: list[ConvConfig]) -> onnx.ModelProto:
 
 def qdq_model(op: str, x_dtype: str, y_dtype: str, shape: tuple[int, ...],
               scale: NDArray[Any], zero_point: NDArray[Any] | None,
-              axis: int | None, opset: int) -> onnx.ModelProto:
-    """A single QuantizeLinear or DequantizeLinear with constant parameters."""
+              axis: int | None, opset: int, domain: str = "") -> onnx.ModelProto:
+    """A single QuantizeLinear or DequantizeLinear with constant parameters (`domain`
+    com.microsoft: ORT's contrib operator)."""
     inits = [numpy_helper.from_array(np.asarray(scale, dtype=np.float32), "scale")]
     inputs = ["x", "scale"]
     if zero_point is not None:
         inits.append(numpy_helper.from_array(np.asarray(zero_point), "zero_point"))
         inputs.append("zero_point")
     attrs = {} if axis is None else {"axis": axis}
-    node = helper.make_node(op, inputs, ["y"], name=op.lower(), **attrs)
-    return make_model(
+    node = helper.make_node(op, inputs, ["y"], name=op.lower(), domain=domain, **attrs)
+    model = make_model(
         [node], [helper.make_tensor_value_info("x", ONNX_TYPE[x_dtype], list(shape))],
         [helper.make_tensor_value_info("y", ONNX_TYPE[y_dtype], list(shape))], inits,
-        opset=opset, name=op.lower())
+        opset=opset, name=op.lower(), extra_domains=(domain,) if domain else ())
+    return model
 
 
 def graph_model(nodes: list[onnx.NodeProto], inputs: dict[str, tuple[str, list[int]]],

@@ -289,8 +289,8 @@ def _tensor_info(t: Tensor, index: int, kind: str, prefix: str) -> dict[str, Any
         "zero_point": zero_point,
         "quant_note": quant_note,
         "param": f"{kind}{index}",
-        "decode": {"float32": "f32", "uint8": "u8", "int8": "s8", "int32": "s32",
-                   "int64": "s64"}[t.dtype],
+        "decode": {"float32": "f32", "uint8": "u8", "int8": "s8", "uint16": "u16",
+                   "int16": "s16", "int32": "s32", "int64": "s64"}[t.dtype],
     }
 
 

@@ -17,6 +17,8 @@ DTYPES: dict[str, tuple[type[np.generic], str, int]] = {
     "float32": (np.float32, "float", 1),
     "uint8": (np.uint8, "uint8_t", 2),
     "int8": (np.int8, "int8_t", 3),
+    "uint16": (np.uint16, "uint16_t", 4),
+    "int16": (np.int16, "int16_t", 5),
     "int32": (np.int32, "int32_t", 6),
     # Only computed: ArgMax/ArgMin's indices. Graph inputs, Cast targets and constants
     # of this type are not tensors onnx2mcu computes with (shape constants fold).
@@ -24,7 +26,10 @@ DTYPES: dict[str, tuple[type[np.generic], str, int]] = {
 }
 ONNX_TO_DTYPE = {code: name for name, (_, _, code) in DTYPES.items() if name != "int64"}
 
+# The 8-bit quantized types, which the integer operators compute with.
 QUANT_RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+# Every type QuantizeLinear and DequantizeLinear convert: also 16-bit activations.
+QDQ_RANGE = {**QUANT_RANGE, "uint16": (0, 65535), "int16": (-32768, 32767)}
 
 
 def numpy_dtype(dtype: str) -> np.dtype[Any]:

@@ -47,7 +47,7 @@ ONE_OPERATION = frozenset({"Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal"})
 INTEGER_ONLY = frozenset({"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Mod"})
 SHAPE_OPS = frozenset({"Shape", "Size"})
 # The integer types a QuantizeLinear of a constant folds to.
-QUANTIZED_CONSTANT_TYPES = ("uint8", "int8")
+QUANTIZED_CONSTANT_TYPES = ("uint8", "int8", "uint16", "int16")
 
 
 def _is_float(value: NDArray[Any]) -> bool:
@@ -160,7 +160,8 @@ def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
                 # Kept for the QDQ recipes; its values feed a QuantizeLinear's folding.
                 remaining.append(index)
                 if proto.output[0] not in dequantized:
-                    dq = dequantize_linear_value(proto, known, opset)
+                    dq = dequantize_linear_value(
+                        proto, known, max(opset, 13) if is_contrib_qdq(proto) else opset)
                     if dq is not None:
                         dequantized[proto.output[0]] = dq
                 continue
@@ -179,8 +180,18 @@ def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
     return kept, folded
 
 
+def is_contrib_qdq(proto: onnx.NodeProto) -> bool:
+    """ORT's com.microsoft QuantizeLinear or DequantizeLinear (AMD Quark writes them for
+    16-bit activations): the importer reads them as the standard operators."""
+    return proto.domain == "com.microsoft" and proto.op_type in (
+        "QuantizeLinear", "DequantizeLinear")
+
+
 def _is_onnx(proto: onnx.NodeProto, op_type: str) -> bool:
-    return proto.op_type == op_type and proto.domain in ("", "ai.onnx")
+    """The standard operator, or ORT's contrib version of a QuantizeLinear or
+    DequantizeLinear."""
+    return proto.op_type == op_type and (proto.domain in ("", "ai.onnx") or
+                                         is_contrib_qdq(proto))
 
 
 def _as_node(proto: onnx.NodeProto) -> Node:
@@ -245,7 +256,7 @@ def dequantize_linear_value(proto: onnx.NodeProto, known: Mapping[str, NDArray[A
         return None
     x, scale = known[proto.input[0]], known[proto.input[1]]
     zp = known[proto.input[2]] if len(proto.input) > 2 and proto.input[2] else None
-    if str(x.dtype) not in ("uint8", "int8", "int32") or scale.dtype != np.float32:
+    if str(x.dtype) not in (*QUANTIZED_CONSTANT_TYPES, "int32") or scale.dtype != np.float32:
         return None
     computed, axis = _quantization_axis(proto, x, scale, zp, opset)
     if not computed:
@@ -287,10 +298,11 @@ def _fold_one(proto: onnx.NodeProto, known: Mapping[str, NDArray[Any]],
               dequantized: Mapping[str, NDArray[Any]], opset: int,
               shapes: Callable[[], dict[str, tuple[int, ...]]]) -> list[NDArray[Any]] | None:
     """The outputs of the node when it folds, else None."""
+    if _is_onnx(proto, "QuantizeLinear"):
+        return _fold_quantize(proto, known, dequantized, max(opset, 13)
+                              if is_contrib_qdq(proto) else opset)
     if proto.domain not in ("", "ai.onnx"):
         return None
-    if proto.op_type == "QuantizeLinear":
-        return _fold_quantize(proto, known, dequantized, opset)
     if proto.op_type == "Constant":
         try:
             return evaluate(proto, [], opset)

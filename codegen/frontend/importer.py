@@ -25,7 +25,7 @@ from codegen.errors import (
     UnsupportedOperatorError,
 )
 
-from .folding import fold_constant_subgraphs
+from .folding import fold_constant_subgraphs, is_contrib_qdq
 from .tensor_data import (
     check_declared_size,
     check_stored_size,
@@ -503,12 +503,17 @@ def _nodes(g: onnx.GraphProto, indexes: list[int], opsets: dict[str, int],
     for index in indexes:
         proto = g.node[index]
         domain = "" if proto.domain == "ai.onnx" else proto.domain
+        opset = opsets.get(domain, 0)
+        if is_contrib_qdq(proto):
+            # ORT's contrib QuantizeLinear/DequantizeLinear compute what the standard
+            # ones do, with an axis from version 1 (ORT runs one kernel for both).
+            domain, opset = "", max(opsets.get("", 0), 13)
         name = proto.name or f"{proto.op_type}_{index}"
         probe = Node(name, proto.op_type, domain, (), ())
         attrs = {a.name: _attribute(a, probe.describe(), limits) for a in proto.attribute}
         node = Node(name=name, op_type=proto.op_type, domain=domain,
                     inputs=tuple(proto.input), outputs=tuple(proto.output), attrs=attrs,
-                    opset=opsets.get(domain, 0))
+                    opset=opset)
         if domain not in opsets:
             raise ModelError(f"{node.describe()}: the model imports no opset for domain "
                              f"'{domain}'")

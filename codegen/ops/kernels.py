@@ -231,9 +231,10 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel("gemm_f32", "q8_gemm_f32", (), "gemm_f32.c", "q8_gemm_f32_params",
            "a float Gemm or MatMul (a float island)", "float32 as in the model"),
     # --------------------------------------------------------------- quantization
-    Kernel("quantize_linear", "q8_quantize_linear_{y}", (("y", INT8),), "quantize_linear.c",
-           "q8_qdq_params", "QuantizeLinear"),
-    Kernel("dequantize_linear", "q8_dequantize_linear_{x}", (("x", ("u8", "s8", "s32")),),
+    Kernel("quantize_linear", "q8_quantize_linear_{y}", (("y", (*INT8, "u16", "s16")),),
+           "quantize_linear.c", "q8_qdq_params", "QuantizeLinear"),
+    Kernel("dequantize_linear", "q8_dequantize_linear_{x}",
+           (("x", ("u8", "s8", "u16", "s16", "s32")),),
            "dequantize_linear.c", "q8_qdq_params", "DequantizeLinear"),
     Kernel("cast", "q8_cast_{x}_f32", (("x", ("u8", "s8", "s32")),), "cast.c",
            "q8_cast_params", "Cast of integers to float"),

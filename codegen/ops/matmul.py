@@ -601,15 +601,17 @@ def check_b_operand(node: Node, graph: Graph) -> tuple[Tensor, bool]:
 def check_not_matmul_nbits(node: Node, graph: Graph) -> None:
     """ORT_ENABLE_ALL turns a float product with B [K, N] dequantized from constants into
     MatMulNBits (weights quantized in blocks, A on the fly), which onnx2mcu does not
-    reproduce. Measured on ORT 1.32, it does not when A is dequantized too (the QDQ
-    selectors take the node unit first: MatMulIntegerToFloat, or Gemm left in float) or
-    when the product is quantized, directly or through a Relu."""
+    reproduce. Measured on ORT 1.32, it does not when A is dequantized from 8 bits too
+    (the QDQ selectors take the node unit first: MatMulIntegerToFloat, or Gemm left in
+    float) or when the product is quantized to 8 bits, directly or through a Relu; it
+    does with 16-bit activations (A16W8) on both sides."""
     dq = producer(graph, node.inputs[1])
     if dq is None or dq.op_type != "DequantizeLinear" or dq.domain or not all(
             i in graph.constants for i in dq.inputs if i):
         return
     a = producer(graph, node.inputs[0])
-    if a is not None and a.op_type == "DequantizeLinear" and not a.domain:
+    if a is not None and a.op_type == "DequantizeLinear" and not a.domain and \
+            graph.tensors[a.inputs[0]].dtype in INT8_TYPES:
         return
     if quantized_after(graph, node.outputs[0], through=("Relu",)):
         return
@@ -619,8 +621,8 @@ def check_not_matmul_nbits(node: Node, graph: Graph) -> None:
 
 
 def quantized_after(graph: Graph, tensor: str, through: tuple[str, ...]) -> bool:
-    """Is every reader of `tensor` a QuantizeLinear, or one of `through` whose output is
-    (one level), and `tensor` not a graph output?"""
+    """Is every reader of `tensor` a QuantizeLinear to 8 bits, or one of `through` whose
+    output is (one level), and `tensor` not a graph output?"""
     readers = [n for n in graph.nodes if tensor in n.inputs]
     if not readers or tensor in graph.outputs:
         return False
@@ -628,6 +630,8 @@ def quantized_after(graph: Graph, tensor: str, through: tuple[str, ...]) -> bool
         if reader.domain:
             return False
         if reader.op_type == "QuantizeLinear":
+            if graph.tensors[reader.outputs[0]].dtype not in INT8_TYPES:
+                return False
             continue
         if reader.op_type not in through or not quantized_after(graph, reader.outputs[0], ()):
             return False

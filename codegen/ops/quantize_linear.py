@@ -1,5 +1,8 @@
-"""QuantizeLinear and DequantizeLinear (opsets 10, 13, 19, 21), per tensor and per axis,
-between float32 and uint8/int8 (and int32 -> float32 for dequantized biases)."""
+"""QuantizeLinear and DequantizeLinear (opsets 10, 13, 19, 21; ORT's com.microsoft
+versions, which AMD Quark writes for 16-bit activations, are imported as these), per
+tensor and per axis,
+between float32 and uint8/int8/uint16/int16 (and int32 -> float32 for dequantized
+biases)."""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ from ._common import (
 
 SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
-SUFFIX = {"uint8": "u8", "int8": "s8", "int32": "s32"}
+SUFFIX = {"uint8": "u8", "int8": "s8", "uint16": "u16", "int16": "s16", "int32": "s32"}
+QUANTIZED_TYPES = ("uint8", "int8", "uint16", "int16")
 
 
 @dataclass(frozen=True)
@@ -114,13 +118,13 @@ def infer_quantize_linear(node: Node, graph: Graph) -> Inferred:
     out_dtype_attr = node.attrs.get("output_dtype", 0)
     default_dtype = "uint8"
     if out_dtype_attr:
-        if out_dtype_attr not in ONNX_TO_DTYPE or ONNX_TO_DTYPE[out_dtype_attr] not in (
-                "uint8", "int8"):
+        if out_dtype_attr not in ONNX_TO_DTYPE or \
+                ONNX_TO_DTYPE[out_dtype_attr] not in QUANTIZED_TYPES:
             raise UnsupportedError(f"{node.describe()}: output_dtype {out_dtype_attr} is not "
-                                   "supported; supported: uint8, int8")
+                                   f"supported; supported: {', '.join(QUANTIZED_TYPES)}")
         default_dtype = ONNX_TO_DTYPE[out_dtype_attr]
     zp = _zero_point(node, graph, default_dtype, scale.size)
-    y_dtype = check_dtype(node, "y_zero_point", zp, ("uint8", "int8"))
+    y_dtype = check_dtype(node, "y_zero_point", zp, QUANTIZED_TYPES)
     if out_dtype_attr and y_dtype != default_dtype:
         raise ModelError(f"{node.describe()}: output_dtype and y_zero_point disagree")
     q = quant_params(scale, zp, axis)
@@ -155,7 +159,7 @@ register(OpDef("QuantizeLinear", "", infer_quantize_linear, lower_quantize_linea
 def infer_dequantize_linear(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, {"axis", "block_size", "output_dtype"})
     x = input_tensor(node, graph, 0, "x")
-    x_dtype = check_dtype(node, "input x", x, ("uint8", "int8", "int32"))
+    x_dtype = check_dtype(node, "input x", x, (*QUANTIZED_TYPES, "int32"))
     axis, scale = _axis_and_scale(node, graph, x)
     zp = _zero_point(node, graph, x_dtype, scale.size)
     if str(zp.dtype) != x_dtype:
@@ -186,4 +190,4 @@ def lower_dequantize_linear(node: Node, graph: Graph, spec: QdqSpec,
 
 register(OpDef("DequantizeLinear", "", infer_dequantize_linear, lower_dequantize_linear,
                versions=(10, 13, 19, 21, 23, 24, 25), constant_inputs=frozenset({1, 2}),
-               data_dtypes=frozenset({"uint8", "int8", "int32"})))
+               data_dtypes=frozenset({*QUANTIZED_TYPES, "int32"})))

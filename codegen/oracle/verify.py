@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from onnx import helper, numpy_helper
 
 from codegen import ops
-from codegen.core.ir import QUANT_RANGE, Graph, Node, Tensor
+from codegen.core.ir import QDQ_RANGE, QUANT_RANGE, Graph, Node, Tensor
 from codegen.errors import Onnx2McuError
 
 from .cpu import SATURATION_ENV as SATURATION_ENV  # re-exported: tests force the probe
@@ -248,22 +248,33 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
 # ---------------------------------------------------------------- inputs
 
 
-def random_inputs(inputs: Sequence[Tensor], count: int,
-                  seed: int) -> list[dict[str, NDArray[Any]]]:
-    """Random inputs that cover each input's whole quantized range, and a little beyond."""
+def random_inputs(inputs: Sequence[Tensor], count: int, seed: int,
+                  quantized_as: Mapping[str, str] | None = None
+                  ) -> list[dict[str, NDArray[Any]]]:
+    """Random inputs that cover each input's whole quantized range, and a little beyond;
+    `quantized_as`: the integer type each float input is quantized to (by default, 8
+    bits)."""
     rng = np.random.default_rng(seed)
     samples = []
     for _ in range(count):
         sample: dict[str, NDArray[Any]] = {}
         for t in inputs:
-            sample[t.name] = _random_tensor(t, rng)
+            sample[t.name] = _random_tensor(t, rng, (quantized_as or {}).get(t.name))
         samples.append(sample)
     return samples
 
 
-def _random_tensor(t: Tensor, rng: np.random.Generator) -> NDArray[Any]:
-    if t.dtype in QUANT_RANGE:
-        lo, hi = QUANT_RANGE[t.dtype]
+def input_quantizations(graph: Graph) -> dict[str, str]:
+    """The integer type each graph input is quantized to by a QuantizeLinear reading it."""
+    inputs = set(graph.inputs)
+    return {n.inputs[0]: graph.tensors[n.outputs[0]].dtype for n in graph.nodes
+            if n.op_type == "QuantizeLinear" and not n.domain and n.inputs[0] in inputs}
+
+
+def _random_tensor(t: Tensor, rng: np.random.Generator,
+                   quantized_as: str | None) -> NDArray[Any]:
+    if t.dtype in QDQ_RANGE:
+        lo, hi = QDQ_RANGE[t.dtype]
         return rng.integers(lo, hi + 1, size=t.shape).astype(t.dtype)
     if t.dtype == "int32":
         return rng.integers(-(2**20), 2**20, size=t.shape).astype(np.int32)
@@ -275,9 +286,12 @@ def _random_tensor(t: Tensor, rng: np.random.Generator) -> NDArray[Any]:
         bshape = [1] * len(t.shape)
         bshape[t.quant.axis] = -1
         scale, zp = scale.reshape(bshape), zp.reshape(bshape)
-    # Quantized values from -130 to 258 cover both 8-bit ranges and saturation; a third
-    # of the values sit exactly on .5 rounding boundaries.
-    q = rng.integers(-130, 259, size=t.shape).astype(np.float64)
+    # Quantized values from -130 to 258 cover both 8-bit ranges and saturation (a 16-bit
+    # type's range likewise); a third of the values sit exactly on .5 rounding boundaries.
+    lo, hi = (-130, 258)
+    if quantized_as in QDQ_RANGE and quantized_as not in QUANT_RANGE:
+        lo, hi = QDQ_RANGE[quantized_as][0] - 2, QDQ_RANGE[quantized_as][1] + 3
+    q = rng.integers(lo, hi + 1, size=t.shape).astype(np.float64)
     q = np.where(rng.random(t.shape) < 0.33, q + 0.5, q + rng.random(t.shape) - 0.5)
     return ((q - zp) * scale).astype(np.float32)
 

@@ -332,6 +332,10 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
 # ONNX2MCU_CORPUS_ONLY=arch,... remakes only those architectures and merges their entries
 # into the committed lists (write_entries), leaving every other model as it is.
 ONLY = frozenset(a for a in os.environ.get("ONNX2MCU_CORPUS_ONLY", "").split(",") if a)
+# ONNX2MCU_CORPUS_QUANTIZERS=configuration,... likewise remakes only those quantizer
+# configurations (of every architecture, or of those ONNX2MCU_CORPUS_ONLY names).
+QUANTIZERS_ONLY = frozenset(
+    q for q in os.environ.get("ONNX2MCU_CORPUS_QUANTIZERS", "").split(",") if q)
 EXPORTERS = ("torchscript", "dynamo")
 # The exporter torch.onnx.export uses by default: NNCF and Quark quantize its float models.
 DEFAULT_EXPORTER = "dynamo"
@@ -340,9 +344,14 @@ TORCHVISION_VARIANTS = {("dynamo", "ort_qdq_u8s8"), ("torchscript", "ort_qop_u8s
                         ("dynamo", "ort_qdq_s8s8")}
 # Per-channel uint8/int8 in both formats, and quantize_static's defaults (QDQ, int8
 # activations and weights, per tensor).
+# 16-bit activations with int8 weights (A16W8, per channel): in both signednesses, one
+# exporter each (ORT's quantizer moves the model to opset 21, which 16-bit QDQ needs).
 QUANTIZERS = {"ort_qdq_u8s8": (QuantFormat.QDQ, QuantType.QUInt8, True),
               "ort_qop_u8s8": (QuantFormat.QOperator, QuantType.QUInt8, True),
-              "ort_qdq_s8s8": (QuantFormat.QDQ, QuantType.QInt8, False)}
+              "ort_qdq_s8s8": (QuantFormat.QDQ, QuantType.QInt8, False),
+              "ort_qdq_a16w8_u16": (QuantFormat.QDQ, QuantType.QUInt16, True),
+              "ort_qdq_a16w8_s16": (QuantFormat.QDQ, QuantType.QInt16, True)}
+A16W8_VARIANTS = {("dynamo", "ort_qdq_a16w8_u16"), ("torchscript", "ort_qdq_a16w8_s16")}
 
 
 class Calibration(CalibrationDataReader):
@@ -369,9 +378,12 @@ def wanted(arch: str, exporter: str, configuration: str) -> bool:
     """Whether the corpus holds this architecture in this export and quantization: all
     of them, except for torchvision's architectures (tv_*), which take the variants of
     TORCHVISION_VARIANTS and one configuration of each other quantizer, to keep the
-    corpus a few MB. Under ONNX2MCU_CORPUS_ONLY, only the architectures it names."""
-    if ONLY and arch not in ONLY:
+    corpus a few MB, and A16W8 in A16W8_VARIANTS (not for torchvision's).
+    Under ONNX2MCU_CORPUS_ONLY and ONNX2MCU_CORPUS_QUANTIZERS, only what they name."""
+    if (ONLY and arch not in ONLY) or (QUANTIZERS_ONLY and configuration not in QUANTIZERS_ONLY):
         return False
+    if "a16w8" in configuration:
+        return (exporter, configuration) in A16W8_VARIANTS and not arch.startswith("tv_")
     if not arch.startswith("tv_"):
         return True
     return (exporter, configuration) in TORCHVISION_VARIANTS or configuration in (
@@ -381,8 +393,10 @@ def wanted(arch: str, exporter: str, configuration: str) -> bool:
 def write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
     """The corpus list at path: these entries, after the committed entries of the
     architectures ONNX2MCU_CORPUS_ONLY leaves alone."""
-    if ONLY and path.exists():
-        kept = [e for e in json.loads(path.read_text()) if e["architecture"] not in ONLY]
+    if (ONLY or QUANTIZERS_ONLY) and path.exists():
+        kept = [e for e in json.loads(path.read_text())
+                if (ONLY and e["architecture"] not in ONLY) or
+                (QUANTIZERS_ONLY and e["quantizer"].split()[-1] not in QUANTIZERS_ONLY)]
         entries = kept + entries
     path.write_text(json.dumps(entries, indent=1) + "\n")
 
