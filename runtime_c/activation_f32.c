@@ -1,7 +1,8 @@
 /*
- * activation_f32.c - float32 Sigmoid, Tanh, Exp, Pow, LeakyRelu, HardSigmoid and
- * HardSwish (float islands), as ONNX Runtime's CPU provider computes them: MLAS's
- * logistic approximation, Eigen's tanh approximation, MLAS's exp (q8_float.h), glibc's
+ * activation_f32.c - float32 Sigmoid, Tanh, Exp, Erf, Sqrt, Neg, Abs, Pow, LeakyRelu,
+ * HardSigmoid and HardSwish (float islands), as ONNX Runtime's CPU provider computes
+ * them: MLAS's logistic approximation, Eigen's tanh approximation, MLAS's exp and erf
+ * (q8_float.h), the correctly rounded square root, exact negation and absolute value, glibc's
  * powf (q8_libm.h), x or f32(alpha * x), and Eigen's
  * min(f32(f32(alpha * x) + beta), 1) then max(., 0) (no FMA); HardSwish is the function
  * ORT inlines, x * HardSigmoid(x) with alpha 1/6 and beta 0.5.
@@ -35,6 +36,52 @@ void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT inpu
     int32_t i;
     for (i = 0; i < params->size; i++) {
         output[i] = q8_mlas_exp(input[i]);
+    }
+}
+
+void q8_erf_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        output[i] = q8_mlas_erf(input[i]);
+    }
+}
+
+/*
+ * IEEE square root (Eigen's sqrtps in ORT): one correct rounding on every target. A
+ * negative x gives x86's default NaN (sign set, 0xffc00000), which ARM's VSQRT and
+ * soft-float libraries would give otherwise.
+ */
+void q8_sqrt_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT output)
+{
+    static const uint32_t x86_default_nan = 0xffc00000u;
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        if (input[i] < 0.0f) {
+            memcpy(&output[i], &x86_default_nan, sizeof x86_default_nan);
+        } else {
+            output[i] = sqrtf(input[i]);
+        }
+    }
+}
+
+void q8_neg_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        output[i] = -input[i];
+    }
+}
+
+void q8_abs_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output)
+{
+    int32_t i;
+    for (i = 0; i < params->size; i++) {
+        output[i] = fabsf(input[i]);
     }
 }
 

@@ -87,6 +87,14 @@ void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT inp
                  float *Q8_RESTRICT output);
 void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                 float *Q8_RESTRICT output);
+void q8_erf_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output);
+void q8_sqrt_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT output);
+void q8_neg_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output);
+void q8_abs_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                float *Q8_RESTRICT output);
 void q8_pow_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                 float *Q8_RESTRICT output);
 void q8_leakyrelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,

@@ -152,4 +152,54 @@ Q8_INLINE float q8_mlas_exp(float v)
     return ldexpf(p, m > 256.0f ? 256 : (int)m);
 }
 
+/*
+ * MlasErfKernelFma3 (ORT's Erf on x86-64 with AVX2 and FMA, every lane alike): |x| capped
+ * at 3.925 (ORT 1.32's constant); below 0.921875 an odd polynomial in x^2 by fused
+ * multiply-adds, else 1 - exp(-(a + a*p(a))) with MLAS's exp steps (rounding constant,
+ * two-part ln 2, a degree-6 polynomial, then 2^t); the sign put back. The constants are
+ * MLAS's as float32 (hex: no decimal double rounding).
+ */
+Q8_INLINE float q8_mlas_erf(float x)
+{
+    float a, result;
+    uint32_t bits;
+    if (x != x) {
+        return x;
+    }
+    memcpy(&bits, &x, sizeof bits);
+    a = fabsf(x);
+    a = a < 0x1.f66666p+1f ? a : 0x1.f66666p+1f;
+    if (a < 0x1.d8p-1f) {
+        const float s = q8_mul_unfused(a, a);
+        float p = q8_fmaf(-0x1.3a1a82p-11f, s, 0x1.473f48p-8f);
+        p = q8_fmaf(p, s, -0x1.b68bd2p-6f);
+        p = q8_fmaf(p, s, 0x1.ce1a46p-4f);
+        p = q8_fmaf(p, s, -0x1.8126ep-2f);
+        p = q8_fmaf(p, s, 0x1.06eba6p-3f);
+        result = q8_fmaf(p, a, a);
+    } else {
+        float r, t, f, y;
+        r = q8_fmaf(0x1.2229p-16f, a, -0x1.91d2ccp-12f);
+        r = q8_fmaf(r, a, 0x1.fd1336p-9f);
+        r = q8_fmaf(r, a, -0x1.8d63p-6f);
+        r = q8_fmaf(r, a, 0x1.b55cbp-4f);
+        r = q8_fmaf(r, a, 0x1.450aap-1f);
+        r = q8_fmaf(r, a, 0x1.079d0cp-3f);
+        r = -q8_fmaf(r, a, a);
+        r = r > -0x1.61814ap+6f ? r : -0x1.61814ap+6f;
+        t = (float)(q8_fmaf(0x1.715476p+0f, r, 12582912.0f) - 12582912.0f);
+        f = q8_fmaf(t, -0x1.62e4p-1f, r);
+        f = q8_fmaf(t, -0x1.7f7d1cp-20f, f);
+        y = q8_fmaf(0x1.6a98dap-10f, f, 0x1.1272cap-7f);
+        y = q8_fmaf(y, f, 0x1.555a2p-5f);
+        y = q8_fmaf(y, f, 0x1.55542ep-3f);
+        y = q8_fmaf(y, f, 0x1.fffff6p-2f);
+        y = q8_fmaf(y, f, 1.0f);
+        y = q8_fmaf(y, f, 1.0f);
+        /* t is an integer in [-128, 0]: 2^t exactly. */
+        result = (float)(1.0f - q8_mul_unfused(y, ldexpf(1.0f, (int)t)));
+    }
+    return (bits >> 31) ? -result : result;
+}
+
 #endif /* Q8_FLOAT_H */

@@ -1,11 +1,12 @@
 """Float elementwise activations that QDQ models leave between DequantizeLinear and
 QuantizeLinear: HardSigmoid, HardSwish, Exp, Erf (GELU's), Neg, Abs, Sqrt. ORT computes
-them in float (it has no integer kernel for them); onnx2mcu computes them inside the 256-entry table
-of their chain (transform/tabulate.py), each with ORT's float32 arithmetic: IEEE
-operations in the order of ORT's CPU kernel, checked exhaustively against ORT
-(tests/ops/test_tabulate.py). HardSigmoid and HardSwish also have float kernels, for the
-float islands where their input is not one dequantized tensor, and so has Exp (MLAS's
-AVX-512F exponential, value by value: its lanes and its masked tail compute alike)."""
+them in float (it has no integer kernel for them); onnx2mcu computes them inside the
+256-entry table of their chain (transform/tabulate.py), each with ORT's float32
+arithmetic: IEEE operations in the order of ORT's CPU kernel, checked exhaustively
+against ORT (tests/ops/test_tabulate.py). Each also has a float kernel, for the float
+islands where its input is not one dequantized tensor: Exp is MLAS's AVX-512F
+exponential and Erf its FMA3 kernel, value by value (their lanes and masked tails
+compute alike); Sqrt, Neg and Abs are exact IEEE operations."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from codegen.core.ir import Graph, Node
 
 from . import Inferred, OpDef, register
 from ._common import attr_float, reject_unknown_attrs
-from ._float import FLOAT_TYPES, f32, lower_only_tabulated
+from ._float import FLOAT_TYPES, f32
 from .tables import infer_float_activation, lower_float_activation
 
 F32 = np.float32
@@ -73,18 +74,16 @@ def infer_activation(node: Node, graph: Graph) -> Inferred:
     return infer_float_activation(node, graph)
 
 
-# HardSigmoid, HardSwish and Exp also run as float islands (NNCF leaves Conv -> HardSwish
-# -> QuantizeLinear in float), with the same arithmetic (runtime_c/activation_f32.c).
+# Each also runs as a float island (NNCF leaves Conv -> HardSwish -> QuantizeLinear in
+# float; LayerNorm decomposed below opset 17 leaves Sqrt, GELU leaves Erf), with the same
+# arithmetic (runtime_c/activation_f32.c).
 for _op, _versions, _fn in (
         ("HardSigmoid", (6, 22), hard_sigmoid),
         ("HardSwish", (14, 22), hard_swish),
-        ("Exp", (6, 13), exponential)):
-    register(OpDef(_op, "", infer_activation, lower_float_activation, versions=_versions,
-                   data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
-for _op, _versions, _fn in (
+        ("Exp", (6, 13), exponential),
         ("Erf", (9, 13), error_function),
         ("Neg", (6, 13), negate),
         ("Abs", (6, 13), absolute),
         ("Sqrt", (6, 13), square_root)):
-    register(OpDef(_op, "", infer_activation, lower_only_tabulated, versions=_versions,
+    register(OpDef(_op, "", infer_activation, lower_float_activation, versions=_versions,
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))

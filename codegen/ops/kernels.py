@@ -271,7 +271,8 @@ KERNELS: tuple[Kernel, ...] = (
       for op in ("add", "sub", "mul", "div")),
     *(Kernel(f"{op}_f32", f"q8_{op}_f32", (), "activation_f32.c", "q8_unary_f32_params",
              f"a float {op} (a float island)")
-      for op in ("exp", "pow", "sigmoid", "tanh", "hardsigmoid", "hardswish", "leakyrelu")),
+      for op in ("exp", "erf", "sqrt", "neg", "abs", "pow", "sigmoid", "tanh", "hardsigmoid",
+                 "hardswish", "leakyrelu")),
     Kernel("where_select", "q8_where_select", (), "where.c", "q8_where_params", "Where"),
     Kernel("where_constant", "q8_where_constant", (), "where.c", "q8_where_constant_params",
            "Where with a constant branch"),

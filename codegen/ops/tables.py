@@ -129,7 +129,8 @@ class ActivationSpec:
 
 
 # The float activations with a kernel (runtime_c/activation_f32.c).
-FLOAT_ACTIVATIONS = ("Sigmoid", "Tanh", "Exp", "LeakyRelu", "HardSigmoid", "HardSwish")
+FLOAT_ACTIVATIONS = ("Sigmoid", "Tanh", "Exp", "Erf", "Sqrt", "Neg", "Abs", "LeakyRelu",
+                     "HardSigmoid", "HardSwish")
 
 
 def infer_float_activation(node: Node, graph: Graph) -> Inferred:
@@ -150,8 +151,9 @@ def lower_float_activation(node: Node, graph: Graph, spec: ActivationSpec,
     params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(spec.alpha)),
                                              ("beta", CFloat(spec.beta))))
     function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32", "Exp": "q8_exp_f32",
-                "LeakyRelu": "q8_leakyrelu_f32", "HardSigmoid": "q8_hardsigmoid_f32",
-                "HardSwish": "q8_hardswish_f32"}[node.op_type]
+                "Erf": "q8_erf_f32", "Sqrt": "q8_sqrt_f32", "Neg": "q8_neg_f32",
+                "Abs": "q8_abs_f32", "LeakyRelu": "q8_leakyrelu_f32",
+                "HardSigmoid": "q8_hardsigmoid_f32", "HardSwish": "q8_hardswish_f32"}[node.op_type]
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("activation_f32.c", "libm.c"))]
 

@@ -434,6 +434,23 @@ def test_float_log_softmax_and_exp() -> None:
     exact(old.model(opset=11), samples=4)
 
 
+def float_unary_islands() -> onnx.ModelProto:
+    """Erf (GELU's: both branches of MLAS's kernel and its cap at 3.925), Sqrt (of
+    negative values too: NaN), Neg and Abs, each on a tensor that is not one dequantized
+    tensor (a float product first), as decomposed LayerNorms and NNCF's GELU leave them."""
+    net = Islands()
+    for op, scale in (("Erf", 0.03), ("Sqrt", 0.2), ("Neg", 0.05), ("Abs", 0.05)):
+        a = net.activation((2, 40), scale, 128)
+        net.output(net.op(op, [net.op("Mul", [a, a])]))
+        net.output(net.op(op, [net.op("Sub", [a, net.const(F32(1.1))])]))
+    return net.model()
+
+
+@pytest.mark.ort_kernels("fma3-activations")
+def test_float_erf_sqrt_neg_abs() -> None:
+    exact(float_unary_islands(), samples=4)
+
+
 def test_float_pow_by_a_scalar() -> None:
     """Pow by scalar constants as ORT computes it: x * x, (x * x) * x, and glibc's powf
     for the rest (its FMA build), over negative bases too (NaN, or a sign)."""
@@ -457,7 +474,7 @@ def test_float_pow_by_a_tensor_is_refused() -> None:
 def test_log_softmax_exp_and_pow_on_cortex_m(board: str) -> None:
     """logf's and powf's double-precision arithmetic in software (powf's fused
     multiply-adds by integers), the exponentials in single-precision hardware or
-    software float: the same bits as ORT."""
+    software float, erf's fused multiply-adds, sqrtf: the same bits as ORT."""
     net = Islands()
     net.output(net.op("LogSoftmax", [net.activation((3, 21), 0.11, 100)], axis=-1))
     net.output(net.op("Exp", [net.activation((2, 9), 0.8, 128)]))
@@ -465,6 +482,9 @@ def test_log_softmax_exp_and_pow_on_cortex_m(board: str) -> None:
     model = net.model()
     skip_where_ort_differs(model)
     assert codegen.verify(model, board=board, samples=1).ok
+    unary = float_unary_islands()
+    skip_where_ort_differs(unary)
+    assert codegen.verify(unary, board=board, samples=1).ok
 
 
 # (channels, height, width, kernel, stride, pads, ceil_mode, count_include_pad)
