@@ -288,6 +288,8 @@ KERNELS: tuple[Kernel, ...] = (
            "q8_layer_norm_f32_params", "LayerNormalization (float)"),
     Kernel("layer_norm_stats_f32", "q8_layer_norm_stats_f32", (), "layer_norm_f32.c",
            "q8_layer_norm_f32_params", "LayerNormalization with its Mean/InvStdDev outputs"),
+    Kernel("batch_norm_f32", "q8_batch_norm_f32", (), "batch_norm_f32.c",
+           "q8_batch_norm_f32_params", "BatchNormalization (float, inference)"),
     Kernel("instance_norm_f32", "q8_instance_norm_f32", (), "instance_norm_f32.c",
            "q8_instance_norm_f32_params", "InstanceNormalization (float)",
            scratch=Scratch("q8_instance_norm_f32_scratch_bytes",

@@ -18,7 +18,7 @@ import numpy as np
 
 from codegen import ops
 from codegen.arith.numerics import quantize_like_mlas
-from codegen.core.ir import QUANT_RANGE, Graph, Node
+from codegen.core.ir import QDQ_RANGE, QUANT_RANGE, Graph, Node
 from codegen.core.pattern import (
     Index,
     Quantized,
@@ -281,7 +281,7 @@ def redundant_before(node: Node, y: Quantized, graph: Graph) -> bool:
     if bounds is None or params is None:
         return False
     s, z = params
-    qmin, qmax = QUANT_RANGE[graph.tensors[y.q].dtype]
+    qmin, qmax = QDQ_RANGE[graph.tensors[y.q].dtype]
     if float_node(node, "Relu"):
         return z == qmin
     lo = int(np.rint(F32(F32(bounds[0]) / F32(s)))) + z

@@ -247,6 +247,30 @@ class PaddedPool(nn.Module):
         return self.conv2(self.pad2(y))
 
 
+class MixedKernels(nn.Module):
+    """A MixNet block: the channels split into groups convolved depthwise with 3x3, 5x5
+    and 7x7 kernels, concatenated, then one BatchNorm2d over the concatenation (torch
+    cannot fold it into a convolution, so it stays in the model) and SiLU; a pointwise
+    projection and a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 12, 3, 2, 1), nn.BatchNorm2d(12), nn.ReLU())
+        self.splits = [4, 4, 4]
+        self.convs = nn.ModuleList(nn.Conv2d(4, 4, k, 1, k // 2, groups=4, bias=False)
+                                   for k in (3, 5, 7))
+        self.bn = nn.BatchNorm2d(12)
+        self.project = nn.Sequential(nn.Conv2d(12, 16, 1), nn.BatchNorm2d(16))
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        parts = torch.split(x, self.splits, dim=1)
+        x = torch.cat([conv(p) for conv, p in zip(self.convs, parts, strict=True)], dim=1)
+        x = self.project(nn.functional.silu(self.bn(x)))
+        return self.head(x.mean(dim=(2, 3)))
+
+
 _TORCHVISION_SHIM: list[torch.library.Library] = []
 
 
@@ -328,6 +352,7 @@ ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "tv_shufflenet_v2": (torchvision_shufflenet_v2, (1, 3, 64, 64)),
     "digits_logsoftmax": (DigitClassifier, (1, 1, 28, 28)),
     "pad_pool": (PaddedPool, (1, 3, 15, 15)),
+    "mixnet_block": (MixedKernels, (1, 3, 24, 24)),
 }
 # ONNX2MCU_CORPUS_ONLY=arch,... remakes only those architectures and merges their entries
 # into the committed lists (write_entries), leaving every other model as it is.

@@ -64,7 +64,7 @@ def test_every_producer_made_its_model() -> None:
     every += NNCF_ENTRIES + QUARK_ENTRIES
     assert all(e["file"] for e in every), [e for e in every if not e["file"]]
     assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT), len(NNCF_ENTRIES),
-            len(QUARK_ENTRIES)) == (108, 12, 0, 32, 32)
+            len(QUARK_ENTRIES)) == (116, 12, 0, 32, 32)
 
 
 @pytest.mark.parametrize("name", FLOAT)
@@ -95,7 +95,8 @@ FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "digits_logsoftmax_torchscript_ort_qdq_u8s8.onnx",
             "mobilenetv3_block_dynamo_ort_qdq_a16w8_u16.onnx",
             "kws_gru_torchscript_ort_qdq_a16w8_s16.onnx",
-            "pad_pool_torchscript_ort_qdq_u8s8.onnx"]
+            "pad_pool_torchscript_ort_qdq_u8s8.onnx",
+            "mixnet_block_dynamo_ort_qdq_s8s8.onnx"]
 
 
 # Every accepted model with float requantization (ORT's own arithmetic); the integer-only
