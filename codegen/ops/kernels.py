@@ -230,6 +230,13 @@ KERNELS: tuple[Kernel, ...] = (
            "B as in the model"),
     Kernel("gemm_f32", "q8_gemm_f32", (), "gemm_f32.c", "q8_gemm_f32_params",
            "a float Gemm or MatMul (a float island)", "float32 as in the model"),
+    Kernel("matmul_nbits_f32", "q8_matmul_nbits_f32", (), "matmul_nbits_f32.c",
+           "q8_matmul_nbits_params",
+           "a float Gemm or MatMul of 8-bit constant weights that ORT runs as MatMulNBits "
+           "(A quantized to int8 per block of 32 at run time)",
+           "uint8 [N][K padded to 32] (int8 + 128)",
+           Scratch("q8_matmul_nbits_scratch_bytes",
+                   lambda p: field(p, "blocks") * (32 + 8))),
     # --------------------------------------------------------------- quantization
     Kernel("quantize_linear", "q8_quantize_linear_{y}", (("y", (*INT8, "u16", "s16")),),
            "quantize_linear.c", "q8_qdq_params", "QuantizeLinear"),

@@ -35,7 +35,7 @@ from ._common import (
     scalar_constant,
 )
 from ._export import ProductSlots, export_product
-from ._float import FLOAT_TYPES, float_bias, float_input, producer, refuse
+from ._float import FLOAT_TYPES, float_bias, float_input, refuse
 from ._product import (
     MatmulShape,
     ProductSpec,
@@ -46,6 +46,7 @@ from ._product import (
 from ._qdq import bias_input
 from .clamp import output_range
 from .kernels import kernel
+from .matmul_nbits import lower_matmul_nbits, nbits_traits, nbits_weights
 
 # The integer products' kernels (the kernel table).
 FC = kernel("fc")
@@ -598,46 +599,6 @@ def check_b_operand(node: Node, graph: Graph) -> tuple[Tensor, bool]:
     return b, name in graph.constants
 
 
-def check_not_matmul_nbits(node: Node, graph: Graph) -> None:
-    """ORT_ENABLE_ALL turns a float product with B [K, N] dequantized from constants into
-    MatMulNBits (weights quantized in blocks, A on the fly), which onnx2mcu does not
-    reproduce. Measured on ORT 1.32, it does not when A is dequantized from 8 bits too
-    (the QDQ selectors take the node unit first: MatMulIntegerToFloat, or Gemm left in
-    float) or when the product is quantized to 8 bits, directly or through a Relu; it
-    does with 16-bit activations (A16W8) on both sides."""
-    dq = producer(graph, node.inputs[1])
-    if dq is None or dq.op_type != "DequantizeLinear" or dq.domain or not all(
-            i in graph.constants for i in dq.inputs if i):
-        return
-    a = producer(graph, node.inputs[0])
-    if a is not None and a.op_type == "DequantizeLinear" and not a.domain and \
-            graph.tensors[a.inputs[0]].dtype in INT8_TYPES:
-        return
-    if quantized_after(graph, node.outputs[0], through=("Relu",)):
-        return
-    raise refuse(node, "ONNX Runtime rewrites this product of dequantized constant "
-                  "weights into MatMulNBits, which onnx2mcu does not reproduce; quantize its "
-                  "output (QuantizeLinear) or transpose the weights (Gemm transB=1)")
-
-
-def quantized_after(graph: Graph, tensor: str, through: tuple[str, ...]) -> bool:
-    """Is every reader of `tensor` a QuantizeLinear to 8 bits, or one of `through` whose
-    output is (one level), and `tensor` not a graph output?"""
-    readers = [n for n in graph.nodes if tensor in n.inputs]
-    if not readers or tensor in graph.outputs:
-        return False
-    for reader in readers:
-        if reader.domain:
-            return False
-        if reader.op_type == "QuantizeLinear":
-            if graph.tensors[reader.outputs[0]].dtype not in INT8_TYPES:
-                return False
-            continue
-        if reader.op_type not in through or not quantized_after(graph, reader.outputs[0], ()):
-            return False
-    return True
-
-
 def lower_float_gemm(node: Node, graph: Graph, spec: FloatGemmSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
@@ -651,12 +612,13 @@ def lower_float_gemm(node: Node, graph: Graph, spec: FloatGemmSpec,
     if has_bias and spec.beta != 1.0:
         raise refuse(node, f"beta={node.attrs['beta']} is not supported (1 only)")
     trans_b, m, k, n = spec.trans_b, spec.m, spec.k, spec.n
-    if not trans_b:
-        check_not_matmul_nbits(node, graph)
     bias = None
     if has_bias:
         # ORT copies C into the output before the product, whatever its origin.
         bias = float_bias(node, graph, 2, "C")
+    weights = nbits_weights(node, graph)
+    if weights is not None:
+        return [lower_matmul_nbits(node, graph, weights, a, y, m, bias)]
     return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias, packed)]
 
 
@@ -665,11 +627,13 @@ def lower_float_matmul(node: Node, graph: Graph, spec: MatmulShape,
         KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     b, packed = check_b_operand(node, graph)
-    check_not_matmul_nbits(node, graph)
     shape = spec
     if len(b.shape) <= 2:
         # ORT multiplies every row of A by a 2-D B in one product.
         rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
+        weights = nbits_weights(node, graph)
+        if weights is not None:
+            return [lower_matmul_nbits(node, graph, weights, a, y, rows, None)]
         return [_float_gemm_call(node, a, b, y, (1, rows, shape.k, shape.n), False, False, None,
                                  packed)]
     if a.shape[:-2] != b.shape[:-2]:
@@ -706,13 +670,14 @@ def gemm_weight_axis(node: Node) -> int:
 
 register(OpDef("Gemm", "", infer_float_gemm, lower_float_gemm, versions=(7, 9, 11, 13),
                data_dtypes=FLOAT_TYPES, float_island=True, weight_bias_axis=gemm_weight_axis,
+               ort_traits=nbits_traits,
                fusion=Fusion("QGemm", MS, build_gemm, _gemm_attrs, dequantized_inputs=2,
                              product=True, unfused_hint=gemm_unfused_hint,
                              float_output=FloatOutputFusion("QGemm", MS,
                                                             build_gemm_float_output,
                                                             _gemm_attrs))))
 register(OpDef("MatMul", "", infer_float_matmul, lower_float_matmul, versions=(1, 9, 13),
-               data_dtypes=FLOAT_TYPES, float_island=True,
+               data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=nbits_traits,
                fusion=Fusion("QLinearMatMul", "", build_matmul, dequantized_inputs=2,
                              int8_input_refused_on_x86=True, product=True,
                              float_output=FloatOutputFusion(

@@ -219,6 +219,13 @@ FAMILIES = (
         "FMA3, AVX, SSE or NEON ones, which add in another order (NCHWc blocks of 8, not "
         "16) and scale exponentials in two steps", "avx512f"),
     KernelFamily(
+        "matmul-nbits-avx512", frozenset({("", "MatMul"), ("", "Gemm")}),
+        "MatMulNBits product(s)", "MLAS's AVX-512 MatMulNBits kernel (8-bit weights, A "
+        "quantized per block of 32)",
+        "without AVX-512, ORT's MatMulNBits runs AVX2 (blocks in pairs, 8 lanes) or NEON "
+        "kernels, which add the block products in another order", "avx512f",
+        covers=lambda node, graph: _runs_as_matmul_nbits(node, graph)),
+    KernelFamily(
         "glibc-logf", frozenset({("", "LogSoftmax")}),
         "LogSoftmax node(s)", "glibc's logf (2.28 and later)",
         "ORT calls the C library's logf, and other C libraries (or glibc before 2.28) may "
@@ -302,6 +309,10 @@ def _summation_order(node: Node, graph: Graph) -> str:
     traits = ops.ort_traits(node, graph)
     return next((order for order in ("leading", "inner") if f"sums-{order}" in traits),
                 "rows")
+
+
+def _runs_as_matmul_nbits(node: Node, graph: Graph) -> bool:
+    return "matmul-nbits" in ops.ort_traits(node, graph)
 
 
 def _calls_glibc_fma(node: Node, graph: Graph) -> bool:

@@ -44,12 +44,8 @@ ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT] + NN
     QUARK_ENTRIES
 # Architecture -> the operator the first refusal names, for what is not supported yet.
 REFUSED: dict[str, str] = {}
-# File -> the operator the first refusal names. A16W8 transformers: ORT runs their
-# MatMul/Gemm with int8 weights as MatMulNBits (A quantized at run time).
-REFUSED_FILES: dict[str, str] = {
-    f"{arch}_{variant}.onnx": "Gemm" for arch in (
-        "attention_tiny", "gelu_mlp", "transformer_encoder") for variant in (
-        "dynamo_ort_qdq_a16w8_u16", "torchscript_ort_qdq_a16w8_s16")}
+# File -> the operator the first refusal names.
+REFUSED_FILES: dict[str, str] = {}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
             and e["file"] not in REFUSED_FILES]
 REJECTED = [e["file"] for e in ENTRIES if e["file"] and (e["architecture"] in REFUSED or
@@ -96,7 +92,8 @@ FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "mobilenetv3_block_dynamo_ort_qdq_a16w8_u16.onnx",
             "kws_gru_torchscript_ort_qdq_a16w8_s16.onnx",
             "pad_pool_torchscript_ort_qdq_u8s8.onnx",
-            "mixnet_block_dynamo_ort_qdq_s8s8.onnx"]
+            "mixnet_block_dynamo_ort_qdq_s8s8.onnx",
+            "attention_tiny_dynamo_ort_qdq_a16w8_u16.onnx"]
 
 
 # Every accepted model with float requantization (ORT's own arithmetic); the integer-only

@@ -354,13 +354,15 @@ def test_matmul_add_becomes_gemm(rank: int) -> None:
         exact(model)
 
 
-def test_matmul_nbits_is_refused() -> None:
+def test_matmul_nbits_is_reproduced() -> None:
     """A float A times dequantized constant weights with nothing quantizing the result:
-    ORT makes it a MatMulNBits, which onnx2mcu does not reproduce."""
+    ORT makes it a MatMulNBits (A quantized per block at run time), and so does
+    onnx2mcu, bit-exact."""
     net = Net((2, 16))
     model = net.model(net.op("MatMul", ["x", net.weight((16, 8))]))
-    with pytest.raises(codegen.UnsupportedError, match="MatMulNBits"):
-        generate_sources(model, Options())
+    calls = generate_sources(model, Options()).program.calls
+    assert [c.function for c in calls] == ["q8_matmul_nbits_f32"]
+    exact(model)
 
 
 def ort_optimized_ops(model: onnx.ModelProto, tmp_path: Path) -> list[str]:
@@ -383,9 +385,9 @@ NBITS_CASES = [("MatMul", False, "Relu-Q", False), ("Gemm", False, "Relu-Q", Fal
 @pytest.mark.parametrize("op,a_dequantized,after,nbits", NBITS_CASES)
 def test_matmul_nbits_only_where_ort_makes_one(op: str, a_dequantized: bool, after: str,
                                                nbits: bool, tmp_path: Path) -> None:
-    """Dequantized constant weights times a float A: ORT's MatMulNBits rewrite (refused)
-    happens unless A is dequantized too (its QDQ selectors take the unit) or the product
-    is quantized through a Relu; the others are float products, bit-exact."""
+    """Dequantized constant weights times a float A: ORT's MatMulNBits rewrite happens
+    unless A is dequantized too (its QDQ selectors take the unit) or the product is
+    quantized through a Relu; onnx2mcu follows, bit-exact either way."""
     net = Net((3, 16))
     a = net.qdq("x", 0.05, 128) if a_dequantized else "x"
     y = net.op(op, [a, net.weight((16, 8))])
@@ -394,11 +396,9 @@ def test_matmul_nbits_only_where_ort_makes_one(op: str, a_dequantized: bool, aft
             net.op(step, [y])
     model = net.model(net.op("Identity", [y]))
     assert ("MatMulNBits" in ort_optimized_ops(model, tmp_path)) == nbits
-    if nbits:
-        with pytest.raises(codegen.UnsupportedError, match="MatMulNBits"):
-            generate_sources(model, Options())
-    else:
-        exact(model)
+    calls = [c.function for c in generate_sources(model, Options()).program.calls]
+    assert ("q8_matmul_nbits_f32" in calls) == nbits
+    exact(model)
 
 
 def test_clamp_after_an_operator_costs_nothing() -> None:
