@@ -1,6 +1,7 @@
 /*
- * elementwise_f32.c - float32 Add, Sub, Mul and Div with numpy broadcasting (float islands):
- * one rounding per element, as every IEEE-754 implementation gives.
+ * elementwise_f32.c - float32 Add, Sub, Mul, Div and PRelu with numpy broadcasting (float
+ * islands): one rounding per element, as every IEEE-754 implementation gives (PRelu, as
+ * ORT's kernel: x where x > 0, else the rounded product x * slope).
  */
 #include "q8_arith.h"
 #include "q8_index.h"
@@ -25,3 +26,4 @@ Q8_BINARY_F32(q8_add_f32, (float)(x + z))
 Q8_BINARY_F32(q8_sub_f32, (float)(x - z))
 Q8_BINARY_F32(q8_mul_f32, q8_mul_unfused(x, z))
 Q8_BINARY_F32(q8_div_f32, (float)(x / z))
+Q8_BINARY_F32(q8_prelu_f32, x > 0.0f ? x : q8_mul_unfused(x, z))

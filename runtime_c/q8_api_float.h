@@ -72,6 +72,7 @@ void q8_add_f32(const q8_binary_f32_params *params, const float *a, const float 
 void q8_mul_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 void q8_sub_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 void q8_div_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
+void q8_prelu_f32(const q8_binary_f32_params *params, const float *a, const float *b, float *y);
 
 /* Sigmoid, Tanh, Exp, Pow, LeakyRelu, HardSigmoid and HardSwish on float32 (alpha:
  * LeakyRelu's slope, Pow's scalar exponent, or HardSigmoid's alpha with beta). */

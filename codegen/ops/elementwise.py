@@ -299,7 +299,7 @@ def lower_float_binary(node: Node, graph: Graph, spec: BinarySpec,
     shape = broadcast_struct(spec.shape, spec.a_shape, spec.b_shape)
     params = CStruct("q8_binary_f32_params", (("shape", shape),))
     function = {"Add": "q8_add_f32", "Mul": "q8_mul_f32", "Sub": "q8_sub_f32",
-                "Div": "q8_div_f32"}[node.op_type]
+                "Div": "q8_div_f32", "PRelu": "q8_prelu_f32"}[node.op_type]
     return [KernelCall(function, node.name, (a.name, b.name), (y.name,), params, (),
                        ("elementwise_f32.c",))]
 
@@ -405,7 +405,9 @@ for _op, _fn in (("Sub", _sub), ("Div", _div)):
 register(OpDef("Pow", "", infer_float_pow, lower_float_pow, versions=(7, 12, 13, 15),
                data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_pow,
                constant_inputs=frozenset({1})))
-register(OpDef("PRelu", "", infer_float_binary, lower_only_tabulated, versions=(7, 9, 16),
+# PRelu by a slope broadcast to x (unidirectionally, as ONNX defines it): in tables, and a
+# float kernel.
+register(OpDef("PRelu", "", infer_float_binary, lower_float_binary, versions=(7, 9, 16),
                data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_prelu))
 for _op, _table_fn in (("Max", _max), ("Min", _min)):
     register(OpDef(_op, "", infer_float_pair, lower_only_tabulated, versions=(8, 12, 13),

@@ -275,7 +275,7 @@ KERNELS: tuple[Kernel, ...] = (
            spelled=BARE_FREQ),
     *(Kernel(f"{op}_f32", f"q8_{op}_f32", (), "elementwise_f32.c", "q8_binary_f32_params",
              f"a float {op.capitalize()} (a float island)")
-      for op in ("add", "sub", "mul", "div")),
+      for op in ("add", "sub", "mul", "div", "prelu")),
     *(Kernel(f"{op}_f32", f"q8_{op}_f32", (), "activation_f32.c", "q8_unary_f32_params",
              f"a float {op} (a float island)")
       for op in ("exp", "erf", "sqrt", "neg", "abs", "pow", "sigmoid", "tanh", "hardsigmoid",

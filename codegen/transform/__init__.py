@@ -12,6 +12,7 @@ from codegen.errors import OptionError
 
 from .constants import fold_constant_chains
 from .float_fusions import fuse_matmul_add, fuse_nchwc_conv_add
+from .identity import eliminate_identities
 from .qdq import (
     cancel_dequantize_quantize,
     drop_redundant_activations,
@@ -61,13 +62,14 @@ def check_qdq_rules(rules: str) -> None:
 
 
 def ort_passes(rules: str) -> list[Rewrite]:
-    """ORT's rules, in ORT's order (ConstantFolding, DoubleQDQPairsRemover,
+    """ORT's rules, in ORT's order (IdentityElimination, ConstantFolding, DoubleQDQPairsRemover,
     MatMulAddFusion, QDQPropagation, Relu/Clip removal, x86's S8->U8 conversion, the
     fusions, the final cleanup), then whatever they left unused. `rules` is the
     platform whose int8 QDQ behaviour to follow: x86 converts int8 Q/DQ pairs to uint8
     and fuses no Conv or MatMul left on int8; ARM fuses int8 units as they are."""
     x86 = rules == "x86"
     return [
+        Rewrite("eliminate_identities", eliminate_identities),
         Rewrite("fold_constant_chains", fold_constant_chains),
         Rewrite("gathers_to_tables", gathers_to_tables),
         Rewrite("merge_double_qdq", merge_double_qdq),

@@ -436,13 +436,19 @@ def test_float_log_softmax_and_exp() -> None:
 
 def float_unary_islands() -> onnx.ModelProto:
     """Erf (GELU's: both branches of MLAS's kernel and its cap at 3.925), Sqrt (of
-    negative values too: NaN), Neg and Abs, each on a tensor that is not one dequantized
-    tensor (a float product first), as decomposed LayerNorms and NNCF's GELU leave them."""
+    negative values too: NaN), Neg, Abs and PRelu, each on a tensor that is not one
+    dequantized tensor (a float product first), as decomposed LayerNorms, NNCF's GELU
+    and 16-bit PReLU networks leave them."""
     net = Islands()
     for op, scale in (("Erf", 0.03), ("Sqrt", 0.2), ("Neg", 0.05), ("Abs", 0.05)):
         a = net.activation((2, 40), scale, 128)
         net.output(net.op(op, [net.op("Mul", [a, a])]))
         net.output(net.op(op, [net.op("Sub", [a, net.const(F32(1.1))])]))
+    # PRelu with a slope per channel (ESPCN's, after a float convolution of 16-bit data).
+    a = net.activation((1, 3, 4, 5), 0.05, 128)
+    slope = net.const(np.array([0.25, -0.5, 1.5], F32).reshape(3, 1, 1))
+    net.output(net.op("PRelu", [net.op("Mul", [a, a]), slope]))
+    net.output(net.op("PRelu", [net.op("Sub", [a, net.const(F32(2.0))]), slope]))
     return net.model()
 
 

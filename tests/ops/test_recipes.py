@@ -415,3 +415,20 @@ def test_clamp_after_an_operator_costs_nothing() -> None:
     requant = dict(calls[1].params.fields)["requant"]
     assert dict(requant.fields)["act_min"] == 100  # the zero point
     exact(model)
+
+
+def test_identities_go_first_as_in_ort() -> None:
+    """TorchScript shares one layer's bias with another through Identity(DQ(bias)) (two
+    attention blocks with their default zero biases): ORT's IdentityElimination runs
+    before the QDQ rules, so the second QGemm reads the dequantized bias too."""
+    net = Net((2, 16))
+    x = net.qdq("x", 0.05, 128)
+    bias = net.dq(net.const(np.arange(8, dtype=np.int32) * 40), F32(0.05 * 0.02),
+                  np.int32(0))
+    shared = net.op("Identity", [bias])
+    first = net.op("Gemm", [x, net.weight((16, 8)), bias])
+    first = net.qdq(first, 0.1, 128)
+    second = net.op("Gemm", [first, net.weight((8, 8)), shared])
+    model = net.model(net.qdq(second, 0.1, 128))
+    assert "eliminate_identities" in rewrites(model)
+    exact(model)
