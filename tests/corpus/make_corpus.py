@@ -32,6 +32,7 @@ from onnxruntime.quantization import (
     QuantFormat,
     QuantType,
     quant_pre_process,
+    quantize_dynamic,
     quantize_static,
 )
 from torch import nn
@@ -361,7 +362,13 @@ ONLY = frozenset(a for a in os.environ.get("ONNX2MCU_CORPUS_ONLY", "").split(","
 # configurations (of every architecture, or of those ONNX2MCU_CORPUS_ONLY names).
 QUANTIZERS_ONLY = frozenset(
     q for q in os.environ.get("ONNX2MCU_CORPUS_QUANTIZERS", "").split(",") if q)
-EXPORTERS = ("torchscript", "dynamo")
+# ONNX2MCU_CORPUS_EXPORTERS=exporter,... likewise for exporters.
+EXPORTERS_ONLY = frozenset(
+    e for e in os.environ.get("ONNX2MCU_CORPUS_EXPORTERS", "").split(",") if e)
+# torchscript14: TorchScript at opset 14, where it writes nn.LayerNorm as ReduceMean, Sub,
+# Pow, Sqrt and Div (ORT's pre-processing fuses them back only from opset 17).
+EXPORTERS = ("torchscript", "dynamo", "torchscript14")
+TRANSFORMERS = ("attention_tiny", "gelu_mlp", "transformer_encoder")
 # The exporter torch.onnx.export uses by default: NNCF and Quark quantize its float models.
 DEFAULT_EXPORTER = "dynamo"
 # torchvision's architectures are larger files: each exporter once per activation type.
@@ -377,6 +384,14 @@ QUANTIZERS = {"ort_qdq_u8s8": (QuantFormat.QDQ, QuantType.QUInt8, True),
               "ort_qdq_a16w8_u16": (QuantFormat.QDQ, QuantType.QUInt16, True),
               "ort_qdq_a16w8_s16": (QuantFormat.QDQ, QuantType.QInt16, True)}
 A16W8_VARIANTS = {("dynamo", "ort_qdq_a16w8_u16"), ("torchscript", "ort_qdq_a16w8_s16")}
+# Symmetric activations and weights (ORT's extra_options), on TorchScript exports.
+QUANTIZERS["ort_qdq_s8s8_sym"] = (QuantFormat.QDQ, QuantType.QInt8, True)
+EXTRA_OPTIONS = {"ort_qdq_s8s8_sym": {"ActivationSymmetric": True, "WeightSymmetric": True}}
+SYMMETRIC_ARCHS = (*TRANSFORMERS, "kws_dscnn", "mobilenetv3_block")
+# quantize_dynamic (weights int8 or uint8; activations quantized at run time), on the
+# sequence models it is meant for, from the dynamo exporter.
+DYNAMIC = {"ort_dynamic_s8": QuantType.QInt8, "ort_dynamic_u8": QuantType.QUInt8}
+DYNAMIC_ARCHS = (*TRANSFORMERS, "kws_lstm", "kws_gru")
 
 
 class Calibration(CalibrationDataReader):
@@ -396,17 +411,27 @@ def export(net: nn.Module, shape: tuple[int, ...], exporter: str, path: Path) ->
                           opset_version=18, dynamo=True, external_data=False)
     else:
         torch.onnx.export(net, args, str(path), input_names=["input"], output_names=["output"],
-                          opset_version=OPSET, dynamo=False)
+                          opset_version=14 if exporter == "torchscript14" else OPSET,
+                          dynamo=False)
 
 
 def wanted(arch: str, exporter: str, configuration: str) -> bool:
     """Whether the corpus holds this architecture in this export and quantization: all
     of them, except for torchvision's architectures (tv_*), which take the variants of
     TORCHVISION_VARIANTS and one configuration of each other quantizer, to keep the
-    corpus a few MB, and A16W8 in A16W8_VARIANTS (not for torchvision's).
-    Under ONNX2MCU_CORPUS_ONLY and ONNX2MCU_CORPUS_QUANTIZERS, only what they name."""
-    if (ONLY and arch not in ONLY) or (QUANTIZERS_ONLY and configuration not in QUANTIZERS_ONLY):
+    corpus a few MB, A16W8 in A16W8_VARIANTS (not for torchvision's), symmetric and
+    dynamic quantization and the opset-14 export on the architectures they suit.
+    Under ONNX2MCU_CORPUS_ONLY, _QUANTIZERS and _EXPORTERS, only what they name."""
+    if (ONLY and arch not in ONLY) or (QUANTIZERS_ONLY and configuration not in QUANTIZERS_ONLY) \
+            or (EXPORTERS_ONLY and exporter not in EXPORTERS_ONLY):
         return False
+    if exporter == "torchscript14":
+        return arch in TRANSFORMERS and configuration in ("ort_qdq_u8s8", "ort_qop_u8s8")
+    if configuration in EXTRA_OPTIONS:
+        return exporter == "torchscript" and arch in SYMMETRIC_ARCHS
+    if configuration in DYNAMIC:
+        return exporter == "dynamo" and arch in DYNAMIC_ARCHS and (
+            configuration == "ort_dynamic_s8" or arch == "attention_tiny")
     if "a16w8" in configuration:
         return (exporter, configuration) in A16W8_VARIANTS and not arch.startswith("tv_")
     if not arch.startswith("tv_"):
@@ -418,10 +443,11 @@ def wanted(arch: str, exporter: str, configuration: str) -> bool:
 def write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
     """The corpus list at path: these entries, after the committed entries of the
     architectures ONNX2MCU_CORPUS_ONLY leaves alone."""
-    if (ONLY or QUANTIZERS_ONLY) and path.exists():
+    if (ONLY or QUANTIZERS_ONLY or EXPORTERS_ONLY) and path.exists():
         kept = [e for e in json.loads(path.read_text())
                 if (ONLY and e["architecture"] not in ONLY) or
-                (QUANTIZERS_ONLY and e["quantizer"].split()[-1] not in QUANTIZERS_ONLY)]
+                (QUANTIZERS_ONLY and e["quantizer"].split()[-1] not in QUANTIZERS_ONLY) or
+                (EXPORTERS_ONLY and e["exporter"].split()[-1] not in EXPORTERS_ONLY)]
         entries = kept + entries
     path.write_text(json.dumps(entries, indent=1) + "\n")
 
@@ -458,14 +484,20 @@ def make(name: str, arch: str, exporter: str, quantizer: str, tmp: Path) -> dict
     source, prepared = tmp / f"{name}_float.onnx", tmp / f"{name}_prepared.onnx"
     shape = export_float(arch, exporter, source)
     quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    quant_format, activation, per_channel = QUANTIZERS[quantizer]
     target = OUT / f"{name}.onnx"
-    quantize_static(str(prepared), str(target), Calibration("input", shape),
-                    quant_format=quant_format, activation_type=activation,
-                    weight_type=QuantType.QInt8, per_channel=per_channel)
+    if quantizer in DYNAMIC:
+        quantize_dynamic(str(prepared), str(target), weight_type=DYNAMIC[quantizer])
+        how = "quantize_dynamic"
+    else:
+        quant_format, activation, per_channel = QUANTIZERS[quantizer]
+        quantize_static(str(prepared), str(target), Calibration("input", shape),
+                        quant_format=quant_format, activation_type=activation,
+                        weight_type=QuantType.QInt8, per_channel=per_channel,
+                        extra_options=EXTRA_OPTIONS.get(quantizer))
+        how = "quantize_static"
     compact(target)
     return {"file": target.name, "architecture": arch, "exporter": f"torch {torch.__version__} "
-            f"{exporter}", "quantizer": f"onnxruntime {onnxruntime.__version__} quantize_static "
+            f"{exporter}", "quantizer": f"onnxruntime {onnxruntime.__version__} {how} "
             f"{quantizer}", "input_shape": list(shape), "bytes": target.stat().st_size}
 
 
@@ -474,7 +506,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for arch in ARCHITECTURES:
             for exporter in EXPORTERS:
-                for quantizer in QUANTIZERS:
+                for quantizer in (*QUANTIZERS, *DYNAMIC):
                     if not wanted(arch, exporter, quantizer):
                         continue
                     name = f"{arch}_{exporter}_{quantizer}"

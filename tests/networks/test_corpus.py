@@ -44,8 +44,16 @@ ENTRIES = TORCH_ENTRIES + [e for e in TF_ENTRIES if e["file"] not in FLOAT] + NN
     QUARK_ENTRIES
 # Architecture -> the operator the first refusal names, for what is not supported yet.
 REFUSED: dict[str, str] = {}
-# File -> the operator the first refusal names.
-REFUSED_FILES: dict[str, str] = {}
+# File -> the operator the first refusal names. quantize_dynamic's models (not yet
+# supported: activations quantized at run time); the QOperator model ORT's quantizer
+# writes for TorchScript's opset-14 transformer layer gives QGemm a uint8 bias, which ORT
+# itself refuses to load ("Type 'tensor(uint8)' of input parameter ... is invalid").
+REFUSED_FILES: dict[str, str] = {
+    **{f"{arch}_dynamo_ort_dynamic_{w}.onnx": "DynamicQuantizeLinear" for arch, w in (
+        ("attention_tiny", "s8"), ("attention_tiny", "u8"), ("gelu_mlp", "s8"),
+        ("kws_gru", "s8"), ("transformer_encoder", "s8"))},
+    "kws_lstm_dynamo_ort_dynamic_s8.onnx": "DynamicQuantizeLSTM",
+    "transformer_encoder_torchscript14_ort_qop_u8s8.onnx": "QGemm"}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
             and e["file"] not in REFUSED_FILES]
 REJECTED = [e["file"] for e in ENTRIES if e["file"] and (e["architecture"] in REFUSED or
@@ -60,7 +68,7 @@ def test_every_producer_made_its_model() -> None:
     every += NNCF_ENTRIES + QUARK_ENTRIES
     assert all(e["file"] for e in every), [e for e in every if not e["file"]]
     assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT), len(NNCF_ENTRIES),
-            len(QUARK_ENTRIES)) == (116, 12, 0, 32, 32)
+            len(QUARK_ENTRIES)) == (133, 12, 0, 32, 32)
 
 
 @pytest.mark.parametrize("name", FLOAT)
@@ -93,7 +101,8 @@ FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "kws_gru_torchscript_ort_qdq_a16w8_s16.onnx",
             "pad_pool_torchscript_ort_qdq_u8s8.onnx",
             "mixnet_block_dynamo_ort_qdq_s8s8.onnx",
-            "attention_tiny_dynamo_ort_qdq_a16w8_u16.onnx"]
+            "attention_tiny_dynamo_ort_qdq_a16w8_u16.onnx",
+            "transformer_encoder_torchscript14_ort_qdq_u8s8.onnx"]
 
 
 # Every accepted model with float requantization (ORT's own arithmetic); the integer-only
