@@ -75,17 +75,95 @@ def static_shapes(model: onnx.ModelProto, kept: list[int], folded: Mapping[str, 
         del dims[:]
         for d in shape:
             dims.add().dim_value = d
-    try:
-        inferred = shape_inference.infer_shapes(probe, data_prop=True)
-    except Exception:  # a model onnx cannot infer: nothing is folded from shapes
-        return dict(input_shapes)
     shapes = dict(input_shapes)
-    for value in (*inferred.graph.value_info, *inferred.graph.output):
-        t = value.type.tensor_type
-        if value.type.HasField("tensor_type") and t.HasField("shape") and all(
-                d.HasField("dim_value") for d in t.shape.dim):
-            shapes.setdefault(value.name, tuple(int(d.dim_value) for d in t.shape.dim))
+    shapes.update({t.name: tuple(int(d) for d in t.dims) for t in g.initializer})
+    # onnx knows no com.microsoft operator: their outputs' shapes are given to it, a round
+    # at a time, so that a Shape reading a QOperator model's QLinearAdd folds.
+    contrib = sum(1 for node in g.node if node.domain == "com.microsoft")
+    for _ in range(contrib + 1):
+        try:
+            inferred = shape_inference.infer_shapes(probe, data_prop=True)
+        except Exception:  # a model onnx cannot infer: nothing is folded from shapes
+            return shapes
+        types = _elem_types(inferred.graph)
+        for value in (*inferred.graph.value_info, *inferred.graph.output):
+            t = value.type.tensor_type
+            if value.type.HasField("tensor_type") and t.HasField("shape") and all(
+                    d.HasField("dim_value") for d in t.shape.dim):
+                shapes.setdefault(value.name, tuple(int(d.dim_value) for d in t.shape.dim))
+        given = False
+        for node in g.node:
+            out = node.output[0] if node.output else ""
+            if node.domain != "com.microsoft" or not out or out in shapes:
+                continue
+            shape = contrib_output_shape(node, shapes)
+            elem = _contrib_output_type(node, types)
+            if shape is not None and elem:
+                g.value_info.append(onnx.helper.make_tensor_value_info(out, elem, list(shape)))
+                shapes[out], types[out] = shape, elem  # for the next ones in this round
+                given = True
+        if not given:
+            break
     return shapes
+
+
+def _elem_types(g: onnx.GraphProto) -> dict[str, int]:
+    types = {t.name: t.data_type for t in g.initializer}
+    for value in (*g.input, *g.value_info, *g.output):
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+            types[value.name] = value.type.tensor_type.elem_type
+    return types
+
+
+def _contrib_output_type(node: onnx.NodeProto, types: Mapping[str, int]) -> int:
+    """The element type of a com.microsoft QLinear operator's output: its y_zero_point's
+    (QGemm: float without one), else its first input's."""
+    if node.op_type == "QGemm":
+        zp = node.input[8] if len(node.input) > 8 and node.input[8] else ""
+        return types.get(zp, 0) if zp else onnx.TensorProto.FLOAT
+    return types.get(node.input[0], 0) if node.input else 0
+
+
+def contrib_output_shape(node: onnx.NodeProto,
+                         shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The output shape of ORT's com.microsoft QLinear operators that QOperator models
+    hold, from their inputs' shapes (None where unknown)."""
+    def shape(i: int) -> tuple[int, ...] | None:
+        return shapes.get(node.input[i]) if i < len(node.input) and node.input[i] else None
+
+    attrs = _attributes(node)
+    op = node.op_type
+    try:
+        if op in ("QLinearAdd", "QLinearMul"):
+            a, b = shape(0), shape(3)
+            return None if a is None or b is None else tuple(np.broadcast_shapes(a, b))
+        if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
+            return shape(0)
+        if op == "QGemm":
+            a, b = shape(0), shape(3)
+            if a is None or b is None or len(a) != 2 or len(b) != 2:
+                return None
+            return (a[1] if attrs.get("transA", 0) else a[0],
+                    b[0] if attrs.get("transB", 0) else b[1])
+        if op == "QLinearConcat":
+            parts = [shape(i) for i in range(2, len(node.input), 3)]
+            if not parts or any(p is None for p in parts):
+                return None
+            known = [p for p in parts if p is not None]
+            axis = int(attrs.get("axis", 0)) % len(known[0])
+            out = list(known[0])
+            out[axis] = sum(p[axis] for p in known)
+            return tuple(out)
+        if op == "QLinearGlobalAveragePool":
+            x = shape(0)
+            if x is None or len(x) < 3:
+                return None
+            if attrs.get("channels_last", 0):
+                return (x[0], *([1] * (len(x) - 2)), x[-1])
+            return (*x[:2], *([1] * (len(x) - 2)))
+    except ValueError:  # shapes that do not broadcast: the importer names the problem
+        return None
+    return None
 
 
 def _shape_value(proto: onnx.NodeProto, shape: tuple[int, ...]) -> NDArray[Any]:

@@ -72,6 +72,35 @@ def test_shape_subgraphs_fold_and_the_model_is_exact() -> None:
     assert report.ok, report.outputs
 
 
+def test_shapes_of_qoperator_outputs_fold() -> None:
+    """TorchScript's multi-head attention in a QOperator model: Shape reads a tensor that
+    a com.microsoft QLinearAdd computes, which onnx's shape inference does not know; its
+    shape comes from the QLinear operators' own rules, and the head split folds."""
+    consts: dict[str, NDArray[Any]] = {
+        "xs": np.array(0.05, F32), "xz": np.array(128, np.uint8),
+        "bs": np.array(0.03, F32), "bz": np.array(100, np.uint8),
+        "b": np.arange(24, dtype=np.uint8).reshape(1, 24), "ys": np.array(0.07, F32),
+        "yz": np.array(120, np.uint8), "zero": np.array(0, np.int64),
+        "axes0": np.array([0], np.int64), "split": np.array([4, 6], np.int64),
+    }
+    nodes = [
+        helper.make_node("QLinearAdd", ["x", "xs", "xz", "b", "bs", "bz", "ys", "yz"],
+                         ["sum"], domain="com.microsoft"),
+        helper.make_node("DequantizeLinear", ["sum", "ys", "yz"], ["sum_f"]),
+        helper.make_node("Shape", ["sum_f"], ["shape"], name="head_shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["tokens"], axis=0),
+        helper.make_node("Unsqueeze", ["tokens", "axes0"], ["tokens1"]),
+        helper.make_node("Concat", ["tokens1", "split"], ["heads"], axis=0),
+        helper.make_node("Reshape", ["sum_f", "heads"], ["y"]),
+    ]
+    model = graph_model(nodes, {"x": ("uint8", [3, 24])}, {"y": "float32"}, consts,
+                        opset=17, ms_domain=True)
+    graph = import_model(model)
+    assert "Shape" not in [n.op_type for n in graph.nodes]
+    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
 def test_only_exact_float_arithmetic_folds() -> None:
     """Log of a constant has no one exact float32 answer (it depends on the library),
     so it is not folded: the model is refused, naming the Log. A Div of constants is
