@@ -114,3 +114,6 @@ class ProductSpec:
     bias_strides: tuple[int, int] = (0, 0)
     trans_a: bool = False
     trans_b: bool = False
+    # The tensor holding A's zero point when it is computed at run time (by a
+    # DynamicQuantizeLinear); a_zp is then 0.
+    a_zp_tensor: str | None = None

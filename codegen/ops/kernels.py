@@ -240,6 +240,13 @@ KERNELS: tuple[Kernel, ...] = (
     # --------------------------------------------------------------- quantization
     Kernel("quantize_linear", "q8_quantize_linear_{y}", (("y", (*INT8, "u16", "s16")),),
            "quantize_linear.c", "q8_qdq_params", "QuantizeLinear"),
+    Kernel("dynamic_quantize_linear", "q8_dynamic_quantize_linear", (),
+           "dynamic_quantize_linear.c", "q8_dynamic_quantize_params",
+           "DynamicQuantizeLinear (scale and zero point from the range at run time)"),
+    Kernel("matmul_integer_dynamic", "q8_matmul_integer_dynamic", (),
+           "dynamic_quantize_linear.c", "q8_matmul_integer_dynamic_params",
+           "MatMulInteger with A's zero point computed at run time",
+           "int16 [K][N]: B less its zero point"),
     Kernel("dequantize_linear", "q8_dequantize_linear_{x}",
            (("x", ("u8", "s8", "u16", "s16", "s32")),),
            "dequantize_linear.c", "q8_qdq_params", "DequantizeLinear"),

@@ -35,7 +35,7 @@ from ._common import (
     scalar_constant,
 )
 from ._export import ProductSlots, export_product
-from ._float import FLOAT_TYPES, float_bias, float_input, refuse
+from ._float import FLOAT_TYPES, float_bias, float_input, producer, refuse
 from ._product import (
     MatmulShape,
     ProductSpec,
@@ -45,6 +45,7 @@ from ._product import (
 )
 from ._qdq import bias_input
 from .clamp import output_range
+from .dynamic_quantize import lower_matmul_integer_dynamic, runtime_zero_point
 from .kernels import kernel
 from .matmul_nbits import lower_matmul_nbits, nbits_traits, nbits_weights
 
@@ -265,7 +266,8 @@ def infer_matmul_integer(node: Node, graph: Graph) -> Inferred:
     check_dtype(node, "input A", a, INT8_TYPES)
     check_dtype(node, "input B", b, INT8_TYPES)
     shape = matmul_shape(node, a.shape, b.shape)
-    a_zp = _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype)
+    runtime_zp = runtime_zero_point(node, graph, 2, "a_zero_point", a)
+    a_zp = 0 if runtime_zp else _optional_scalar_zp(node, graph, 2, "a_zero_point", a.dtype)
     zp = None
     if node.input(3) is not None:
         zp = constant_input(node, graph, 3, "b_zero_point")
@@ -273,7 +275,8 @@ def infer_matmul_integer(node: Node, graph: Graph) -> Inferred:
         column_params(node, "b_zero_point", zp, b.shape)
     _, b_zp = b_quantization(node, b, None, zp)
     return Inferred([Tensor(node.outputs[0], "int32", shape.output)],
-                    spec=ProductSpec(shape, (shape.k, 1), (shape.n, 1), a_zp, b_zp))
+                    spec=ProductSpec(shape, (shape.k, 1), (shape.n, 1), a_zp, b_zp,
+                                     a_zp_tensor=runtime_zp))
 
 
 def lower_matmul_integer(node: Node, graph: Graph, spec: ProductSpec,
@@ -282,6 +285,8 @@ def lower_matmul_integer(node: Node, graph: Graph, spec: ProductSpec,
     a, b = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
     y = graph.tensors[node.outputs[0]]
     shape, b_zp = spec.shape, spec.b_zp
+    if spec.a_zp_tensor is not None:
+        return [lower_matmul_integer_dynamic(node, graph, a, y, spec.a_zp_tensor)]
     params = _gemm_struct(shape, spec.a_strides, spec.b_strides, spec.a_zp,
                           b_zp.per_column, b_zp.batched, None, no_requant())
     arrays = [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
@@ -289,7 +294,7 @@ def lower_matmul_integer(node: Node, graph: Graph, spec: ProductSpec,
 
 
 register(OpDef("MatMulInteger", "", infer_matmul_integer, lower_matmul_integer,
-               versions=(10,), constant_inputs=frozenset({2, 3}),
+               versions=(10,), constant_inputs=frozenset({3}),
                data_dtypes=frozenset(INT8_TYPES), product=ProductSlots(0, 1, 3)))
 
 
@@ -622,11 +627,30 @@ def lower_float_gemm(node: Node, graph: Graph, spec: FloatGemmSpec,
     return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias, packed)]
 
 
+def check_not_scale_fused(node: Node, graph: Graph) -> None:
+    """ORT's MatMulScaleFusion folds a Mul or Div by a scalar constant that only this
+    float MatMul reads (torch's scaled dot-product attention scales Q and K so) into
+    FusedMatMul's alpha, which scales the product instead of the operand: another
+    rounding, not reproduced yet."""
+    for name in node.inputs[:2]:
+        scaling = producer(graph, name)
+        if scaling is None or scaling.domain or scaling.op_type not in ("Mul", "Div") or \
+                name in graph.outputs or sum(name in n.inputs for n in graph.nodes) != 1:
+            continue
+        scalars = [i for i in scaling.inputs[1 if scaling.op_type == "Div" else 0:]
+                   if i in graph.constants and graph.constants[i].size == 1]
+        if scalars:
+            raise refuse(node, f"ONNX Runtime folds the scalar {scaling.op_type} "
+                         f"'{scaling.name}' into this product's alpha (FusedMatMul), which "
+                         "onnx2mcu does not reproduce yet")
+
+
 def lower_float_matmul(node: Node, graph: Graph, spec: MatmulShape,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     b, packed = check_b_operand(node, graph)
+    check_not_scale_fused(node, graph)
     shape = spec
     if len(b.shape) <= 2:
         # ORT multiplies every row of A by a 2-D B in one product.

@@ -1,0 +1,79 @@
+"""quantize_dynamic's arithmetic against ONNX Runtime, bit for bit: DynamicQuantizeLinear
+(MLAS's min/max lanes, with NaN in every position of short and long tensors, all-zero,
+constant, one-signed, huge and tiny inputs, the zero point's clamp and rounding) and
+MatMulInteger with the zero point it computes at run time, followed by the float scaling
+ORT fuses (MatMulIntegerToFloat, DynamicQuantizeMatMul: the same bits as the graph)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE, in_qemu
+from modelgen import graph_model
+from onnx import helper
+
+import codegen
+
+F32 = np.float32
+
+
+def dql_model(n: int) -> onnx.ModelProto:
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name="dql")]
+    return graph_model(nodes, {"x": ("float32", [n])},
+                       {"y": "uint8", "s": "float32", "z": "uint8"}, {}, opset=13)
+
+
+def dql_inputs(n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    base = rng.normal(0, 3, n).astype(F32)
+    cases = [base, np.zeros(n, F32), np.full(n, F32(2.5)), np.abs(base), -np.abs(base),
+             (base * F32(1e30)).astype(F32), (base * F32(1e-38)).astype(F32)]
+    for at in sorted({0, n // 3, n - 1, max(n - 9, 0)}):  # NaN in lanes, chunks and tails
+        nan = base.copy()
+        nan[at] = np.nan
+        cases.append(nan)
+    inf = base.copy()
+    inf[n // 2] = np.inf
+    cases.append(inf)
+    return cases
+
+
+@pytest.mark.parametrize("n", [1, 5, 8, 13, 32, 45, 77, 200])
+def test_dynamic_quantize_linear_matches_ort(n: int) -> None:
+    rng = np.random.default_rng(n)
+    model = dql_model(n)
+    for x in dql_inputs(n, rng):
+        report = codegen.verify(model, inputs={"x": x}, cflags=SANITIZE)
+        assert report.ok, (x, report.outputs)
+
+
+def dynamic_matmul_model(k: int, n: int, seed: int, weights: str) -> onnx.ModelProto:
+    """quantize_dynamic's MatMul: DQL(x) -> MatMulInteger -> Cast -> Mul(scales) -> Add."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (-127, 127) if weights == "int8" else (0, 255)
+    inits = {"w": rng.integers(lo, hi + 1, (k, n)).astype(weights),
+             "ws": np.array(rng.uniform(0.001, 0.02), F32),
+             "wz": np.array(0 if weights == "int8" else 131, weights),
+             "bias": rng.normal(0, 1, n).astype(F32)}
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=onnx.TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["scale"]),
+             helper.make_node("Mul", ["accf", "scale"], ["prod"]),
+             helper.make_node("Add", ["prod", "bias"], ["y"])]
+    return graph_model(nodes, {"x": ("float32", [2, 3, k])}, {"y": "float32"}, inits,
+                       opset=13)
+
+
+@pytest.mark.parametrize("k,n,weights", [(16, 8, "int8"), (45, 11, "uint8"), (7, 1, "int8")])
+def test_dynamic_matmul_matches_ort(k: int, n: int, weights: str) -> None:
+    model = dynamic_matmul_model(k, n, k + n, weights)
+    report = codegen.verify(model, samples=4, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+@in_qemu
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_dynamic_matmul_on_cortex_m(board: str) -> None:
+    report = codegen.verify(dynamic_matmul_model(40, 6, 2, "int8"), board=board, samples=2)
+    assert report.ok, report.outputs
