@@ -175,6 +175,9 @@ KERNELS: tuple[Kernel, ...] = (
            "int8 [M][C/groups][KH][KW] as in the model"),
     Kernel("conv_i32", "q8_conv_{x}_i32", (("x", INT8),), "qlinear_conv.c", "q8_conv_params",
            "ConvInteger (ops/conv/integer.py)", "int8 [M][C/groups][KH][KW] as in the model"),
+    Kernel("conv_i32_dynamic", "q8_conv_{x}_i32_dynamic", (("x", INT8),),
+           "conv_integer_dynamic.c", "q8_conv_params",
+           "ConvInteger with x's zero point computed at run time (the reference kernel)"),
     Kernel("dwconv_3x3", "q8_dwconv_{x}_3x3_{rq}", (("x", INT8), ("rq", REQUANT)),
            "dwconv_3x3.c", "q8_dwconv_params",
            f"{_FAST}, a depthwise 3x3 QLinearConv without padding on a core with Thumb-2 "

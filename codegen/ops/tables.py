@@ -33,7 +33,8 @@ from ._common import (
     scalar_or_vector,
 )
 from ._export import Writer
-from ._float import FLOAT_TYPES, f32, infer_float_unary
+from ._float import FLOAT_TYPES, f32, infer_float_unary, refuse
+from ._ort_fusions import gelu_fusion_at
 from ._qdq import build_unary
 from .clamp import clamp_output_table
 from .kernels import kernel
@@ -147,6 +148,10 @@ def infer_float_activation(node: Node, graph: Graph) -> Inferred:
 def lower_float_activation(node: Node, graph: Graph, spec: ActivationSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
+    if gelu_fusion_at(node, graph):
+        raise refuse(node, "ONNX Runtime fuses this GELU (x / sqrt(2) -> Erf -> + 1 -> * x) "
+                     "into com.microsoft Gelu (its GeluFusion: another arithmetic), which "
+                     "onnx2mcu does not reproduce yet")
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(spec.alpha)),
                                              ("beta", CFloat(spec.beta))))
