@@ -12,41 +12,24 @@
 #include "q8_libm.h"
 #include "q8_runtime.h"
 
-void q8_sigmoid_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
-                    float *Q8_RESTRICT output)
-{
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = q8_mlas_logistic(input[i]);
+/* The kernels that compute one value at a time, by the function of each. */
+#define Q8_DEFINE_UNARY_F32(NAME, VALUE)                                                         \
+    void NAME(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,                 \
+              float *Q8_RESTRICT output)                                                         \
+    {                                                                                            \
+        int32_t i;                                                                               \
+        for (i = 0; i < params->size; i++) {                                                     \
+            const float x = input[i];                                                            \
+            output[i] = VALUE;                                                                   \
+        }                                                                                        \
     }
-}
 
-void q8_tanh_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
-                 float *Q8_RESTRICT output)
-{
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = q8_mlas_tanh(input[i]);
-    }
-}
-
-void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
-                float *Q8_RESTRICT output)
-{
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = q8_mlas_exp(input[i]);
-    }
-}
-
-void q8_erf_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
-                float *Q8_RESTRICT output)
-{
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = q8_mlas_erf(input[i]);
-    }
-}
+Q8_DEFINE_UNARY_F32(q8_sigmoid_f32, q8_mlas_logistic(x))
+Q8_DEFINE_UNARY_F32(q8_tanh_f32, q8_mlas_tanh(x))
+Q8_DEFINE_UNARY_F32(q8_exp_f32, q8_mlas_exp(x))
+Q8_DEFINE_UNARY_F32(q8_erf_f32, q8_mlas_erf(x))
+Q8_DEFINE_UNARY_F32(q8_neg_f32, -x)
+Q8_DEFINE_UNARY_F32(q8_abs_f32, fabsf(x))
 
 /*
  * IEEE square root (Eigen's sqrtps in ORT): one correct rounding on every target. A
@@ -64,24 +47,6 @@ void q8_sqrt_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT inp
         } else {
             output[i] = sqrtf(input[i]);
         }
-    }
-}
-
-void q8_neg_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
-                float *Q8_RESTRICT output)
-{
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = -input[i];
-    }
-}
-
-void q8_abs_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
-                float *Q8_RESTRICT output)
-{
-    int32_t i;
-    for (i = 0; i < params->size; i++) {
-        output[i] = fabsf(input[i]);
     }
 }
 

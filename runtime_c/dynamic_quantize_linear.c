@@ -89,12 +89,6 @@ static void find_min_max(const float *x, int32_t n, float *min_out, float *max_o
     *max_out = hi;
 }
 
-/* Round half to even of a value in [-256, 256] (or NaN, which the callers exclude). */
-static int32_t round_even(float v)
-{
-    return (int32_t)((float)(v + 12582912.0f) - 12582912.0f);
-}
-
 void q8_dynamic_quantize_linear(const q8_dynamic_quantize_params *params,
                                 const float *Q8_RESTRICT input, uint8_t *Q8_RESTRICT output,
                                 float *Q8_RESTRICT scale_out, uint8_t *Q8_RESTRICT zp_out)
@@ -108,12 +102,10 @@ void q8_dynamic_quantize_linear(const q8_dynamic_quantize_params *params,
     zp_float = 0.0f - (float)(lo / scale);
     t = zp_float < 255.0f ? zp_float : 255.0f;
     t = 0.0f < t ? t : 0.0f;
-    zp = round_even(t);
+    zp = q8_round_half_even(t);
     for (i = 0; i < params->size; i++) {
-        float v = (float)(input[i] / scale);
-        v = max_ps(v, (float)(0 - zp));
-        v = min_ps(v, (float)(255 - zp));
-        output[i] = (uint8_t)(round_even(v) + zp);
+        const float v = q8_fclamp((float)(input[i] / scale), (float)(0 - zp), (float)(255 - zp));
+        output[i] = (uint8_t)(q8_round_half_even(v) + zp);
     }
     *scale_out = scale;
     *zp_out = (uint8_t)zp;

@@ -37,7 +37,7 @@ static int8_t quantize_value(float a, float inv)
     if (!(v > -128.5f && v < 127.5f)) {
         return 0;
     }
-    return (int8_t)(int32_t)((float)(v + 12582912.0f) - 12582912.0f);
+    return (int8_t)q8_round_half_even(v);
 }
 
 static void quantize_row(const q8_matmul_nbits_params *p, const float *row, int8_t *q,
@@ -82,6 +82,10 @@ static float column(const q8_matmul_nbits_params *p, const int8_t *q, const floa
     float r, t = 0.0f;
     int32_t g, l, j, i;
     for (g = 0; g < groups; g++) {
+        float c[4];
+        for (j = 0; j < 4; j++) {
+            c[j] = q8_mul_unfused(scales[4 * g + j], sb);
+        }
         for (l = 0; l < 16; l++) {
             /* 16 dot products of blocks (0, 1) or (2, 3) of the group; this lane adds
              * two of them two apart. */
@@ -89,9 +93,8 @@ static float column(const q8_matmul_nbits_params *p, const int8_t *q, const floa
             const int32_t src = 4 * (l / 4) + (l % 2);
             const int32_t first = (pair + src / 8) * Q8_NBITS_BLOCK + 4 * (src % 8);
             const int32_t second = (pair + (src + 2) / 8) * Q8_NBITS_BLOCK + 4 * ((src + 2) % 8);
-            const int32_t block = 4 * g + lane_block[l];
-            const float c = q8_mul_unfused(scales[block], sb);
-            acc16[l] = q8_fmaf((float)(quad(q, u, first) + quad(q, u, second)), c, acc16[l]);
+            acc16[l] = q8_fmaf((float)(quad(q, u, first) + quad(q, u, second)),
+                               c[lane_block[l]], acc16[l]);
         }
     }
     for (i = 0; i < 8; i++) {

@@ -31,7 +31,7 @@ from onnx.reference import ReferenceEvaluator
 
 from codegen import ops
 from codegen.arith.numerics import dequantize_like_ort, quantize_constant_like_ort
-from codegen.core.ir import Node
+from codegen.core.ir import QDQ_RANGE, Node
 from codegen.errors import ModelError
 
 # Exact on any input type: data movement, comparisons, integer and boolean logic.
@@ -47,7 +47,7 @@ ONE_OPERATION = frozenset({"Add", "Sub", "Mul", "Div", "Sqrt", "Reciprocal"})
 INTEGER_ONLY = frozenset({"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Mod"})
 SHAPE_OPS = frozenset({"Shape", "Size"})
 # The integer types a QuantizeLinear of a constant folds to.
-QUANTIZED_CONSTANT_TYPES = ("uint8", "int8", "uint16", "int16")
+QUANTIZED_CONSTANT_TYPES = tuple(QDQ_RANGE)
 
 
 def _is_float(value: NDArray[Any]) -> bool:

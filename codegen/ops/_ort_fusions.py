@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from codegen.core.ir import Graph, Node
 
+from ._float import producer
+
 
 def _readers(graph: Graph, tensor: str) -> list[Node]:
     return [n for n in graph.nodes if tensor in n.inputs]
@@ -53,11 +55,11 @@ def gelu_fusion_at(node: Node, graph: Graph) -> bool:
     GeluFusion."""
     if node.op_type != "Erf" or node.domain:
         return False
-    scaled = next((n for n in graph.nodes if node.inputs[0] in n.outputs), None)
+    scaled = producer(graph, node.inputs[0])
     if scaled is None or scaled.domain or scaled.op_type not in ("Div", "Mul") or \
             scaled.inputs[1] not in graph.constants:
         return False
-    source = next((n for n in graph.nodes if scaled.inputs[0] in n.outputs), None)
+    source = producer(graph, scaled.inputs[0])
     if source is not None and source.op_type == "DequantizeLinear" and not source.domain:
         return False  # measured: ORT leaves a GELU of a dequantized tensor alone
     plus_one = _only_reader(graph, node.outputs[0], "Add")
@@ -70,6 +72,6 @@ def gelu_fusion_at(node: Node, graph: Graph) -> bool:
     other = next((i for i in times_x.inputs if i != plus_one.outputs[0]), None)
     if other == x:
         return True  # (x * (erf + 1)) * 0.5
-    half = next((n for n in graph.nodes if other in n.outputs), None)
+    half = producer(graph, other) if other else None
     return half is not None and not half.domain and half.op_type == "Mul" and \
         x in half.inputs and any(i in graph.constants for i in half.inputs)  # (0.5 x) * ...

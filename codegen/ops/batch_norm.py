@@ -26,7 +26,7 @@ from codegen.errors import ModelError, UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_float, attr_int, reject_unknown_attrs
-from ._float import FLOAT_TYPES, float_input, refuse
+from ._float import FLOAT_TYPES, float_input, producer, refuse
 from .conv_transpose import constant_float
 
 F32 = np.float32
@@ -83,10 +83,10 @@ def folded_scale_and_bias(scale: np.ndarray, bias: np.ndarray, mean: np.ndarray,
 
 def lower_batch_norm(node: Node, graph: Graph, spec: BatchNormSpec,
                      options: LoweringOptions) -> Sequence[Lowered]:
-    producer = next((n for n in graph.nodes if node.inputs[0] in n.outputs), None)
-    if producer is not None and not producer.domain and producer.op_type in FOLDED_INTO \
-            and len(producer.inputs) > 1 and producer.inputs[1] in graph.constants:
-        raise refuse(node, f"ONNX Runtime folds it into the {producer.op_type} before it, "
+    source = producer(graph, node.inputs[0])
+    if source is not None and not source.domain and source.op_type in FOLDED_INTO \
+            and len(source.inputs) > 1 and source.inputs[1] in graph.constants:
+        raise refuse(node, f"ONNX Runtime folds it into the {source.op_type} before it, "
                      "whose weights are float constants (another arithmetic), which onnx2mcu "
                      "does not reproduce")
     scale, bias, mean, var = (constant_float(node, graph, i, what).astype(F32).reshape(-1)

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.arith.numerics import dequantize_like_ort
-from codegen.core.ir import ONNX_TO_DTYPE, Graph, Node, Tensor
+from codegen.core.ir import ONNX_TO_DTYPE, QDQ_RANGE, Graph, Node, Tensor
 from codegen.core.program import CArray, ComputedConstant, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
 
@@ -34,7 +34,7 @@ from ._common import (
 SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
 SUFFIX = {"uint8": "u8", "int8": "s8", "uint16": "u16", "int16": "s16", "int32": "s32"}
-QUANTIZED_TYPES = ("uint8", "int8", "uint16", "int16")
+QUANTIZED_TYPES = tuple(QDQ_RANGE)
 
 
 @dataclass(frozen=True)
