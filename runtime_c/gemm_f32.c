@@ -15,6 +15,9 @@
  *  - B a float initializer (packed): ORT prepacks it, and every product, one row or more,
  *    goes through MLAS's packed SGEMM: K blocks of 256, each by fmaf from 0 and added to
  *    the previous blocks (or to the bias).
+ * alpha other than 1 (com.microsoft FusedMatMul, as ORT's MatMulScaleFusion makes it):
+ * MLAS skips its single-row kernels and scales each K block as it stores it, the first
+ * f32(acc * alpha), the others fmaf(acc, alpha, y) (measured on ORT 1.32, packed and not).
  */
 #include <math.h>
 
@@ -113,7 +116,7 @@ Q8_INLINE float b_at(const q8_gemm_f32_params *p, const float *b, int32_t k, int
 }
 
 /* N and K blocks of the given strides; each output accumulates a block with fmaf from 0
- * and adds it to the previous blocks (or to the bias). */
+ * and adds it to the previous blocks (or to the bias), scaled by alpha when it is not 1. */
 static void blocked_rows(const q8_gemm_f32_params *p, const float *a, const float *b, float *y,
                          int accumulate, int32_t stride_n, int32_t stride_k)
 {
@@ -131,7 +134,12 @@ static void blocked_rows(const q8_gemm_f32_params *p, const float *a, const floa
                     for (k = k0; k < k0 + ck; k++) {
                         acc = q8_fmaf(a_row[k], b_at(p, b, k, n), acc);
                     }
-                    *out = first ? acc : (float)(*out + acc);
+                    if (p->alpha == 1.0f) {
+                        *out = first ? acc : (float)(*out + acc);
+                    } else {
+                        *out = first ? q8_mul_unfused(acc, p->alpha)
+                                     : q8_fmaf(acc, p->alpha, *out);
+                    }
                 }
             }
             first = 0;
@@ -161,9 +169,9 @@ void q8_gemm_f32(const q8_gemm_f32_params *params, const float *Q8_RESTRICT a,
         if (p->packed) {
             /* The packed SGEMM: K blocks of 256, no N blocking that changes a sum. */
             blocked_rows(p, a_b, b_b, y_b, p->bias != NULL, p->n, 256);
-        } else if (p->m == 1) {
+        } else if (p->m == 1 && p->alpha == 1.0f) {
             single_row(p, a_b, b_b, y_b, p->bias != NULL);
-        } else if (p->n == 1 && !p->trans_b) {
+        } else if (p->n == 1 && !p->trans_b && p->alpha == 1.0f) {
             /* B is one contiguous column: ORT swaps the operands into the [N][K] kernel,
                A's rows taking the place of B's. */
             dot_rows(b_b, a_b, p->m, p->k, y_b, p->bias != NULL);

@@ -23,4 +23,8 @@ void q8_layer_norm_stats_f32(const q8_layer_norm_f32_params *params,
                              const float *Q8_RESTRICT input, float *Q8_RESTRICT output,
                              float *Q8_RESTRICT mean, float *Q8_RESTRICT inv_std_dev);
 
+/* SimplifiedLayerNormalization (RMS normalization: no mean, no bias). */
+void q8_simplified_layer_norm_f32(const q8_layer_norm_f32_params *params,
+                                  const float *Q8_RESTRICT input, float *Q8_RESTRICT output);
+
 #endif /* Q8_LAYER_NORM_F32_H */

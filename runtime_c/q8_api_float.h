@@ -43,9 +43,9 @@ void q8_conv_add_f32(const q8_conv_f32_params *params, const float *Q8_RESTRICT 
                      const float *Q8_RESTRICT addend, float *Q8_RESTRICT output);
 
 /*
- * Gemm (alpha = 1, beta = 1, A not transposed) and MatMul on float32, batched:
- * y[b] = bias + a[b] x b[b or 0], a dense [m][k], b dense [k][n] or [n][k] (trans_b).
- * The bias element (i, j) is bias[i * bias_stride_m + j * bias_stride_n].
+ * Gemm (beta = 1, A not transposed), MatMul and com.microsoft FusedMatMul on float32,
+ * batched: y[b] = bias + alpha * (a[b] x b[b or 0]), a dense [m][k], b dense [k][n] or
+ * [n][k] (trans_b). The bias element (i, j) is bias[i * bias_stride_m + j * bias_stride_n].
  */
 typedef struct {
     int32_t batches;
@@ -55,6 +55,7 @@ typedef struct {
     int32_t trans_b;
     int32_t b_batched;
     int32_t packed; /* B a float initializer, which ORT prepacks (gemm_f32.c) */
+    float alpha; /* 1: a plain product */
     const float *bias; /* NULL: no bias */
     int32_t bias_stride_m;
     int32_t bias_stride_n;
@@ -90,6 +91,8 @@ void q8_exp_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT inpu
                 float *Q8_RESTRICT output);
 void q8_erf_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                 float *Q8_RESTRICT output);
+void q8_gelu_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
+                 float *Q8_RESTRICT output);
 void q8_sqrt_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,
                  float *Q8_RESTRICT output);
 void q8_neg_f32(const q8_unary_f32_params *params, const float *Q8_RESTRICT input,

@@ -15,9 +15,10 @@ from numpy.typing import NDArray
 
 from codegen.arith.numerics import mlas_erf, mlas_exp
 from codegen.core.ir import Graph, Node
+from codegen.errors import UnsupportedError
 
 from . import Inferred, OpDef, register
-from ._common import attr_float, reject_unknown_attrs
+from ._common import attr_float, attr_str, reject_unknown_attrs
 from ._float import FLOAT_TYPES, f32
 from .tables import infer_float_activation, lower_float_activation
 
@@ -66,11 +67,15 @@ def square_root(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.f
         return f32(np.sqrt(operands[0]))
 
 
-ATTRIBUTES = {"HardSigmoid": {"alpha", "beta"}}
+ATTRIBUTES = {"HardSigmoid": {"alpha", "beta"}, "Gelu": {"approximate"}}
 
 
 def infer_activation(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, ATTRIBUTES.get(node.op_type, set()))
+    if node.op_type == "Gelu" and attr_str(node, "approximate", "none") != "none":
+        raise UnsupportedError(f"{node.describe()}: approximate="
+                               f"'{attr_str(node, 'approximate', 'none')}' is not supported "
+                               "('none' only)")
     return infer_float_activation(node, graph)
 
 
@@ -87,3 +92,10 @@ for _op, _versions, _fn in (
         ("Sqrt", (6, 13), square_root)):
     register(OpDef(_op, "", infer_activation, lower_float_activation, versions=_versions,
                    data_dtypes=FLOAT_TYPES, float_island=True, elementwise=_fn))
+
+# The exact GELU: ORT's GeluFusion writes com.microsoft Gelu from x / sqrt(2) -> Erf -> + 1
+# -> * x -> * 0.5 (transform/float_fusions.py), ONNX's own from opset 20; one arithmetic.
+register(OpDef("Gelu", "com.microsoft", infer_activation, lower_float_activation,
+               data_dtypes=FLOAT_TYPES, float_island=True))
+register(OpDef("Gelu", "", infer_activation, lower_float_activation, versions=(20,),
+               data_dtypes=FLOAT_TYPES, float_island=True))

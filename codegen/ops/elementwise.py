@@ -42,7 +42,6 @@ from ._common import (
     reject_unknown_attrs,
 )
 from ._float import FLOAT_TYPES, f32, float_input, lower_only_tabulated, refuse
-from ._ort_fusions import norm_fusion_at
 from ._qdq import build_binary
 from .kernels import kernel
 
@@ -356,11 +355,6 @@ def infer_float_pow(node: Node, graph: Graph) -> Inferred:
 
 def lower_float_pow(node: Node, graph: Graph, spec: PowSpec,
                     options: LoweringOptions) -> Sequence[KernelCall | Alias]:
-    if norm_fusion_at(node, graph):
-        raise refuse(node, "ONNX Runtime fuses the normalization this Pow starts (a "
-                     "decomposed LayerNorm with its scale) into LayerNormalization or "
-                     "SimplifiedLayerNormalization (another arithmetic), which onnx2mcu does "
-                     "not reproduce yet")
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     exponent = spec.exponent
     if exponent is None or y.shape != x.shape:

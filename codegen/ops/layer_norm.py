@@ -6,7 +6,11 @@ Rows of fewer than 8 values take ORT's scalar Welford loop; longer ones MLAS's A
 kernel (x86-64 with AVX2 and FMA): a double-precision mean, then a float32 centred sum
 of squares. Scale and bias are float initializers or DequantizeLinear of constants,
 computed at generation time as ORT computes them. The optional Mean and InvStdDev
-outputs are reproduced too."""
+outputs are reproduced too.
+
+SimplifiedLayerNormalization (RMS normalization: ORT's contrib operator of the ONNX domain,
+which its SimplifiedLayerNormFusion writes, transform/float_fusions.py) shares the checks
+and the parameters, with its own kernel: no mean, no bias."""
 
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ class LayerNormSpec:
     epsilon: float  # float32
     bias: bool
     stats: bool  # Mean and InvStdDev are computed
+    simplified: bool = False  # SimplifiedLayerNormalization
 
 
 def infer_layer_norm(node: Node, graph: Graph) -> Inferred:
@@ -54,6 +59,10 @@ def infer_layer_norm(node: Node, graph: Graph) -> Inferred:
                                f"(only {', '.join(map(str, STASH_TYPES))}, which ONNX Runtime "
                                "computes the same way in float32)")
     norm_shape = tuple(x.shape[axis:])
+    simplified = node.op_type == "SimplifiedLayerNormalization"
+    if simplified and (node.input(2) is not None or any(node.outputs[1:])):
+        raise UnsupportedError(f"{node.describe()}: only the X and scale inputs and the Y "
+                               "output are supported")
     for index, what in ((1, "Scale"), (2, "B")):
         if node.input(index) is None:
             if index == 1:
@@ -81,7 +90,8 @@ def infer_layer_norm(node: Node, graph: Graph) -> Inferred:
         tensors += [Tensor(outputs[1], "float32", stat_shape),
                     Tensor(outputs[2], "float32", stat_shape)]
     return Inferred(tensors, spec=LayerNormSpec(rows, size, epsilon,
-                                                node.input(2) is not None, all(wanted)))
+                                                node.input(2) is not None, all(wanted),
+                                                simplified))
 
 
 def lower_layer_norm(node: Node, graph: Graph, spec: LayerNormSpec,
@@ -95,10 +105,15 @@ def lower_layer_norm(node: Node, graph: Graph, spec: LayerNormSpec,
         ("rows", spec.rows), ("size", spec.size), ("epsilon", CFloat(spec.epsilon)),
         ("scale", CRef("scale")), ("bias", CRef("bias") if spec.bias else None)))
     outputs = tuple(node.outputs[:3]) if spec.stats else (node.outputs[0],)
-    function = "q8_layer_norm_stats_f32" if spec.stats else "q8_layer_norm_f32"
+    function = "q8_simplified_layer_norm_f32" if spec.simplified else \
+        "q8_layer_norm_stats_f32" if spec.stats else "q8_layer_norm_f32"
     return [KernelCall(function, node.name, (node.inputs[0],), outputs, params,
                        tuple(arrays), SOURCES, macs=2 * spec.rows * spec.size)]
 
 
 register(OpDef("LayerNormalization", "", infer_layer_norm, lower_layer_norm,
                versions=(17,), data_dtypes=FLOAT_TYPES, float_island=True))
+# ORT registers it once, in the ONNX domain, for every opset; onnx has no schema of it, so
+# its version is the model's opset.
+register(OpDef("SimplifiedLayerNormalization", "", infer_layer_norm, lower_layer_norm,
+               versions=tuple(range(1, 27)), data_dtypes=FLOAT_TYPES, float_island=True))

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from codegen.arith.requant import output_scale
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.pattern import Quantized, dtype_of, per_tensor, qparams, scale_axis
-from codegen.core.program import Alias, CArray, CRef, CStruct, KernelCall
+from codegen.core.program import Alias, CArray, CFloat, CRef, CStruct, KernelCall
 from codegen.errors import ModelError, UnsupportedError
 
 from . import GENERIC_UNFUSED, FloatOutputFusion, Fusion, Inferred, LoweringOptions, OpDef, register
@@ -35,7 +35,7 @@ from ._common import (
     scalar_constant,
 )
 from ._export import ProductSlots, export_product
-from ._float import FLOAT_TYPES, float_bias, float_input, producer, refuse
+from ._float import FLOAT_TYPES, float_bias, float_input, refuse
 from ._product import (
     MatmulShape,
     ProductSpec,
@@ -574,7 +574,7 @@ def infer_float_matmul(node: Node, graph: Graph) -> Inferred:
 
 def _float_gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, dims: tuple[int, int, int, int],
                trans_b: bool, b_batched: bool, bias: NDArray[Any] | None,
-               packed: bool = False) -> KernelCall:
+               packed: bool = False, alpha: float = 1.0) -> KernelCall:
     batches, m, k, n = dims
     arrays = []
     strides = (0, 0)
@@ -583,7 +583,7 @@ def _float_gemm_call(node: Node, a: Tensor, b: Tensor, y: Tensor, dims: tuple[in
         arrays.append(CArray("bias", "float", bias.astype(F32).reshape(-1)))
     params = CStruct("q8_gemm_f32_params", (
         ("batches", batches), ("m", m), ("k", k), ("n", n), ("trans_b", int(trans_b)),
-        ("b_batched", int(b_batched)), ("packed", int(packed)),
+        ("b_batched", int(b_batched)), ("packed", int(packed)), ("alpha", CFloat(alpha)),
         ("bias", CRef("bias") if bias is not None else None),
         ("bias_stride_m", strides[0]), ("bias_stride_n", strides[1])))
     return KernelCall("q8_gemm_f32", node.name, (a.name, b.name), (y.name,), params,
@@ -627,43 +627,57 @@ def lower_float_gemm(node: Node, graph: Graph, spec: FloatGemmSpec,
     return [_float_gemm_call(node, a, b, y, (1, m, k, n), trans_b, False, bias, packed)]
 
 
-def check_not_scale_fused(node: Node, graph: Graph) -> None:
-    """ORT's MatMulScaleFusion folds a Mul or Div by a scalar constant that only this
-    float MatMul reads (torch's scaled dot-product attention scales Q and K so) into
-    FusedMatMul's alpha, which scales the product instead of the operand: another
-    rounding, not reproduced yet."""
-    for name in node.inputs[:2]:
-        scaling = producer(graph, name)
-        if scaling is None or scaling.domain or scaling.op_type not in ("Mul", "Div") or \
-                name in graph.outputs or sum(name in n.inputs for n in graph.nodes) != 1:
-            continue
-        scalars = [i for i in scaling.inputs[1 if scaling.op_type == "Div" else 0:]
-                   if i in graph.constants and graph.constants[i].size == 1]
-        if scalars:
-            raise refuse(node, f"ONNX Runtime folds the scalar {scaling.op_type} "
-                         f"'{scaling.name}' into this product's alpha (FusedMatMul), which "
-                         "onnx2mcu does not reproduce yet")
-
-
 def lower_float_matmul(node: Node, graph: Graph, spec: MatmulShape,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
+    return _lower_float_product(node, graph, spec, 1.0)
+
+
+def _lower_float_product(node: Node, graph: Graph, shape: MatmulShape,
+                         alpha: float) -> list[KernelCall | Alias]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     b, packed = check_b_operand(node, graph)
-    check_not_scale_fused(node, graph)
-    shape = spec
     if len(b.shape) <= 2:
         # ORT multiplies every row of A by a 2-D B in one product.
         rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
-        weights = nbits_weights(node, graph)
+        weights = nbits_weights(node, graph) if node.op_type == "MatMul" else None
         if weights is not None:
             return [lower_matmul_nbits(node, graph, weights, a, y, rows, None)]
         return [_float_gemm_call(node, a, b, y, (1, rows, shape.k, shape.n), False, False, None,
-                                 packed)]
+                                 packed, alpha)]
     if a.shape[:-2] != b.shape[:-2]:
         raise refuse(node, "broadcast batch dimensions are not supported")
     dims = (len(shape.a_offsets), shape.m, shape.k, shape.n)
-    return [_float_gemm_call(node, a, b, y, dims, False, True, None)]
+    return [_float_gemm_call(node, a, b, y, dims, False, True, None, False, alpha)]
+
+
+@dataclass(frozen=True)
+class FusedMatmulSpec:
+    shape: MatmulShape
+    alpha: float  # float32
+
+
+FUSED_MATMUL_TRANSPOSES = ("transA", "transB", "transBatchA", "transBatchB")
+
+
+def infer_fused_matmul(node: Node, graph: Graph) -> Inferred:
+    reject_unknown_attrs(node, {"alpha", *FUSED_MATMUL_TRANSPOSES})
+    for name in FUSED_MATMUL_TRANSPOSES:
+        if attr_int(node, name, 0):
+            raise UnsupportedError(f"{node.describe()}: {name}=1 is not supported (0 only)")
+    inferred = infer_float_matmul(node, graph)
+    assert isinstance(inferred.spec, MatmulShape)
+    inferred.spec = FusedMatmulSpec(inferred.spec, float(np.float32(attr_float(node, "alpha",
+                                                                                1.0))))
+    return inferred
+
+
+def lower_fused_matmul(node: Node, graph: Graph, spec: FusedMatmulSpec,
+                       options: LoweringOptions) -> Sequence[KernelCall | Alias]:
+    """com.microsoft FusedMatMul, as ORT's MatMulScaleFusion writes it (a MatMul with the
+    scalar Mul/Div of its operands or its product folded into alpha,
+    transform/float_fusions.py): the float product, scaled as MLAS stores each K block."""
+    return _lower_float_product(node, graph, spec.shape, spec.alpha)
 
 
 def build_matmul_integer_to_float(graph: Graph, node: Node, dqs: list[Quantized | None],
@@ -700,6 +714,8 @@ register(OpDef("Gemm", "", infer_float_gemm, lower_float_gemm, versions=(7, 9, 1
                              float_output=FloatOutputFusion("QGemm", MS,
                                                             build_gemm_float_output,
                                                             _gemm_attrs))))
+register(OpDef("FusedMatMul", MS, infer_fused_matmul, lower_fused_matmul,
+               data_dtypes=FLOAT_TYPES, float_island=True))
 register(OpDef("MatMul", "", infer_float_matmul, lower_float_matmul, versions=(1, 9, 13),
                data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=nbits_traits,
                fusion=Fusion("QLinearMatMul", "", build_matmul, dequantized_inputs=2,

@@ -33,8 +33,7 @@ from ._common import (
     scalar_or_vector,
 )
 from ._export import Writer
-from ._float import FLOAT_TYPES, f32, infer_float_unary, refuse
-from ._ort_fusions import gelu_fusion_at
+from ._float import FLOAT_TYPES, f32, infer_float_unary
 from ._qdq import build_unary
 from .clamp import clamp_output_table
 from .kernels import kernel
@@ -130,8 +129,8 @@ class ActivationSpec:
 
 
 # The float activations with a kernel (runtime_c/activation_f32.c).
-FLOAT_ACTIVATIONS = ("Sigmoid", "Tanh", "Exp", "Erf", "Sqrt", "Neg", "Abs", "LeakyRelu",
-                     "HardSigmoid", "HardSwish")
+FLOAT_ACTIVATIONS = ("Sigmoid", "Tanh", "Exp", "Erf", "Gelu", "Sqrt", "Neg", "Abs",
+                     "LeakyRelu", "HardSigmoid", "HardSwish")
 
 
 def infer_float_activation(node: Node, graph: Graph) -> Inferred:
@@ -148,16 +147,12 @@ def infer_float_activation(node: Node, graph: Graph) -> Inferred:
 def lower_float_activation(node: Node, graph: Graph, spec: ActivationSpec,
         options: LoweringOptions) -> Sequence[
         KernelCall | Alias]:
-    if gelu_fusion_at(node, graph):
-        raise refuse(node, "ONNX Runtime fuses this GELU (x / sqrt(2) -> Erf -> + 1 -> * x) "
-                     "into com.microsoft Gelu (its GeluFusion: another arithmetic), which "
-                     "onnx2mcu does not reproduce yet")
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     params = CStruct("q8_unary_f32_params", (("size", x.numel), ("alpha", CFloat(spec.alpha)),
                                              ("beta", CFloat(spec.beta))))
     function = {"Sigmoid": "q8_sigmoid_f32", "Tanh": "q8_tanh_f32", "Exp": "q8_exp_f32",
-                "Erf": "q8_erf_f32", "Sqrt": "q8_sqrt_f32", "Neg": "q8_neg_f32",
-                "Abs": "q8_abs_f32", "LeakyRelu": "q8_leakyrelu_f32",
+                "Erf": "q8_erf_f32", "Gelu": "q8_gelu_f32", "Sqrt": "q8_sqrt_f32",
+                "Neg": "q8_neg_f32", "Abs": "q8_abs_f32", "LeakyRelu": "q8_leakyrelu_f32",
                 "HardSigmoid": "q8_hardsigmoid_f32", "HardSwish": "q8_hardswish_f32"}[node.op_type]
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("activation_f32.c", "libm.c"))]

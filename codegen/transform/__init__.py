@@ -11,7 +11,15 @@ from codegen.core.ir import Graph
 from codegen.errors import OptionError
 
 from .constants import fold_constant_chains
-from .float_fusions import fuse_matmul_add, fuse_nchwc_conv_add
+from .float_fusions import (
+    fuse_gelu,
+    fuse_layer_norm_level1,
+    fuse_layer_norm_level2,
+    fuse_matmul_add,
+    fuse_matmul_scale,
+    fuse_nchwc_conv_add,
+    fuse_simplified_layer_norm,
+)
 from .identity import eliminate_identities
 from .qdq import (
     cancel_dequantize_quantize,
@@ -63,8 +71,10 @@ def check_qdq_rules(rules: str) -> None:
 
 def ort_passes(rules: str) -> list[Rewrite]:
     """ORT's rules, in ORT's order (IdentityElimination, ConstantFolding, DoubleQDQPairsRemover,
-    MatMulAddFusion, QDQPropagation, Relu/Clip removal, x86's S8->U8 conversion, the
-    fusions, the final cleanup), then whatever they left unused. `rules` is the
+    MatMulAddFusion, LayerNormFusion from opset 17, QDQPropagation, Relu/Clip removal,
+    x86's S8->U8 conversion, the QDQ fusions, the level-2 float fusions (GeluFusion,
+    LayerNormFusion below opset 17, SimplifiedLayerNormFusion, MatMulScaleFusion), the
+    final cleanup), then whatever they left unused. `rules` is the
     platform whose int8 QDQ behaviour to follow: x86 converts int8 Q/DQ pairs to uint8
     and fuses no Conv or MatMul left on int8; ARM fuses int8 units as they are."""
     x86 = rules == "x86"
@@ -74,11 +84,16 @@ def ort_passes(rules: str) -> list[Rewrite]:
         Rewrite("gathers_to_tables", gathers_to_tables),
         Rewrite("merge_double_qdq", merge_double_qdq),
         Rewrite("fuse_matmul_add", fuse_matmul_add),
+        Rewrite("fuse_layer_norm", fuse_layer_norm_level1),
         Rewrite("propagate_qdq", propagate_qdq),
         Rewrite("quantize_weights_and_biases", quantize_weights_and_biases),
         Rewrite("drop_redundant_activations", drop_redundant_activations),
         *([Rewrite("int8_pairs_to_uint8", int8_pairs_to_uint8)] if x86 else []),
         Rewrite("fuse_qdq_operators", fuse_qdq_operators_x86 if x86 else fuse_qdq_operators),
+        Rewrite("fuse_gelu", fuse_gelu),
+        Rewrite("fuse_layer_norm", fuse_layer_norm_level2),
+        Rewrite("fuse_simplified_layer_norm", fuse_simplified_layer_norm),
+        Rewrite("fuse_matmul_scale", fuse_matmul_scale),
         Rewrite("pass_quantized_through", pass_quantized_through),
         Rewrite("fold_relu_clip", fold_relu_clip),
         Rewrite("tabulate_elementwise_chains", tabulate_elementwise_chains),

@@ -51,7 +51,6 @@ REFUSED: dict[str, str] = {}
 # uint8 bias, which ORT itself refuses to load ("Type 'tensor(uint8)' ... is invalid").
 REFUSED_FILES: dict[str, str] = {
     "kws_lstm_dynamo_ort_dynamic_s8.onnx": "DynamicQuantizeLSTM",
-    "transformer_encoder_dynamo_ort_dynamic_s8.onnx": "MatMul",
     "transformer_encoder_torchscript14_ort_qop_u8s8.onnx": "QGemm"}
 ACCEPTED = [e["file"] for e in ENTRIES if e["file"] and e["architecture"] not in REFUSED
             and e["file"] not in REFUSED_FILES]

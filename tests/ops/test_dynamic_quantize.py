@@ -7,8 +7,6 @@ DynamicQuantizeMatMul: the same bits as the graph)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
@@ -106,69 +104,3 @@ def test_dynamic_conv_matches_ort(weights: str, group: int) -> None:
     model = dynamic_conv_model(weights, group)
     report = codegen.verify(model, samples=4, cflags=SANITIZE)
     assert report.ok, report.outputs
-
-
-def float_chain_model(kind: str, scaled: bool, through_relu: bool) -> onnx.ModelProto:
-    """What quantize_dynamic leaves in float around its products: a decomposed LayerNorm
-    (TorchScript below opset 17, or written by hand; `scaled`: with its Mul and Add), or
-    an exact GELU; of a dequantized tensor, or of a Relu of it (`through_relu`)."""
-    inits = {"two": np.array(2.0, F32), "eps": np.array(1e-5, F32),
-             "root2": np.array(1.4142135, F32), "one": np.array(1.0, F32),
-             "half": np.array(0.5, F32), "qs": np.array(0.02, F32),
-             "qz": np.array(128, np.uint8), "gamma": np.full(16, 1.5, F32),
-             "beta": np.full(16, 0.1, F32)}
-    nodes = [helper.make_node("QuantizeLinear", ["input", "qs", "qz"], ["q"]),
-             helper.make_node("DequantizeLinear", ["q", "qs", "qz"],
-                              ["x0" if through_relu else "x"])]
-    if through_relu:
-        nodes.append(helper.make_node("Relu", ["x0"], ["x"]))
-    if kind == "layernorm":
-        nodes += [helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1]),
-                  helper.make_node("Sub", ["x", "mean"], ["d"]),
-                  helper.make_node("Pow", ["d", "two"], ["d2"], name="square"),
-                  helper.make_node("ReduceMean", ["d2"], ["var"], axes=[-1]),
-                  helper.make_node("Add", ["var", "eps"], ["ve"]),
-                  helper.make_node("Sqrt", ["ve"], ["sd"]),
-                  helper.make_node("Div", ["d", "sd"], ["n" if scaled else "y"])]
-        if scaled:
-            nodes += [helper.make_node("Mul", ["n", "gamma"], ["ng"]),
-                      helper.make_node("Add", ["ng", "beta"], ["y"])]
-    else:
-        nodes += [helper.make_node("Div", ["x", "root2"], ["s"]),
-                  helper.make_node("Erf", ["s"], ["e"], name="erf"),
-                  helper.make_node("Add", ["e", "one"], ["e1"]),
-                  helper.make_node("Mul", ["x", "e1"], ["m"]),
-                  helper.make_node("Mul", ["m", "half"], ["y"])]
-    return graph_model(nodes, {"input": ("float32", [3, 16])}, {"y": "float32"}, inits,
-                       opset=13)
-
-
-# (kind, scaled, through a Relu, the node refused or None), as ORT 1.32 fuses them.
-CHAINS = [("layernorm", True, False, "square"), ("layernorm", True, True, "square"),
-          ("layernorm", False, True, None), ("gelu", False, True, "erf"),
-          ("gelu", False, False, None)]
-
-
-@pytest.mark.parametrize("kind,scaled,through_relu,refused", CHAINS)
-def test_float_chains_ort_fuses_are_refused(kind: str, scaled: bool, through_relu: bool,
-                                            refused: str | None, tmp_path: Path) -> None:
-    """ORT's LayerNormFusion, SimplifiedLayerNormFusion and GeluFusion compute these
-    chains otherwise (a quantize_dynamic model mismatched): where ORT fuses (its
-    optimized graph says so), refused naming where the chain starts; elsewhere exact."""
-    import onnxruntime as ort
-
-    model = float_chain_model(kind, scaled, through_relu)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    ort.InferenceSession(model.SerializeToString(), options,
-                         providers=["CPUExecutionProvider"])
-    optimized = {n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node}
-    assert bool(optimized & {"LayerNormalization", "SimplifiedLayerNormalization",
-                             "Gelu"}) == (refused is not None)
-    if refused is None:
-        report = codegen.verify(model, samples=3, cflags=SANITIZE)
-        assert report.ok, report.outputs
-    else:
-        with pytest.raises(codegen.errors.Onnx2McuError, match=f"node '{refused}'"):
-            codegen.verify(model, samples=1)

@@ -1,0 +1,237 @@
+"""ORT's level-2 fusions of float chains (transform/float_fusions.py), which change what
+a model computes: LayerNormFusion, SimplifiedLayerNormFusion, GeluFusion and
+MatMulScaleFusion. Each case checks both halves: onnx2mcu fuses exactly where ORT 1.32's
+optimized graph shows the fused operator (and leaves the chain alone where it does not),
+and the result is bit-exact, under the sanitizers. quantize_dynamic and NNCF leave these
+chains in float around their products; TorchScript below opset 17 writes LayerNorm so."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from conftest import SANITIZE, in_qemu
+from modelgen import graph_model
+from onnx import helper
+
+import codegen
+from codegen.options import Options
+from codegen.pipeline import generate_sources
+
+F32 = np.float32
+FUSED = {"LayerNormalization": "fuse_layer_norm",
+         "SimplifiedLayerNormalization": "fuse_simplified_layer_norm",
+         "Gelu": "fuse_gelu", "FusedMatMul": "fuse_matmul_scale"}
+
+
+def ort_fused(model: onnx.ModelProto, tmp_path: Path) -> Counter[str]:
+    """The fused operators in ORT's optimized graph, by the rule of ours that makes each."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(model.SerializeToString(), options,
+                         providers=["CPUExecutionProvider"])
+    nodes = onnx.load(options.optimized_model_filepath).graph.node
+    return Counter(FUSED[n.op_type] for n in nodes if n.op_type in FUSED)
+
+
+def ours_fused(model: onnx.ModelProto) -> Counter[str]:
+    rewrites = generate_sources(model, Options()).rewrites
+    return Counter({rule: len(rewrites.get(rule, [])) for rule in FUSED.values()
+                    if rewrites.get(rule)})
+
+
+def check(model: onnx.ModelProto, tmp_path: Path, fused: bool) -> None:
+    expected = ort_fused(model, tmp_path)
+    assert bool(expected) == fused, expected
+    assert ours_fused(model) == expected
+    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+# ------------------------------------------------------------------------- LayerNorm
+
+
+def layer_norm_model(shape: list[int], axes: list[int], opset: int = 13, *,
+                     scale: bool = True, bias: bool = True, simplified: bool = False,
+                     param_shape: list[int] | None = None, eps: float = 1e-5,
+                     exponent: float = 2.0, source: str = "relu") -> onnx.ModelProto:
+    """A LayerNorm written out as TorchScript writes it below opset 17 (or an RMS norm,
+    `simplified`), after a Relu or a DequantizeLinear (`source`)."""
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    params = param_shape or [shape[-1]]
+    inits = {"power": np.array(exponent, F32), "eps": np.array(eps, F32),
+             "gamma": rng.normal(1, 0.5, params).astype(F32),
+             "beta": rng.normal(0, 0.5, params).astype(F32),
+             "qs": np.array(0.03, F32), "qz": np.array(128, np.uint8)}
+    if opset >= 18:
+        inits["axes"] = np.array(axes, np.int64)
+
+    def reduce_mean(x: str, y: str) -> onnx.NodeProto:
+        if opset >= 18:
+            return helper.make_node("ReduceMean", [x, "axes"], [y])
+        return helper.make_node("ReduceMean", [x], [y], axes=axes)
+
+    if source == "relu":
+        nodes = [helper.make_node("Relu", ["input"], ["x"])]
+    else:
+        nodes = [helper.make_node("QuantizeLinear", ["input", "qs", "qz"], ["q"]),
+                 helper.make_node("DequantizeLinear", ["q", "qs", "qz"], ["x"])]
+    d = "x"
+    if not simplified:
+        nodes += [reduce_mean("x", "mean"), helper.make_node("Sub", ["x", "mean"], ["d"])]
+        d = "d"
+    nodes += [helper.make_node("Pow", [d, "power"], ["d2"]), reduce_mean("d2", "var"),
+              helper.make_node("Add", ["var", "eps"], ["ve"]),
+              helper.make_node("Sqrt", ["ve"], ["sd"]),
+              helper.make_node("Div", [d, "sd"], ["n"])]
+    last = "n"
+    if scale:
+        nodes.append(helper.make_node("Mul", [last, "gamma"], ["ng"]))
+        last = "ng"
+    if bias:
+        nodes.append(helper.make_node("Add", [last, "beta"], ["nb"]))
+        last = "nb"
+    nodes.append(helper.make_node("Relu", [last], ["y"]))
+    return graph_model(nodes, {"input": ("float32", shape)}, {"y": "float32"}, inits,
+                       opset=opset)
+
+
+LAYER_NORMS = {
+    # name: (model arguments, ORT fuses it)
+    "opset13": (dict(shape=[2, 5, 16], axes=[-1]), True),
+    "opset18_axes_input": (dict(shape=[2, 5, 16], axes=[-1], opset=18), True),
+    "positive_axis": (dict(shape=[2, 5, 16], axes=[2]), True),
+    "short_rows": (dict(shape=[3, 5], axes=[-1]), True),  # n < 8: Welford
+    "long_rows": (dict(shape=[3, 100], axes=[-1], eps=1e-12), True),
+    "cubed": (dict(shape=[2, 5, 16], axes=[-1], exponent=3.0), True),  # not checked by ORT
+    "of_dequantized": (dict(shape=[2, 5, 16], axes=[-1], source="dq"), True),  # Simplified
+    "no_bias": (dict(shape=[2, 5, 16], axes=[-1], bias=False), True),  # Simplified of d
+    "no_scale": (dict(shape=[2, 5, 16], axes=[-1], scale=False), False),
+    "channels_axis": (dict(shape=[2, 16, 5], axes=[1], param_shape=[16, 1]), False),
+    "two_axes": (dict(shape=[2, 4, 4, 8], axes=[-2, -1], param_shape=[4, 8]), False),
+    "rank3_scale": (dict(shape=[2, 5, 16], axes=[-1], param_shape=[1, 1, 16]), False),
+    "rms": (dict(shape=[2, 5, 16], axes=[-1], simplified=True, bias=False), True),
+    "rms_short": (dict(shape=[2, 5, 7], axes=[-1], simplified=True, bias=False), True),
+    "rms_long_bias": (dict(shape=[2, 3, 41], axes=[-1], simplified=True), True),
+}
+
+
+@pytest.mark.parametrize("name", LAYER_NORMS)
+def test_layer_norm_fusions_as_ort(name: str, tmp_path: Path) -> None:
+    arguments, fused = LAYER_NORMS[name]
+    check(layer_norm_model(**arguments), tmp_path, fused)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ GELU
+
+
+def gelu_model(divide: bool, half_first: bool, opset: int, source: str,
+               constant: float | None = None) -> onnx.ModelProto:
+    """x / sqrt(2) (or x * (1 / sqrt 2)) -> Erf -> + 1 -> * x, with 0.5 x first or * 0.5
+    last, of a Sigmoid's output or of a DequantizeLinear's."""
+    root2 = constant or (np.sqrt(2.0) if divide else 1 / np.sqrt(2.0))
+    inits = {"c": np.array(root2, F32), "one": np.array(1.0, F32),
+             "half": np.array(0.5, F32), "qs": np.array(0.05, F32)}
+    if source == "dq":
+        nodes = [helper.make_node("QuantizeLinear", ["input", "qs"], ["q"]),
+                 helper.make_node("DequantizeLinear", ["q", "qs"], ["x"])]
+    else:
+        nodes = [helper.make_node("Sigmoid", ["input"], ["x"])]
+    nodes += [helper.make_node("Div" if divide else "Mul", ["x", "c"], ["t"]),
+              helper.make_node("Erf", ["t"], ["e"]),
+              helper.make_node("Add", ["e", "one"], ["e1"])]
+    if half_first:
+        nodes += [helper.make_node("Mul", ["x", "half"], ["xh"]),
+                  helper.make_node("Mul", ["xh", "e1"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["x", "e1"], ["xe"]),
+                  helper.make_node("Mul", ["xe", "half"], ["y"])]
+    return graph_model(nodes, {"input": ("float32", [4, 64])}, {"y": "float32"}, inits,
+                       opset=opset)
+
+
+GELUS = {
+    "div_half_first": (dict(divide=True, half_first=True, opset=13, source="sigmoid"), True),
+    "div_half_last": (dict(divide=True, half_first=False, opset=17, source="sigmoid"), True),
+    "onnx_gelu_opset20": (dict(divide=True, half_first=True, opset=20, source="sigmoid"), True),
+    "approximate_root2": (dict(divide=True, half_first=False, opset=13, source="sigmoid",
+                               constant=1.4142099618911743), True),
+    "multiply": (dict(divide=False, half_first=True, opset=17, source="sigmoid"), False),
+    "of_dequantized": (dict(divide=True, half_first=True, opset=17, source="dq"), False),
+}
+
+
+@pytest.mark.parametrize("name", GELUS)
+def test_gelu_fusion_as_ort(name: str, tmp_path: Path) -> None:
+    arguments, fused = GELUS[name]
+    check(gelu_model(**arguments), tmp_path, fused)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ MatMul and scale
+
+
+def scaled_matmul_model(shape: tuple[int, int, int, int], where: str,
+                        packed: bool = False) -> onnx.ModelProto:
+    """A float MatMul [batch, M, K] x [batch, K, N] (or a 2-D initializer B, `packed`)
+    with scalar factors: on A, on both operands, a Div of the product, or on A also read
+    elsewhere."""
+    batch, m, k, n = shape
+    rng = np.random.default_rng(m * k + n)
+    inits: dict[str, np.ndarray] = {"s": np.array(0.37, F32), "t": np.array(0.7, F32),
+                                    "d": np.array(3.0, F32)}
+    inputs = {"a": ("float32", [batch, m, k])}
+    if packed:
+        inits["b"] = rng.normal(0, 1, (k, n)).astype(F32)
+    else:
+        inputs["b"] = ("float32", [batch, k, n])
+    nodes = []
+    a, b, product = "a", "b", "y"
+    if where in ("a", "both", "shared"):
+        nodes.append(helper.make_node("Mul", ["a", "s"], ["as"]))
+        a = "as"
+    if where == "both":
+        nodes.append(helper.make_node("Mul", ["t", "b"], ["bs"]))
+        b = "bs"
+    if where in ("product", "shared"):
+        product = "p"
+    nodes.append(helper.make_node("MatMul", [a, b], [product]))
+    if where == "product":
+        nodes.append(helper.make_node("Div", ["p", "d"], ["y"]))
+    if where == "shared":
+        nodes += [helper.make_node("ReduceSum", ["as"], ["rs"], keepdims=1),
+                  helper.make_node("Add", ["p", "rs"], ["y"])]
+    model: onnx.ModelProto = graph_model(nodes, inputs, {"y": "float32"}, inits, opset=17)
+    return model
+
+
+SCALED = {
+    "a_small": (dict(shape=(2, 4, 8, 4), where="a")),
+    "both_one_row": (dict(shape=(1, 1, 300, 7), where="both")),
+    "product_k_blocks": (dict(shape=(1, 3, 600, 64), where="product")),
+    "a_one_column": (dict(shape=(2, 5, 33, 1), where="a")),
+    "shared_scaling": (dict(shape=(2, 4, 8, 4), where="shared")),
+    "packed_k_blocks": (dict(shape=(1, 4, 1000, 17), where="a", packed=True)),
+    "packed_one_row": (dict(shape=(1, 1, 600, 3), where="a", packed=True)),
+}
+
+
+@pytest.mark.parametrize("name", SCALED)
+def test_matmul_scale_fusion_as_ort(name: str, tmp_path: Path) -> None:
+    check(scaled_matmul_model(**SCALED[name]), tmp_path, True)  # type: ignore[arg-type]
+
+
+@in_qemu
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_fused_float_chains_on_cortex_m(board: str) -> None:
+    """The three kernels the fusions add, on FPU and soft-float cores."""
+    for model in (layer_norm_model([2, 3, 41], [-1], simplified=True),
+                  gelu_model(True, True, 13, "sigmoid"),
+                  scaled_matmul_model((1, 3, 300, 8), "both")):
+        report = codegen.verify(model, board=board, samples=2)
+        assert report.ok, report.outputs
