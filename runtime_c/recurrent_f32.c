@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "q8_arith.h"
+#include "q8_dynamic_quant.h"
 #include "q8_float.h"
 #include "q8_libm.h"
 #include "q8_runtime.h"
@@ -311,18 +312,51 @@ void q8_gru_f32_h(const q8_gru_f32_params *params, const float *Q8_RESTRICT inpu
 }
 
 /*
+ * The 8-bit products of com.microsoft DynamicQuantizeLSTM (deep_cpu_lstm.cc's quantized
+ * ComputeGemm, measured on ORT 1.32): the row quantized to uint8 with its own scale and
+ * zero point (x: those of the whole input, once; h: those of h, each step), the products
+ * exact in int32, then per gate row y = f32((float)acc * f32(a_scale * w_scale[n])),
+ * or (accumulate) y = f32(y + that).
+ */
+static void quantized_product(const float *a, int32_t k, float a_scale, int32_t a_zp,
+                              const int16_t *w, const float *w_scale, int32_t n, float *y,
+                              int accumulate, int16_t *a_q)
+{
+    int32_t i, j;
+    for (j = 0; j < k; j++) {
+        a_q[j] = (int16_t)(q8_dynamic_quantize_value(a[j], a_scale, a_zp) - a_zp);
+    }
+    for (i = 0; i < n; i++) {
+        const int16_t *row = w + (size_t)i * (size_t)k;
+        int32_t acc = 0;
+        float v;
+        for (j = 0; j < k; j++) {
+            acc += (int32_t)a_q[j] * (int32_t)row[j];
+        }
+        v = q8_mul_unfused((float)acc, q8_mul_unfused(a_scale, w_scale[i]));
+        y[i] = accumulate ? (float)(y[i] + v) : v;
+    }
+}
+
+/*
  * LSTM (deep_cpu_lstm.cc, uni_directional_lstm.cc), W and R pre-packed as for GRU. Per
  * step: g = x W^T (beta 0); g += h R^T (beta 1); g += f32(Wb + Rb) per gate, clamped to
  * [-clip, clip]; i, o, f = f (MLAS logistic by default); c~ = g (MLAS tanh);
- * C = f32(f32(C * f) + f32(i * c~)); h = f32(h(C) * o) (MLAS tanh).
+ * C = f32(f32(C * f) + f32(i * c~)); h = f32(h(C) * o) (MLAS tanh). With 8-bit weights
+ * (DynamicQuantizeLSTM) the two products are quantized_product's.
  */
 static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
                            const float *input, float *y, int32_t y_step, float *y_h,
                            float *y_c, float *scratch)
 {
     const int32_t hs = p->hidden_size, in = p->input_size;
-    const float *w = p->w + (size_t)d * 4u * (size_t)hs * (size_t)in;
-    const float *r = p->r + (size_t)d * 4u * (size_t)hs * (size_t)hs;
+    const size_t w_at = (size_t)d * 4u * (size_t)hs * (size_t)in;
+    const size_t r_at = (size_t)d * 4u * (size_t)hs * (size_t)hs;
+    const float *w = p->w != NULL ? p->w + w_at : NULL;
+    const float *r = p->r != NULL ? p->r + r_at : NULL;
+    int16_t *row_q = (int16_t *)(void *)(scratch + 6 * hs);
+    float x_scale = 1.0f;
+    int32_t x_zp = 0;
     const float *b = p->b != NULL ? p->b + (size_t)d * 8u * (size_t)hs : NULL;
     const q8_rnn_activation gates = rnn_activation_at(p->activations, p->alphas, p->betas, 3 * d);
     const q8_rnn_activation block =
@@ -337,10 +371,25 @@ static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
         h[i] = p->initial_h != NULL ? p->initial_h[at] : 0.0f;
         c[i] = p->initial_c != NULL ? p->initial_c[at] : 0.0f;
     }
+    if (p->w_q != NULL) {
+        /* The whole input is quantized at once, with one scale and zero point. */
+        q8_dynamic_quantization(input, p->seq_length * in, &x_scale, &x_zp);
+    }
     for (step = 0; step < p->seq_length; step++) {
         const int32_t t = reverse ? p->seq_length - 1 - step : step;
-        packed_product(input + (size_t)t * (size_t)in, w, 4 * hs, in, g, 0);
-        packed_product(h, r, 4 * hs, hs, g, 1);
+        if (p->w_q != NULL) {
+            const size_t gates_at = (size_t)d * 4u * (size_t)hs;
+            float h_scale;
+            int32_t h_zp;
+            quantized_product(input + (size_t)t * (size_t)in, in, x_scale, x_zp,
+                              p->w_q + w_at, p->w_scale + gates_at, 4 * hs, g, 0, row_q);
+            q8_dynamic_quantization(h, hs, &h_scale, &h_zp);
+            quantized_product(h, hs, h_scale, h_zp, p->r_q + r_at, p->r_scale + gates_at,
+                              4 * hs, g, 1, row_q);
+        } else {
+            packed_product(input + (size_t)t * (size_t)in, w, 4 * hs, in, g, 0);
+            packed_product(h, r, 4 * hs, hs, g, 1);
+        }
         for (i = 0; i < 4 * hs; i++) {
             const float bias = b != NULL ? (float)(b[i] + b[4 * hs + i]) : 0.0f;
             g[i] = rnn_clip_bias(g[i], b != NULL ? &bias : NULL, p->clip);

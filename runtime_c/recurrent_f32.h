@@ -68,12 +68,22 @@ typedef struct {
     const int32_t *activations; /* [directions][3] Q8_RNN_*: f (i, o, f), g (c~), h (C) */
     const float *alphas;        /* [directions][3] their alpha and beta */
     const float *betas;
+    /* com.microsoft DynamicQuantizeLSTM (w and r NULL): the 8-bit weights less their zero
+     * points, [directions][4 * hidden][input] and [directions][4 * hidden][hidden], and
+     * their scales per gate row [directions][4 * hidden]; NULL for a float LSTM. */
+    const int16_t *w_q;
+    const int16_t *r_q;
+    const float *w_scale;
+    const float *r_scale;
 } q8_lstm_f32_params;
 
-/* The scratch, in bytes: six rows of hidden_size floats. */
+/* The scratch, in bytes: six rows of hidden_size floats, and with 8-bit weights the
+ * quantized input and hidden rows (int16 each). */
 static inline size_t q8_lstm_f32_scratch_bytes(const q8_lstm_f32_params *params)
 {
-    return 6u * (size_t)params->hidden_size * sizeof(float);
+    const size_t quantized = params->w_q != NULL
+        ? ((size_t)params->input_size + (size_t)params->hidden_size) * sizeof(int16_t) : 0u;
+    return 6u * (size_t)params->hidden_size * sizeof(float) + quantized;
 }
 
 /* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h, y_c:

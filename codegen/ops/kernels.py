@@ -322,7 +322,9 @@ KERNELS: tuple[Kernel, ...] = (
            (("outs", ("", "_c", "_h", "_hc", "_y", "_yc", "_yh")),), "recurrent_f32.c",
            "q8_lstm_f32_params", "LSTM (float); the suffix names the outputs it writes "
            "(none: Y, Y_h and Y_c)", "float32 as in the model",
-           Scratch("q8_lstm_f32_scratch_bytes", lambda p: 4 * 6 * field(p, "hidden_size"))),
+           Scratch("q8_lstm_f32_scratch_bytes", lambda p: 4 * 6 * field(p, "hidden_size") + (
+               2 * (field(p, "input_size") + field(p, "hidden_size"))
+               if dict(p.fields).get("w_q") is not None else 0))),
     # --------------------------------------------------------------- data movement
     Kernel("concat_slice", "q8_concat_slice", (), "concat.c", "q8_concat_params",
            "Concat (and QLinearConcat): one input's slice"),

@@ -10,7 +10,9 @@ and/or Y_h, initial_h a constant or absent, sequence_lens absent or a constant e
 seq_length. W, R and B are float initializers, which ORT pre-packs (its packed SGEMM is
 the arithmetic reproduced); computed weights are refused. LSTM likewise
 (uni_directional_lstm.cc): Y, Y_h, Y_c in any combination, initial_h and initial_c
-constant or absent; refused: peepholes, input_forget."""
+constant or absent; refused: peepholes, input_forget. com.microsoft DynamicQuantizeLSTM
+(quantize_dynamic's LSTM) is the same LSTM with 8-bit W and R whose products ORT
+quantizes at run time: the input once for the whole sequence, h at each step."""
 
 from __future__ import annotations
 
@@ -113,7 +115,8 @@ def float_constant(node: Node, graph: Graph, index: int, what: str,
 
 
 def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[str],
-                    initial_states: Sequence[tuple[int, str]]) -> RecurrentShape:
+                    initial_states: Sequence[tuple[int, str]],
+                    float_weights: bool = True) -> RecurrentShape:
     """Checks the attributes and inputs that GRU (3 gates) and LSTM (4 gates) share:
     ORT's DeepCPU arithmetic is reproduced for layout 0, batch 1, constant weights and
     constant (or absent) initial states, clip, and every activation but the three ORT
@@ -142,8 +145,10 @@ def parse_recurrent(node: Node, graph: Graph, gates: int, activations: Sequence[
     hidden = attr_int(node, "hidden_size", 0)
     if hidden < 1:
         raise ModelError(f"{node.describe()}: hidden_size must be given and positive")
-    constants = {1: float_constant(node, graph, 1, "W", (nd, gates * hidden, input_size)),
-                 2: float_constant(node, graph, 2, "R", (nd, gates * hidden, hidden))}
+    constants = {}
+    if float_weights:
+        constants = {1: float_constant(node, graph, 1, "W", (nd, gates * hidden, input_size)),
+                     2: float_constant(node, graph, 2, "R", (nd, gates * hidden, hidden))}
     if node.input(3) is not None:
         constants[3] = float_constant(node, graph, 3, "B", (nd, 2 * gates * hidden))
     if node.input(4) is not None:
@@ -253,15 +258,86 @@ def infer_lstm(node: Node, graph: Graph) -> Inferred:
     return Inferred(recurrent_outputs(node, shape, 3), spec=LstmSpec(**vars(shape)))
 
 
+@dataclass(frozen=True)
+class QuantizedLstmSpec(LstmSpec):
+    """DynamicQuantizeLSTM: W and R as 8-bit weights less their zero points, in the float
+    LSTM's layout [directions][4 * hidden][input or hidden], and their scales per row."""
+
+    w_q: NDArray[np.int16] | None = None
+    w_scale: NDArray[np.float32] | None = None
+    r_q: NDArray[np.int16] | None = None
+    r_scale: NDArray[np.float32] | None = None
+
+
+def quantized_weights(node: Node, graph: Graph, index: int, scale_index: int, what: str,
+                      shape: tuple[int, int, int]) -> tuple[NDArray[np.int16],
+                                                            NDArray[np.float32]]:
+    """W (or R) [directions][k][4 * hidden], int8 or uint8, with its scale and zero point
+    (inputs 8, 9 for W; 10, 11 for R), per direction or per direction and gate row."""
+    nd, _k, rows = shape
+    name = node.inputs[index]
+    weights = graph.constants.get(name)
+    if weights is None:
+        raise refuse(node, f"{what} '{name}' must be a constant")
+    if weights.dtype not in (np.int8, np.uint8) or tuple(weights.shape) != shape:
+        raise ModelError(f"{node.describe()}: {what} must be int8 or uint8 of shape "
+                         f"{list(shape)}; it is {weights.dtype} {list(weights.shape)}")
+    scale_name, zp_name = node.input(scale_index), node.input(scale_index + 1)
+    scale = graph.constants.get(scale_name) if scale_name else None
+    if scale is None or scale.dtype != np.float32 or scale.shape not in ((nd,), (nd, rows)):
+        raise refuse(node, f"{what}_scale must be a float32 constant of shape [{nd}] or "
+                     f"[{nd}, {rows}]")
+    zp = graph.constants.get(zp_name) if zp_name else np.zeros(scale.shape, weights.dtype)
+    if zp is None or zp.dtype != weights.dtype or zp.shape != scale.shape:
+        raise refuse(node, f"{what}_zero_point must be a constant of {what}'s type and "
+                     f"{what}_scale's shape")
+    if zp.size and np.any(zp != zp.reshape(-1)[0]):
+        raise ModelError(f"{node.describe()}: {what}_zero_point holds several values; "
+                         "ONNX Runtime requires one (\"must be constant\")")
+    per_row = np.broadcast_to(zp.astype(np.int32).reshape(nd, -1), (nd, rows))
+    values = weights.astype(np.int32) - per_row[:, None, :]
+    return (values.transpose(0, 2, 1).astype(np.int16),
+            np.broadcast_to(scale.reshape(nd, -1), (nd, rows)).astype(F32))
+
+
+def infer_dynamic_quantize_lstm(node: Node, graph: Graph) -> Inferred:
+    """com.microsoft DynamicQuantizeLSTM (quantize_dynamic's LSTM): the float LSTM with
+    8-bit W and R, its products quantized at run time (runtime_c/recurrent_f32.c)."""
+    reject_unknown_attrs(node, {"activation_alpha", "activation_beta", "activations", "clip",
+                                "direction", "hidden_size", "input_forget"})
+    if attr_int(node, "input_forget", 0) != 0:
+        raise UnsupportedError(f"{node.describe()}: input_forget is not supported")
+    shape = parse_recurrent(node, graph, 4, ("sigmoid", "tanh", "tanh"),
+                            ((5, "initial_h"), (6, "initial_c")), float_weights=False)
+    if node.input(7) is not None:
+        raise UnsupportedError(f"{node.describe()}: peepholes (P) are not supported")
+    nd, h = shape.directions, shape.hidden_size
+    w_q, w_scale = quantized_weights(node, graph, 1, 8, "W", (nd, shape.input_size, 4 * h))
+    r_q, r_scale = quantized_weights(node, graph, 2, 10, "R", (nd, h, 4 * h))
+    spec = QuantizedLstmSpec(**vars(shape), w_q=w_q, w_scale=w_scale, r_q=r_q,
+                             r_scale=r_scale)
+    return Inferred(recurrent_outputs(node, shape, 3), spec=spec)
+
+
 def lower_lstm(node: Node, graph: Graph, spec: LstmSpec,
                options: LoweringOptions) -> Sequence[Lowered]:
     h, nd = spec.hidden_size, spec.directions
     arrays, fields = constant_arrays(spec, {1: "w", 2: "r", 3: "b", 5: "initial_h",
                                             6: "initial_c"})
+    quantized: list[tuple[str, Any]] = [("w_q", None), ("r_q", None), ("w_scale", None),
+                                        ("r_scale", None)]
+    if isinstance(spec, QuantizedLstmSpec):
+        assert spec.w_q is not None and spec.r_q is not None
+        assert spec.w_scale is not None and spec.r_scale is not None
+        arrays += (CArray("w_q", "int16_t", spec.w_q.reshape(-1)),
+                   CArray("r_q", "int16_t", spec.r_q.reshape(-1)),
+                   CArray("w_scale", "float", spec.w_scale.reshape(-1)),
+                   CArray("r_scale", "float", spec.r_scale.reshape(-1)))
+        quantized = [(name, CRef(name)) for name, _ in quantized]
     params = CStruct("q8_lstm_f32_params", (
         ("seq_length", spec.seq_length), ("input_size", spec.input_size), ("hidden_size", h),
         ("directions", nd), ("reverse", int(spec.reverse)), *fields,
-        ("clip", CFloat(spec.clip)), *ACTIVATION_FIELDS))
+        ("clip", CFloat(spec.clip)), *ACTIVATION_FIELDS, *quantized))
     used = [(letter, name) for letter, name in zip(LSTM_OUTPUTS, node.outputs, strict=False)
             if name]
     suffix = "".join(letter for letter, _ in used)
@@ -274,3 +350,6 @@ def lower_lstm(node: Node, graph: Graph, spec: LstmSpec,
 
 register(OpDef("LSTM", "", infer_lstm, lower_lstm, versions=(7, 14, 22),
                data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=exp_traits))
+register(OpDef("DynamicQuantizeLSTM", "com.microsoft", infer_dynamic_quantize_lstm,
+               lower_lstm, data_dtypes=FLOAT_TYPES, float_island=True,
+               ort_traits=exp_traits))

@@ -104,3 +104,52 @@ def test_dynamic_conv_matches_ort(weights: str, group: int) -> None:
     model = dynamic_conv_model(weights, group)
     report = codegen.verify(model, samples=4, cflags=SANITIZE)
     assert report.ok, report.outputs
+
+
+def dynamic_lstm_model(seq: int, k: int, hidden: int, direction: str, weights: str,
+                       per_row: bool, states: bool, clip: float | None) -> onnx.ModelProto:
+    """com.microsoft DynamicQuantizeLSTM as quantize_dynamic writes it: W [dirs, k, 4h],
+    R [dirs, h, 4h] 8-bit with scales and zero points per direction or per gate row."""
+    rng = np.random.default_rng(seq * k + hidden)
+    nd = 2 if direction == "bidirectional" else 1
+    lo, hi = (-127, 127) if weights == "int8" else (0, 255)
+    scale_shape = (nd, 4 * hidden) if per_row else (nd,)
+
+    def zero_point() -> np.ndarray:
+        if weights == "int8":
+            return np.zeros(scale_shape, np.int8)
+        return np.full(scale_shape, rng.integers(100, 156), np.uint8)  # ORT: one value
+
+    inits = {"w": rng.integers(lo, hi + 1, (nd, k, 4 * hidden)).astype(weights),
+             "r": rng.integers(lo, hi + 1, (nd, hidden, 4 * hidden)).astype(weights),
+             "b": rng.normal(0, 0.3, (nd, 8 * hidden)).astype(F32),
+             "ws": rng.uniform(0.002, 0.02, scale_shape).astype(F32), "wz": zero_point(),
+             "rs": rng.uniform(0.002, 0.02, scale_shape).astype(F32), "rz": zero_point()}
+    inputs = ["x", "w", "r", "b", "", "", "", "", "ws", "wz", "rs", "rz"]
+    if states:
+        inits["h0"] = rng.normal(0, 0.5, (nd, 1, hidden)).astype(F32)
+        inits["c0"] = rng.normal(0, 0.5, (nd, 1, hidden)).astype(F32)
+        inputs[5:7] = ["h0", "c0"]
+    attrs: dict[str, object] = {"hidden_size": hidden, "direction": direction}
+    if clip is not None:
+        attrs["clip"] = clip
+    nodes = [helper.make_node("DynamicQuantizeLSTM", inputs, ["y", "y_h", "y_c"],
+                              domain="com.microsoft", **attrs)]
+    return graph_model(nodes, {"x": ("float32", [seq, 1, k])},
+                       {"y": "float32", "y_h": "float32", "y_c": "float32"}, inits, opset=13,
+                       ms_domain=True)
+
+
+@pytest.mark.parametrize("seq,k,hidden,direction,weights,per_row,states,clip", [
+    (5, 10, 16, "forward", "int8", False, False, None),
+    (3, 7, 5, "reverse", "uint8", True, True, None),
+    (6, 33, 12, "bidirectional", "int8", True, True, 1.5),
+    (1, 4, 3, "forward", "uint8", False, False, None)])
+def test_dynamic_quantize_lstm_matches_ort(seq: int, k: int, hidden: int, direction: str,
+                                           weights: str, per_row: bool, states: bool,
+                                           clip: float | None) -> None:
+    """The input quantized once for the whole sequence, h each step, the products exact in
+    int32, scaled per gate row, then the float LSTM's gates."""
+    model = dynamic_lstm_model(seq, k, hidden, direction, weights, per_row, states, clip)
+    report = codegen.verify(model, samples=4, cflags=SANITIZE)
+    assert report.ok, report.outputs
