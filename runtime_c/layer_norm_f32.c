@@ -24,6 +24,10 @@
  *          y = f32(f32(x / den) * scale);
  * n >= 16: the AVX2 kernel above with a mean of 0: var from the 8 lanes of fmaf(x, x, V)
  *          and the same rest; inv = 1 / sqrtf(var / n + epsilon); y = f32(f32(x * inv) * scale).
+ *
+ * com.microsoft SkipLayerNormalization (what ORT's SkipLayerNormFusion makes of an Add of
+ * two 3-D tensors, and of a constant bias, before a LayerNormalization), measured on ORT
+ * 1.32: v = f32(f32(input + skip) + bias), then the scalar Welford loop above whatever n.
  */
 #include <math.h>
 
@@ -182,5 +186,25 @@ void q8_simplified_layer_norm_f32(const q8_layer_norm_f32_params *params,
                 y[i] = q8_mul_unfused(q8_mul_unfused(x[i], inv), params->scale[i]);
             }
         }
+    }
+}
+
+void q8_skip_layer_norm_f32(const q8_skip_layer_norm_f32_params *params,
+                            const float *Q8_RESTRICT input, const float *Q8_RESTRICT skip,
+                            float *Q8_RESTRICT output)
+{
+    const q8_layer_norm_f32_params *norm = &params->norm;
+    const size_t n = (size_t)norm->size;
+    float mean, inv_std_dev;
+    int32_t r;
+    size_t i;
+    for (r = 0; r < norm->rows; r++) {
+        const size_t at = (size_t)r * n;
+        float *y = output + at;
+        for (i = 0; i < n; i++) {
+            const float v = (float)(input[at + i] + skip[at + i]);
+            y[i] = params->skip_bias != NULL ? (float)(v + params->skip_bias[i]) : v;
+        }
+        welford_row(norm, y, y, &mean, &inv_std_dev); /* in place: each read before written */
     }
 }

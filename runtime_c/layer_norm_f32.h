@@ -27,4 +27,14 @@ void q8_layer_norm_stats_f32(const q8_layer_norm_f32_params *params,
 void q8_simplified_layer_norm_f32(const q8_layer_norm_f32_params *params,
                                   const float *Q8_RESTRICT input, float *Q8_RESTRICT output);
 
+/* SkipLayerNormalization: LayerNormalization of input + skip (+ skip_bias). */
+typedef struct {
+    q8_layer_norm_f32_params norm;
+    const float *skip_bias; /* [size] or NULL */
+} q8_skip_layer_norm_f32_params;
+
+void q8_skip_layer_norm_f32(const q8_skip_layer_norm_f32_params *params,
+                            const float *Q8_RESTRICT input, const float *Q8_RESTRICT skip,
+                            float *Q8_RESTRICT output);
+
 #endif /* Q8_LAYER_NORM_F32_H */

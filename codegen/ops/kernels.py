@@ -307,6 +307,8 @@ KERNELS: tuple[Kernel, ...] = (
            "q8_layer_norm_f32_params", "LayerNormalization with its Mean/InvStdDev outputs"),
     Kernel("simplified_layer_norm_f32", "q8_simplified_layer_norm_f32", (), "layer_norm_f32.c",
            "q8_layer_norm_f32_params", "SimplifiedLayerNormalization (RMS normalization)"),
+    Kernel("skip_layer_norm_f32", "q8_skip_layer_norm_f32", (), "layer_norm_f32.c",
+           "q8_skip_layer_norm_f32_params", "SkipLayerNormalization (Add and LayerNorm)"),
     Kernel("batch_norm_f32", "q8_batch_norm_f32", (), "batch_norm_f32.c",
            "q8_batch_norm_f32_params", "BatchNormalization (float, inference)"),
     Kernel("instance_norm_f32", "q8_instance_norm_f32", (), "instance_norm_f32.c",

@@ -117,3 +117,59 @@ register(OpDef("LayerNormalization", "", infer_layer_norm, lower_layer_norm,
 # its version is the model's opset.
 register(OpDef("SimplifiedLayerNormalization", "", infer_layer_norm, lower_layer_norm,
                versions=tuple(range(1, 27)), data_dtypes=FLOAT_TYPES, float_island=True))
+
+
+@dataclass(frozen=True)
+class SkipLayerNormSpec:
+    norm: LayerNormSpec
+    skip_bias: bool
+
+
+def infer_skip_layer_norm(node: Node, graph: Graph) -> Inferred:
+    """com.microsoft SkipLayerNormalization (input, skip, gamma, beta, bias), as ORT's
+    SkipLayerNormFusion writes it: 3-D input and skip of one shape, 1-D gamma, beta and
+    bias over the last axis; only the first output."""
+    reject_unknown_attrs(node, {"epsilon"})
+    x = float_input(node, graph, 0, "input")
+    skip = float_input(node, graph, 1, "skip")
+    if len(x.shape) != 3 or skip.shape != x.shape:
+        raise UnsupportedError(f"{node.describe()}: input and skip must be 3-D of one shape "
+                               f"(they are {list(x.shape)} and {list(skip.shape)})")
+    if any(node.outputs[1:]):
+        raise UnsupportedError(f"{node.describe()}: only the first output is supported")
+    size = x.shape[-1]
+    for index, what in ((2, "gamma"), (3, "beta"), (4, "bias")):
+        if node.input(index) is None:
+            if index == 2:
+                raise ModelError(f"{node.describe()}: gamma is required")
+            continue
+        if tuple(float_input(node, graph, index, what).shape) != (size,):
+            raise UnsupportedError(f"{node.describe()}: {what} must have shape [{size}]")
+    rows = x.shape[0] * x.shape[1]
+    epsilon = float(F32(attr_float(node, "epsilon", 1e-12)))
+    norm = LayerNormSpec(rows, size, epsilon, node.input(3) is not None, False)
+    return Inferred([Tensor(node.outputs[0], "float32", x.shape)],
+                    spec=SkipLayerNormSpec(norm, node.input(4) is not None))
+
+
+def lower_skip_layer_norm(node: Node, graph: Graph, spec: SkipLayerNormSpec,
+                          options: LoweringOptions) -> Sequence[Lowered]:
+    arrays = [CArray("scale", "float", constant_float(node, graph, 2, "gamma")
+                     .astype(F32).reshape(-1))]
+    for index, name, given in ((3, "bias", spec.norm.bias), (4, "skip_bias", spec.skip_bias)):
+        if given:
+            arrays.append(CArray(name, "float", constant_float(node, graph, index, name)
+                                 .astype(F32).reshape(-1)))
+    norm = CStruct("q8_layer_norm_f32_params", (
+        ("rows", spec.norm.rows), ("size", spec.norm.size),
+        ("epsilon", CFloat(spec.norm.epsilon)), ("scale", CRef("scale")),
+        ("bias", CRef("bias") if spec.norm.bias else None)))
+    params = CStruct("q8_skip_layer_norm_f32_params", (
+        ("norm", norm), ("skip_bias", CRef("skip_bias") if spec.skip_bias else None)))
+    return [KernelCall("q8_skip_layer_norm_f32", node.name, tuple(node.inputs[:2]),
+                       (node.outputs[0],), params, tuple(arrays), SOURCES,
+                       macs=2 * spec.norm.rows * spec.norm.size)]
+
+
+register(OpDef("SkipLayerNormalization", "com.microsoft", infer_skip_layer_norm,
+               lower_skip_layer_norm, data_dtypes=FLOAT_TYPES, float_island=True))

@@ -19,6 +19,7 @@ from .float_fusions import (
     fuse_matmul_scale,
     fuse_nchwc_conv_add,
     fuse_simplified_layer_norm,
+    fuse_skip_layer_norm,
 )
 from .identity import eliminate_identities
 from .qdq import (
@@ -73,7 +74,8 @@ def ort_passes(rules: str) -> list[Rewrite]:
     """ORT's rules, in ORT's order (IdentityElimination, ConstantFolding, DoubleQDQPairsRemover,
     MatMulAddFusion, LayerNormFusion from opset 17, QDQPropagation, Relu/Clip removal,
     x86's S8->U8 conversion, the QDQ fusions, the level-2 float fusions (GeluFusion,
-    LayerNormFusion below opset 17, SimplifiedLayerNormFusion, MatMulScaleFusion), the
+    LayerNormFusion below opset 17, SimplifiedLayerNormFusion, SkipLayerNormFusion,
+    MatMulScaleFusion), the
     final cleanup), then whatever they left unused. `rules` is the
     platform whose int8 QDQ behaviour to follow: x86 converts int8 Q/DQ pairs to uint8
     and fuses no Conv or MatMul left on int8; ARM fuses int8 units as they are."""
@@ -93,6 +95,7 @@ def ort_passes(rules: str) -> list[Rewrite]:
         Rewrite("fuse_gelu", fuse_gelu),
         Rewrite("fuse_layer_norm", fuse_layer_norm_level2),
         Rewrite("fuse_simplified_layer_norm", fuse_simplified_layer_norm),
+        Rewrite("fuse_skip_layer_norm", fuse_skip_layer_norm),
         Rewrite("fuse_matmul_scale", fuse_matmul_scale),
         Rewrite("pass_quantized_through", pass_quantized_through),
         Rewrite("fold_relu_clip", fold_relu_clip),

@@ -368,6 +368,58 @@ def _gelu(graph: Graph, index: Index, div: Node) -> Graph | None:
     return _fused(graph, [div, erf, add, mul, half], fused)
 
 
+def _first_add(graph: Graph, index: Index, add: Node | None) -> bool:
+    """SkipLayerNormFusion's first Add: one reader, two 3-D inputs of one shape."""
+    if add is None or not float_node(add, "Add") or not _all_float32(graph, add) or \
+            not _only_edges(index, add.outputs[0], 1) or len(add.inputs) != 2:
+        return False
+    a, b = (graph.tensors[name].shape for name in add.inputs)
+    return len(a) == 3 and a == b
+
+
+def _second_add(graph: Graph, index: Index, add: Node | None) -> bool:
+    """Its second Add: one reader, a 3-D input and a constant 1-D bias of its last axis."""
+    if add is None or not float_node(add, "Add") or not _only_edges(index, add.outputs[0], 1) \
+            or len(add.inputs) != 2 or add.inputs[1] not in graph.constants:
+        return False
+    x, bias = (graph.tensors[name].shape for name in add.inputs)
+    return len(x) == 3 and len(bias) == 1 and x[2] == bias[0]
+
+
+def _skip_layer_norm(graph: Graph, index: Index, norm: Node) -> Graph | None:
+    """Add(input, skip) (with Add(., constant bias) before it on either side) feeding a
+    LayerNormalization over the last axis, as ORT's SkipLayerNormFusion matches it,
+    becomes com.microsoft SkipLayerNormalization, which adds input + skip + bias in that
+    order and normalizes with the scalar loop (measured)."""
+    if not float_node(norm, "LayerNormalization") or not _all_float32(graph, norm):
+        return None
+    x = graph.tensors[norm.inputs[0]]
+    axis = int(norm.attrs.get("axis", -1))
+    if (axis if axis >= 0 else axis + len(x.shape)) != len(x.shape) - 1 or \
+            len(graph.tensors[norm.inputs[1]].shape) != 1 or any(norm.outputs[1:]):
+        return None
+    add1 = index.producer.get(norm.inputs[0])
+    if add1 is None or not _first_add(graph, index, add1):
+        return None
+    gamma, beta = norm.inputs[1], norm.input(2) or ""
+    inputs: tuple[str, ...] = (add1.inputs[0], add1.inputs[1], gamma, beta)
+    removed = [add1, norm]
+    for side in (0, 1):  # ORT's format 1, then format 2
+        add2 = index.producer.get(add1.inputs[side])
+        if add2 is not None and _second_add(graph, index, add2):
+            pair = [add1.inputs[0], add1.inputs[1]]
+            pair[side] = add2.inputs[0]
+            inputs = (pair[0], pair[1], gamma, beta, add2.inputs[1])
+            removed.append(add2)
+            break
+    graph.opsets.setdefault("com.microsoft", 1)
+    # ORT takes the LayerNormalization's epsilon attribute, or its own default of 1e-12.
+    epsilon = float(norm.attrs.get("epsilon", 1e-12))
+    fused = Node(f"{norm.name}/SkipLayerNormFusion/", "SkipLayerNormalization",
+                 "com.microsoft", inputs, norm.outputs[:1], {"epsilon": epsilon}, 1)
+    return _fused(graph, removed, fused)
+
+
 def _scale_of(graph: Graph, node: Node) -> tuple[F32, int] | None:
     """ORT's GetScaleFromNode: a Mul or Div by a scalar constant of rank at most the other
     input's: (the factor it applies, the index of the other input)."""
@@ -450,6 +502,10 @@ def fuse_layer_norm_level2(graph: Graph) -> tuple[Graph, list[str]]:
 
 def fuse_simplified_layer_norm(graph: Graph) -> tuple[Graph, list[str]]:
     return rewrite_all(graph, _simplified_layer_norm)
+
+
+def fuse_skip_layer_norm(graph: Graph) -> tuple[Graph, list[str]]:
+    return rewrite_all(graph, _skip_layer_norm)
 
 
 def fuse_gelu(graph: Graph) -> tuple[Graph, list[str]]:

@@ -1,9 +1,11 @@
 """ORT's level-2 fusions of float chains (transform/float_fusions.py), which change what
-a model computes: LayerNormFusion, SimplifiedLayerNormFusion, GeluFusion and
-MatMulScaleFusion. Each case checks both halves: onnx2mcu fuses exactly where ORT 1.32's
-optimized graph shows the fused operator (and leaves the chain alone where it does not),
-and the result is bit-exact, under the sanitizers. quantize_dynamic and NNCF leave these
-chains in float around their products; TorchScript below opset 17 writes LayerNorm so."""
+a model computes: LayerNormFusion, SimplifiedLayerNormFusion, SkipLayerNormFusion,
+GeluFusion and MatMulScaleFusion (BiasGeluFusion and QuickGeluFusion compute the same
+bits as the graph: checked here too). Each case checks both halves: onnx2mcu fuses
+exactly where ORT 1.32's optimized graph shows the fused operator (and leaves the chain
+alone where it does not), and the result is bit-exact, under the sanitizers.
+quantize_dynamic and NNCF leave these chains in float around their products; TorchScript
+below opset 17 writes LayerNorm so."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from codegen.pipeline import generate_sources
 F32 = np.float32
 FUSED = {"LayerNormalization": "fuse_layer_norm",
          "SimplifiedLayerNormalization": "fuse_simplified_layer_norm",
-         "Gelu": "fuse_gelu", "FusedMatMul": "fuse_matmul_scale"}
+         "Gelu": "fuse_gelu", "FusedMatMul": "fuse_matmul_scale",
+         "SkipLayerNormalization": "fuse_skip_layer_norm"}
 
 
 def ort_fused(model: onnx.ModelProto, tmp_path: Path) -> Counter[str]:
@@ -37,7 +40,9 @@ def ort_fused(model: onnx.ModelProto, tmp_path: Path) -> Counter[str]:
     ort.InferenceSession(model.SerializeToString(), options,
                          providers=["CPUExecutionProvider"])
     nodes = onnx.load(options.optimized_model_filepath).graph.node
-    return Counter(FUSED[n.op_type] for n in nodes if n.op_type in FUSED)
+    fused = Counter(FUSED[n.op_type] for n in nodes if n.op_type in FUSED)
+    fused.subtract(FUSED[n.op_type] for n in model.graph.node if n.op_type in FUSED)
+    return +fused
 
 
 def ours_fused(model: onnx.ModelProto) -> Counter[str]:
@@ -226,12 +231,85 @@ def test_matmul_scale_fusion_as_ort(name: str, tmp_path: Path) -> None:
     check(scaled_matmul_model(**SCALED[name]), tmp_path, True)  # type: ignore[arg-type]
 
 
+# ------------------------------------------------------------ residual + LayerNorm
+
+
+def skip_model(shape: list[int], bias: str | None, *, beta: bool = True, axis: int = -1,
+               shared: bool = False, n: int | None = None) -> onnx.ModelProto:
+    """LayerNormalization(Add(a, s)), with a constant bias added first to a (`bias` "a":
+    ORT's format 1) or to s ("s": format 2); `shared`: the sum is read again after."""
+    rng = np.random.default_rng(shape[-1] + len(shape))
+    c = shape[-1]
+    params = [c] if axis == -1 else shape[axis:]
+    inits = {"g": rng.normal(1, 0.2, params).astype(F32), "b": rng.normal(0, 0.2, params)
+             .astype(F32), "bb": rng.normal(0, 0.2, c).astype(F32)}
+    nodes = [helper.make_node("Sigmoid", ["a"], ["a1"]), helper.make_node("Tanh", ["s"], ["s1"])]
+    left, right = "a1", "s1"
+    if bias == "a":
+        nodes.append(helper.make_node("Add", ["a1", "bb"], ["ab"]))
+        left = "ab"
+    if bias == "s":
+        nodes.append(helper.make_node("Add", ["s1", "bb"], ["sb"]))
+        right = "sb"
+    nodes.append(helper.make_node("Add", [left, right], ["v"]))
+    nodes.append(helper.make_node("LayerNormalization", ["v", "g"] + (["b"] if beta else []),
+                                  ["n" if shared else "y"], axis=axis, epsilon=1e-5))
+    if shared:
+        nodes.append(helper.make_node("Add", ["n", "v"], ["y"]))
+    model: onnx.ModelProto = graph_model(
+        nodes, {"a": ("float32", shape), "s": ("float32", shape)}, {"y": "float32"}, inits,
+        opset=17)
+    return model
+
+
+SKIPS = {
+    "format3": (dict(shape=[1, 6, 32], bias=None), True),
+    "format1_bias": (dict(shape=[2, 3, 100], bias="a"), True),
+    "format2_bias": (dict(shape=[1, 6, 32], bias="s"), True),
+    "no_beta": (dict(shape=[1, 6, 32], bias=None, beta=False), True),
+    "short_rows": (dict(shape=[1, 6, 7], bias="a"), True),
+    "two_dimensional": (dict(shape=[6, 32], bias="a"), False),
+    "sum_read_again": (dict(shape=[1, 6, 32], bias=None, shared=True), False),
+    "middle_axis": (dict(shape=[1, 6, 32], bias=None, axis=1), False),
+}
+
+
+@pytest.mark.parametrize("name", SKIPS)
+def test_skip_layer_norm_fusion_as_ort(name: str, tmp_path: Path) -> None:
+    arguments, fused = SKIPS[name]
+    check(skip_model(**arguments), tmp_path, fused)  # type: ignore[arg-type]
+
+
+def bias_gelu_model(shape: list[int]) -> onnx.ModelProto:
+    """Add(x, bias) -> GELU (ORT's BiasGelu) and x * Sigmoid(x) (its QuickGelu)."""
+    rng = np.random.default_rng(len(shape))
+    inits = {"bb": rng.normal(0, 0.2, shape[-1]).astype(F32), "c": np.array(np.sqrt(2), F32),
+             "one": np.array(1.0, F32), "half": np.array(0.5, F32)}
+    nodes = [helper.make_node("Tanh", ["a"], ["a1"]), helper.make_node("Add", ["a1", "bb"], ["x"]),
+             helper.make_node("Div", ["x", "c"], ["t"]), helper.make_node("Erf", ["t"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]),
+             helper.make_node("Mul", ["x", "e1"], ["xe"]),
+             helper.make_node("Mul", ["xe", "half"], ["g"]),
+             helper.make_node("Sigmoid", ["g"], ["sg"]),
+             helper.make_node("Mul", ["g", "sg"], ["y"])]
+    model: onnx.ModelProto = graph_model(nodes, {"a": ("float32", shape)}, {"y": "float32"},
+                                         inits, opset=17)
+    return model
+
+
+@pytest.mark.parametrize("shape", [[1, 6, 32], [5, 100]])
+def test_bias_gelu_and_quick_gelu_need_no_fusion(shape: list[int]) -> None:
+    report = codegen.verify(bias_gelu_model(shape), samples=8, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
 @in_qemu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 def test_fused_float_chains_on_cortex_m(board: str) -> None:
-    """The three kernels the fusions add, on FPU and soft-float cores."""
+    """The kernels the fusions add, on FPU and soft-float cores."""
     for model in (layer_norm_model([2, 3, 41], [-1], simplified=True),
                   gelu_model(True, True, 13, "sigmoid"),
-                  scaled_matmul_model((1, 3, 300, 8), "both")):
+                  scaled_matmul_model((1, 3, 300, 8), "both"),
+                  skip_model([1, 4, 20], "s")):
         report = codegen.verify(model, board=board, samples=2)
         assert report.ok, report.outputs
