@@ -19,8 +19,8 @@
  */
 static float gelu_value(float x)
 {
-    const float erf = q8_mlas_erf(q8_mul_unfused(x, 0x1.6a09e6p-1f));
-    return q8_mul_unfused(q8_mul_unfused(0.5f, x), (float)(erf + 1.0f));
+    const float e = q8_mlas_erf(q8_mul_unfused(x, 0x1.6a09e6p-1f));
+    return q8_mul_unfused(q8_mul_unfused(0.5f, x), (float)(e + 1.0f));
 }
 
 /* The kernels that compute one value at a time, by the function of each. */

@@ -86,7 +86,7 @@ static inline size_t q8_lstm_f32_scratch_bytes(const q8_lstm_f32_params *params)
     return 6u * (size_t)params->hidden_size * sizeof(float) + quantized;
 }
 
-/* scratch: 6 * hidden floats. y: [seq][directions][1][hidden]; y_h, y_c:
+/* scratch: q8_lstm_f32_scratch_bytes. y: [seq][directions][1][hidden]; y_h, y_c:
  * [directions][1][hidden]. The suffix names the outputs written, in that order. */
 #define Q8_LSTM_F32_DECLARE(suffix, ...)                                                  \
     void q8_lstm_f32##suffix(const q8_lstm_f32_params *params,                            \

@@ -116,7 +116,8 @@ register(OpDef("LayerNormalization", "", infer_layer_norm, lower_layer_norm,
 # ORT registers it once, in the ONNX domain, for every opset; onnx has no schema of it, so
 # its version is the model's opset.
 register(OpDef("SimplifiedLayerNormalization", "", infer_layer_norm, lower_layer_norm,
-               versions=tuple(range(1, 27)), data_dtypes=FLOAT_TYPES, float_island=True))
+               versions=tuple(range(1, 29)), data_dtypes=FLOAT_TYPES,  # the importer's opsets
+               float_island=True))
 
 
 @dataclass(frozen=True)

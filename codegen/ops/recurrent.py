@@ -300,6 +300,10 @@ def quantized_weights(node: Node, graph: Graph, index: int, scale_index: int, wh
             np.broadcast_to(scale.reshape(nd, -1), (nd, rows)).astype(F32))
 
 
+# Each term of a quantized product is at most 255 * 255: int32 holds this many exactly.
+MAX_EXACT_TERMS = (2**31 - 1) // (255 * 255)
+
+
 def infer_dynamic_quantize_lstm(node: Node, graph: Graph) -> Inferred:
     """com.microsoft DynamicQuantizeLSTM (quantize_dynamic's LSTM): the float LSTM with
     8-bit W and R, its products quantized at run time (runtime_c/recurrent_f32.c)."""
@@ -312,8 +316,13 @@ def infer_dynamic_quantize_lstm(node: Node, graph: Graph) -> Inferred:
     if node.input(7) is not None:
         raise UnsupportedError(f"{node.describe()}: peepholes (P) are not supported")
     nd, h = shape.directions, shape.hidden_size
+    if max(shape.input_size, h) > MAX_EXACT_TERMS:
+        raise UnsupportedError(f"{node.describe()}: products of more than {MAX_EXACT_TERMS} "
+                               "terms can overflow the int32 sum")
     w_q, w_scale = quantized_weights(node, graph, 1, 8, "W", (nd, shape.input_size, 4 * h))
     r_q, r_scale = quantized_weights(node, graph, 2, 10, "R", (nd, h, 4 * h))
+    if graph.constants[node.inputs[1]].dtype != graph.constants[node.inputs[2]].dtype:
+        raise ModelError(f"{node.describe()}: W and R must have one type")
     spec = QuantizedLstmSpec(**vars(shape), w_q=w_q, w_scale=w_scale, r_q=r_q,
                              r_scale=r_scale)
     return Inferred(recurrent_outputs(node, shape, 3), spec=spec)

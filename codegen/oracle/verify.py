@@ -114,6 +114,10 @@ def u8s8_nodes(graph: Graph) -> list[str]:
         a, b = graph.tensors[node.inputs[slots.a]], graph.tensors[node.inputs[slots.b]]
         if a.dtype == "uint8" and b.dtype == "int8":
             names.append(node.name)
+    # DynamicQuantizeLSTM quantizes its float input to uint8 and multiplies by W and R.
+    names += [node.name for node in graph.nodes
+              if node.op_type == "DynamicQuantizeLSTM" and node.domain == "com.microsoft"
+              and graph.tensors[node.inputs[1]].dtype == "int8"]
     return names
 
 
@@ -206,7 +210,12 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     g.initializer.append(numpy_helper.from_array(np.array(128, dtype=np.int32), shift))
     converted: list[onnx.NodeProto] = []
     float_weights = weights_quantized_by_ort(model, graph)
+    u8s8 = set(u8s8_nodes(graph))
     for node in g.node:
+        if node.op_type == "DynamicQuantizeLSTM" and node.name in u8s8:
+            g.initializer.extend(u8_recurrent_weights(node, graph, fresh))
+            converted.append(node)
+            continue
         if node.name in float_weights:
             nodes, initializers = dequantized_u8_weights(node, graph, float_weights[node.name],
                                                          fresh)
@@ -243,6 +252,25 @@ def exact_u8s8_model(model: onnx.ModelProto, graph: Graph) -> onnx.ModelProto:
     del g.node[:]
     g.node.extend(converted)
     return rewritten
+
+
+def u8_recurrent_weights(node: onnx.NodeProto, graph: Graph,
+                         fresh: Callable[[str], str]) -> list[onnx.TensorProto]:
+    """A DynamicQuantizeLSTM's int8 W and R (inputs 1, 2) and their zero points (9, 11) as
+    uint8 initializers, + 128 each: the node now reads those."""
+    initializers = []
+    for w_slot, zp_slot in ((1, 9), (2, 11)):
+        w = graph.constants[node.input[w_slot]]
+        zp_name = node.input[zp_slot] if len(node.input) > zp_slot else ""
+        zp = graph.constants[zp_name] if zp_name else np.zeros((), np.int8)
+        while len(node.input) <= zp_slot:
+            node.input.append("")
+        for slot, value in ((w_slot, w), (zp_slot, zp)):
+            name = fresh(f"{node.input[slot] or node.input[w_slot]}__u8")
+            initializers.append(numpy_helper.from_array(
+                (value.astype(np.int16) + 128).astype(np.uint8), name))
+            node.input[slot] = name
+    return initializers
 
 
 # ---------------------------------------------------------------- inputs

@@ -10,7 +10,8 @@ import numpy as np
 
 from codegen import ops
 from codegen.core.ir import Graph, Node
-from codegen.core.pattern import Index, float_node, fresh_name
+from codegen.core.pattern import Index, float_node, fresh_name, is_op
+from codegen.errors import UnsupportedError
 
 from ._graph import replace_nodes, validated
 from .qdq import rewrite_all
@@ -154,7 +155,7 @@ def _split_by_ort(index: Index, tensor: str) -> bool:
         len(index.readers.get(tensor, [])) > 1
 
 
-def _all_float32(graph: Graph, *nodes: Node) -> bool:
+def _first_inputs_float32(graph: Graph, *nodes: Node) -> bool:
     return all(graph.tensors[name].dtype == "float32"
                for node in nodes for name in node.inputs[:1] if name)
 
@@ -182,11 +183,14 @@ def _reduce_axes(graph: Graph, node: Node) -> list[int]:
     return []
 
 
+def _normalized(axes: list[int], rank: int) -> list[int]:
+    return sorted(a - rank if a >= 0 else a for a in axes)
+
+
 def _last_axis_only(axes: list[int], rank: int) -> bool:
     """ORT's CheckAxesOnReduceMean (consecutive axes ending at the last), and the one axis
     its inference build fuses."""
-    axes = sorted(a - rank if a >= 0 else a for a in axes)
-    return axes == [-1]
+    return _normalized(axes, rank) == [-1]
 
 
 def _replace_at_last(graph: Graph, removed: list[Node], new: Node) -> Graph:
@@ -199,8 +203,16 @@ def _replace_at_last(graph: Graph, removed: list[Node], new: Node) -> Graph:
     return replace(graph, nodes=nodes)
 
 
-def _fused(graph: Graph, removed: list[Node], new: Node) -> Graph:
-    """Put the fused node in place and infer it; its own checks refuse it in one line."""
+def _fused(graph: Graph, index: Index, removed: list[Node], new: Node) -> Graph | None:
+    """Put the fused node in place and infer it; its own checks refuse it in one line.
+    None where a removed node's output is still read outside the match (ORT's checks
+    leave a few such cases open; its own graph would then be broken)."""
+    gone = {id(n) for n in removed}
+    for node in removed:
+        for name in node.outputs:
+            if name and name not in new.outputs and (name in index.outputs or any(
+                    id(r) not in gone for r in index.readers.get(name, []))):
+                return None
     opdef = ops.lookup(new)
     assert opdef is not None
     for tensor in opdef.infer(new, graph).outputs:
@@ -229,7 +241,7 @@ def _layer_norm(graph: Graph, index: Index, mean: Node) -> Graph | None:
     """ReduceMean -> Sub -> Pow -> ReduceMean -> Add(eps) -> Sqrt -> Div(d, .) -> Mul(scale)
     -> Add(bias) over the last axis, as ORT's LayerNormFusion matches it (without its
     Cast variants), becomes LayerNormalization(x, scale, bias)."""
-    if not float_node(mean, "ReduceMean") or not _all_float32(graph, mean) or \
+    if not float_node(mean, "ReduceMean") or not _first_inputs_float32(graph, mean) or \
             mean.outputs[0] in index.outputs or _edges(index, mean.outputs[0]) not in (1, 2):
         return None
     x = mean.inputs[0]
@@ -274,8 +286,9 @@ def _layer_norm(graph: Graph, index: Index, mean: Node) -> Graph | None:
     if not float_node(add_bias, "Add"):
         return None
     rank = len(graph.tensors[x].shape)
-    axes = _reduce_axes(graph, mean)
-    if not axes or axes != _reduce_axes(graph, variance) or not _last_axis_only(axes, rank):
+    axes, variance_axes = _reduce_axes(graph, mean), _reduce_axes(graph, variance)
+    if not axes or not variance_axes or not _last_axis_only(axes, rank) or \
+            _normalized(axes, rank) != _normalized(variance_axes, rank):
         return None
     scale, bias = _rank1_input(graph, mul), _rank1_input(graph, add_bias)
     if scale is None or bias is None or \
@@ -284,7 +297,7 @@ def _layer_norm(graph: Graph, index: Index, mean: Node) -> Graph | None:
     fused = Node(f"{mul.name}/LayerNormFusion/", "LayerNormalization", "", (x, scale, bias),
                  add_bias.outputs, {"axis": -1, "epsilon": _epsilon(graph, add_eps)}, 17)
     removed = [mean, *subs, div, sqrt, add_eps, variance, power, mul, add_bias]
-    return _fused(graph, removed, fused)
+    return _fused(graph, index, removed, fused)
 
 
 def _simplified_layer_norm(graph: Graph, index: Index, power: Node) -> Graph | None:
@@ -292,7 +305,7 @@ def _simplified_layer_norm(graph: Graph, index: Index, power: Node) -> Graph | N
     axis, as ORT's SimplifiedLayerNormFusion matches it, becomes
     SimplifiedLayerNormalization(x, scale) (what is left of a LayerNorm without its bias
     too: then x is the Sub's output)."""
-    if not float_node(power, "Pow") or not _all_float32(graph, power) or \
+    if not float_node(power, "Pow") or not _first_inputs_float32(graph, power) or \
             not _only_edges(index, power.outputs[0], 1):
         return None
     chain = [power]
@@ -317,14 +330,14 @@ def _simplified_layer_norm(graph: Graph, index: Index, power: Node) -> Graph | N
     fused = Node(f"{mul.name}/SimplifiedLayerNormFusion/", "SimplifiedLayerNormalization", "",
                  (x, scale), mul.outputs, {"axis": -1, "epsilon": _epsilon(graph, add_eps)},
                  graph.opsets.get("", 1))
-    return _fused(graph, [*chain, mul], fused)
+    return _fused(graph, index, [*chain, mul], fused)
 
 
 def _gelu(graph: Graph, index: Index, div: Node) -> Graph | None:
     """x / sqrt(2) -> Erf -> + 1 -> * x -> * 0.5 (or 0.5 x * (...)), as ORT's GeluFusion
     matches it, becomes Gelu(x) (com.microsoft's; ONNX's from opset 20). Measured on ORT
     1.32: x * (1 / sqrt 2) is left alone."""
-    if not float_node(div, "Div") or not _all_float32(graph, div) or \
+    if not float_node(div, "Div") or not _first_inputs_float32(graph, div) or \
             not _only_edges(index, div.outputs[0], 1):
         return None
     if not any(_is_value(graph, div.inputs[1], float(v)) for v in SQRT2_VALUES):
@@ -365,12 +378,12 @@ def _gelu(graph: Graph, index: Index, div: Node) -> Graph | None:
     graph.opsets.setdefault(domain, 1)
     fused = Node(f"{last.name}/GeluFusion/", "Gelu", domain, (root,), last.outputs, {},
                  graph.opsets[""] if onnx_gelu else 1)
-    return _fused(graph, [div, erf, add, mul, half], fused)
+    return _fused(graph, index, [div, erf, add, mul, half], fused)
 
 
 def _first_add(graph: Graph, index: Index, add: Node | None) -> bool:
     """SkipLayerNormFusion's first Add: one reader, two 3-D inputs of one shape."""
-    if add is None or not float_node(add, "Add") or not _all_float32(graph, add) or \
+    if add is None or not float_node(add, "Add") or not _first_inputs_float32(graph, add) or \
             not _only_edges(index, add.outputs[0], 1) or len(add.inputs) != 2:
         return False
     a, b = (graph.tensors[name].shape for name in add.inputs)
@@ -391,16 +404,20 @@ def _skip_layer_norm(graph: Graph, index: Index, norm: Node) -> Graph | None:
     LayerNormalization over the last axis, as ORT's SkipLayerNormFusion matches it,
     becomes com.microsoft SkipLayerNormalization, which adds input + skip + bias in that
     order and normalizes with the scalar loop (measured)."""
-    if not float_node(norm, "LayerNormalization") or not _all_float32(graph, norm):
+    if not float_node(norm, "LayerNormalization") or not _first_inputs_float32(graph, norm):
         return None
     x = graph.tensors[norm.inputs[0]]
     axis = int(norm.attrs.get("axis", -1))
     if (axis if axis >= 0 else axis + len(x.shape)) != len(x.shape) - 1 or \
-            len(graph.tensors[norm.inputs[1]].shape) != 1 or any(norm.outputs[1:]):
+            len(graph.tensors[norm.inputs[1]].shape) != 1:
         return None
     add1 = index.producer.get(norm.inputs[0])
     if add1 is None or not _first_add(graph, index, add1):
         return None
+    if any(norm.outputs[1:]):
+        raise UnsupportedError(f"{norm.describe()}: ONNX Runtime fuses it with the Add "
+                               "before it (SkipLayerNormFusion), which onnx2mcu reproduces "
+                               "without the Mean and InvStdDev outputs")
     gamma, beta = norm.inputs[1], norm.input(2) or ""
     inputs: tuple[str, ...] = (add1.inputs[0], add1.inputs[1], gamma, beta)
     removed = [add1, norm]
@@ -417,7 +434,7 @@ def _skip_layer_norm(graph: Graph, index: Index, norm: Node) -> Graph | None:
     epsilon = float(norm.attrs.get("epsilon", 1e-12))
     fused = Node(f"{norm.name}/SkipLayerNormFusion/", "SkipLayerNormalization",
                  "com.microsoft", inputs, norm.outputs[:1], {"epsilon": epsilon}, 1)
-    return _fused(graph, removed, fused)
+    return _fused(graph, index, removed, fused)
 
 
 def _scale_of(graph: Graph, node: Node) -> tuple[F32, int] | None:
@@ -447,11 +464,17 @@ def _scalar_scale(graph: Graph, name: str, other: str) -> F32 | None:
 def _matmul_scale(graph: Graph, index: Index, node: Node) -> Graph | None:
     """The scalar Mul/Div of a float MatMul's operands and of its product, as ORT's
     MatMulScaleFusion finds them, fold into FusedMatMul's alpha (their float32 product)."""
-    if not float_node(node, "MatMul") or not _all_float32(graph, node) or \
-            "matmul-nbits" in ops.ort_traits(node, graph):
+    fused_before = is_op(node, "FusedMatMul", "com.microsoft")
+    if fused_before:  # ORT repeats its level-2 rules: a FusedMatMul takes more scales
+        if any(int(node.attrs.get(t, 0)) for t in
+               ("transA", "transB", "transBatchA", "transBatchB")):
+            return None
+    elif not float_node(node, "MatMul") or "matmul-nbits" in ops.ort_traits(node, graph):
+        return None
+    if not _first_inputs_float32(graph, node):
         return None
     inputs = list(node.inputs)
-    alpha = F32(1.0)
+    alpha = F32(node.attrs.get("alpha", 1.0))
     merged: list[Node] = []
     for at, name in enumerate(node.inputs[:2]):
         scaling = index.producer.get(name)
@@ -480,9 +503,10 @@ def _matmul_scale(graph: Graph, index: Index, node: Node) -> Graph | None:
         if readers == 0 and scaling.outputs[0] not in index.outputs and scaling not in removed:
             removed.append(scaling)
     graph.opsets.setdefault("com.microsoft", 1)
-    fused = Node(f"{node.name}/MatMulScaleFusion/", "FusedMatMul", "com.microsoft",
-                 tuple(inputs), outputs, {"alpha": float(alpha)}, 1)
-    return _fused(graph, removed, fused)
+    name = node.name if fused_before else f"{node.name}/MatMulScaleFusion/"
+    fused = Node(name, "FusedMatMul", "com.microsoft", tuple(inputs), outputs,
+                 {**node.attrs, "alpha": float(alpha)}, 1)
+    return _fused(graph, index, removed, fused)
 
 
 def fuse_layer_norm_level1(graph: Graph) -> tuple[Graph, list[str]]:

@@ -3,8 +3,10 @@ tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
 conversions, committed) and those torch 2.13's default (dynamo) exporter writes from
 make_corpus.py's architectures, quantized by NNCF's ONNX backend (nncf.quantize
 post-training quantization) with its two presets: "performance" (symmetric int8
-activations) and "mixed" (asymmetric activations). tests/networks/test_corpus.py runs every
-committed model.
+activations) and "mixed" (asymmetric activations), and, on the transformer-like
+architectures (TRANSFORMER_ARCHS: attention, feed-forward and dense ones), with its
+transformer model type (model_type=nncf.ModelType.TRANSFORMER, its default preset).
+tests/networks/test_corpus.py runs every committed model.
 
 To make them again (nncf is not a test dependency: use a separate environment; torch
 2.13.0 first, and torchvision 0.28.0 without its dependencies, so that pip does not
@@ -15,6 +17,10 @@ fetch another torch):
     /tmp/torch-venv/bin/pip install --no-deps torchvision==0.28.0
     /tmp/torch-venv/bin/pip install pillow onnx onnxscript onnxruntime==1.32.0 nncf==3.4.0
     /tmp/torch-venv/bin/python tests/corpus/make_nncf_corpus.py
+
+(torchvision is needed only for the tv_* architectures.) ONNX2MCU_CORPUS_ONLY,
+_QUANTIZERS (nncf_performance, nncf_mixed, nncf_transformer) and _EXPORTERS remake only
+what they name, as in make_corpus.py; ONNX2MCU_CORPUS_OUT writes elsewhere.
 
 It writes NAME.onnx for each model and nncf_corpus.json.
 """
@@ -31,7 +37,7 @@ import torch
 from make_corpus import (
     ARCHITECTURES,
     DEFAULT_EXPORTER,
-    ONLY,
+    TRANSFORMERS,
     compact,
     export_float,
     wanted,
@@ -47,8 +53,15 @@ from tf_float_sources import (
     producer_failure,
 )
 
-PRESETS = {"performance": nncf.QuantizationPreset.PERFORMANCE,
-           "mixed": nncf.QuantizationPreset.MIXED}
+# Configuration -> nncf.quantize's arguments and how the corpus list describes them.
+PRESETS = {"performance": ({"preset": nncf.QuantizationPreset.PERFORMANCE},
+                           "preset=performance"),
+           "mixed": ({"preset": nncf.QuantizationPreset.MIXED}, "preset=mixed"),
+           "transformer": ({"model_type": nncf.ModelType.TRANSFORMER},
+                           "model_type=transformer")}
+# The transformer model type on what it is meant for: attention and feed-forward blocks
+# (and tf2onnx's dense autoencoder, an MLP).
+TRANSFORMER_ARCHS = (*TRANSFORMERS, "tf_autoencoder")
 
 
 def make(arch: str, source: Path, exporter: str, producer: str,
@@ -56,14 +69,20 @@ def make(arch: str, source: Path, exporter: str, producer: str,
     model = onnx.load(source)
     name, shape = input_shape(model)
     dataset = nncf.Dataset(calibration_samples(shape), lambda sample: {name: sample})
-    quantized = nncf.quantize(model, dataset, preset=PRESETS[preset],
-                              subset_size=CALIBRATION_COUNT)
+    arguments, description = PRESETS[preset]
+    quantized = nncf.quantize(model, dataset, subset_size=CALIBRATION_COUNT, **arguments)
     target = OUT / f"{arch}_{exporter}_nncf_{preset}.onnx"
     onnx.save(quantized, target)
     compact(target)
     return {"file": target.name, "architecture": arch, "exporter": producer,
-            "quantizer": f"nncf {nncf.__version__} quantize onnx preset={preset}",
+            "quantizer": f"nncf {nncf.__version__} quantize onnx {description}",
             "input_shape": shape, "bytes": target.stat().st_size}
+
+
+def selected(arch: str, exporter: str, preset: str) -> bool:
+    """make_corpus.wanted, the transformer model type only on TRANSFORMER_ARCHS."""
+    return wanted(arch, exporter, f"nncf_{preset}") and (
+        preset != "transformer" or arch in TRANSFORMER_ARCHS)
 
 
 def main() -> None:
@@ -72,15 +91,15 @@ def main() -> None:
         sources = [(arch, HERE / source, "tf2onnx", f"tf2onnx float model ({source})")
                    for arch, source in SOURCES.items()]
         for arch in ARCHITECTURES:
-            if ONLY and arch not in ONLY:
-                continue
+            if not any(selected(arch, DEFAULT_EXPORTER, preset) for preset in PRESETS):
+                continue  # exported only when some configuration wants it
             source = Path(tmp) / f"{arch}_{DEFAULT_EXPORTER}_float.onnx"
             export_float(arch, DEFAULT_EXPORTER, source)
             sources.append((arch, source, DEFAULT_EXPORTER, f"torch {torch.__version__} "
                             f"{DEFAULT_EXPORTER}"))
         for arch, source, exporter, producer in sources:
             for preset in PRESETS:
-                if not wanted(arch, exporter, f"nncf_{preset}"):
+                if not selected(arch, exporter, preset):
                     continue
                 try:
                     entries.append(make(arch, source, exporter, producer, preset))

@@ -3,18 +3,25 @@ tf2onnx wrote from the TFLite models (make_tf_corpus.py's float-I/O --dequantize
 conversions, committed) and those torch 2.13's default (dynamo) exporter writes from
 make_corpus.py's architectures, quantized by Quark's ONNX ModelQuantizer with its int8
 presets A8W8 (int8 activations and weights) and XINT8 (power-of-two scales, as for AMD's
-NPUs). tests/networks/test_corpus.py runs every committed model.
+NPUs), and with its 16-bit activation presets A16W8 (int16 activations, int8 weights) and
+U16S8 (QConfig.get_default_config("U16S8_AAWS"): uint16 activations, int8 weights), whose
+16-bit Q/DQ Quark writes in the com.microsoft domain, on a subset of the architectures
+(SIXTEEN_BIT_ARCHS). tests/networks/test_corpus.py runs every committed model.
 
-To make them again (quark is not a test dependency: use a separate environment; torch
-2.13.0 first, and torchvision 0.28.0 without its dependencies, so that pip does not
-fetch another torch):
+To make them again (quark is not a test dependency: use a separate environment, apart from
+make_corpus.py's, since amd-quark 0.13 needs onnx <= 1.22; torch 2.13.0 first, and
+torchvision 0.28.0 without its dependencies, so that pip does not fetch another torch):
 
-    python -m venv /tmp/torch-venv
-    /tmp/torch-venv/bin/pip install torch==2.13.0
-    /tmp/torch-venv/bin/pip install --no-deps torchvision==0.28.0
-    /tmp/torch-venv/bin/pip install -c <(echo torch==2.13.0) pillow onnxscript \
-        amd-quark==0.13 onnx onnxruntime==1.32.0
-    /tmp/torch-venv/bin/python tests/corpus/make_quark_corpus.py
+    python -m venv /tmp/quark-venv
+    /tmp/quark-venv/bin/pip install torch==2.13.0
+    /tmp/quark-venv/bin/pip install --no-deps torchvision==0.28.0
+    /tmp/quark-venv/bin/pip install -c <(echo torch==2.13.0) pillow onnxscript \
+        amd-quark==0.13 "onnx<=1.22" onnxruntime==1.32.0
+    /tmp/quark-venv/bin/python tests/corpus/make_quark_corpus.py
+
+(torchvision is needed only for the tv_* architectures.) ONNX2MCU_CORPUS_ONLY,
+_QUANTIZERS (quark_a8w8, quark_xint8, quark_a16w8, quark_u16s8) and _EXPORTERS remake
+only what they name, as in make_corpus.py; ONNX2MCU_CORPUS_OUT writes elsewhere.
 
 It writes NAME.onnx for each model and quark_corpus.json.
 """
@@ -37,6 +44,10 @@ import torch
 from make_corpus import (
     ARCHITECTURES,
     DEFAULT_EXPORTER,
+    EXPORTERS_ONLY,
+    ONLY,
+    QUANTIZERS_ONLY,
+    TRANSFORMERS,
     compact,
     export_float,
     wanted,
@@ -52,7 +63,16 @@ from tf_float_sources import (
     producer_failure,
 )
 
-PRESETS = {"a8w8": quark_onnx.A8W8_QCONFIG, "xint8": quark_onnx.XINT8_QCONFIG}
+# Preset -> Quark's configuration and the name the corpus list gives it.
+PRESETS = {"a8w8": (quark_onnx.A8W8_QCONFIG, "A8W8"),
+           "xint8": (quark_onnx.XINT8_QCONFIG, "XINT8"),
+           "a16w8": (quark_onnx.A16W8_QCONFIG, "A16W8"),
+           "u16s8": (quark_onnx.QConfig.get_default_config("U16S8_AAWS"), "U16S8_AAWS")}
+# The 16-bit activation presets, on a subset to keep the corpus small: convolutional
+# networks (one of them tf2onnx's), a recurrent one and the transformer-like ones.
+SIXTEEN_BIT = ("a16w8", "u16s8")
+SIXTEEN_BIT_ARCHS = ("tf_ds_cnn", "mobilenetv3_block", "kws_dscnn", "unet_tiny", "kws_lstm",
+                     *TRANSFORMERS)
 
 
 class Calibration(CalibrationDataReader):
@@ -68,11 +88,12 @@ def make(arch: str, source: Path, exporter: str, producer: str,
     model = onnx.load(source)
     name, shape = input_shape(model)
     target = OUT / f"{arch}_{exporter}_quark_{preset}.onnx"
-    quantizer = quark_onnx.ModelQuantizer(PRESETS[preset])
+    config, label = PRESETS[preset]
+    quantizer = quark_onnx.ModelQuantizer(config)
     quantizer.quantize_model(str(source), str(target), Calibration(name, shape))
     compact(target)
     return {"file": target.name, "architecture": arch, "exporter": producer,
-            "quantizer": f"amd-quark {quark.__version__} ModelQuantizer {preset.upper()}",
+            "quantizer": f"amd-quark {quark.__version__} ModelQuantizer {label}",
             "input_shape": shape, "bytes": target.stat().st_size}
 
 
@@ -95,6 +116,17 @@ def make_one(arch: str, preset: str) -> None:
     print("ENTRY " + json.dumps(entry))
 
 
+def selected(arch: str, exporter: str, preset: str) -> bool:
+    """make_corpus.wanted for the int8 presets; the 16-bit ones on SIXTEEN_BIT_ARCHS,
+    under the same ONNX2MCU_CORPUS_ONLY, _QUANTIZERS and _EXPORTERS filters."""
+    configuration = f"quark_{preset}"
+    if preset not in SIXTEEN_BIT:
+        return wanted(arch, exporter, configuration)
+    return arch in SIXTEEN_BIT_ARCHS and not (ONLY and arch not in ONLY) and not (
+        QUANTIZERS_ONLY and configuration not in QUANTIZERS_ONLY) and not (
+        EXPORTERS_ONLY and exporter not in EXPORTERS_ONLY)
+
+
 def main() -> None:
     if len(sys.argv) == 3:
         make_one(sys.argv[1], sys.argv[2])
@@ -102,8 +134,8 @@ def main() -> None:
     entries = []
     for arch in [*SOURCES, *ARCHITECTURES]:
         for preset in PRESETS:
-            if not wanted(arch, "tf2onnx" if arch in SOURCES else DEFAULT_EXPORTER,
-                          f"quark_{preset}"):
+            if not selected(arch, "tf2onnx" if arch in SOURCES else DEFAULT_EXPORTER,
+                            preset):
                 continue
             run = subprocess.run([sys.executable, __file__, arch, preset], check=True,
                                  capture_output=True, text=True)

@@ -4,8 +4,9 @@ int8, uint16 and int16 activations) and QOperator format, and by
 tests/corpus/make_tf_corpus.py: int8 TFLite models from TensorFlow 2.21's converter,
 with int8 and float I/O, converted by tf2onnx 1.17 with and without --dequantize, and
 by tests/corpus/make_nncf_corpus.py: NNCF's ONNX post-training quantization of
-tf2onnx's and torch's float models, and make_quark_corpus.py: AMD Quark's A8W8 and
-XINT8 on the same): every model onnx2mcu accepts is bit-exact against ORT in both
+tf2onnx's and torch's float models (its transformer model type too), and
+make_quark_corpus.py: AMD Quark's A8W8 and XINT8 on the same, its A16W8 and U16S8 on
+eight of them): every model onnx2mcu accepts is bit-exact against ORT in both
 requantization modes, a --dequantize conversion (float weights) is refused as a float
 model, and every other one is refused with one line naming the node and the operator.
 REFUSED_FILES is the list of what is not supported yet; it shrinks as operators are
@@ -65,7 +66,7 @@ def test_every_producer_made_its_model() -> None:
     every += NNCF_ENTRIES + QUARK_ENTRIES
     assert all(e["file"] for e in every), [e for e in every if not e["file"]]
     assert (len(TORCH_ENTRIES), len(TF_ENTRIES), len(FLOAT), len(NNCF_ENTRIES),
-            len(QUARK_ENTRIES)) == (133, 12, 0, 32, 32)
+            len(QUARK_ENTRIES)) == (133, 12, 0, 36, 48)
 
 
 @pytest.mark.parametrize("name", FLOAT)
@@ -102,7 +103,9 @@ FAMILIES = ["mobilenetv3_block_torchscript_ort_qdq_u8s8.onnx",
             "transformer_encoder_torchscript14_ort_qdq_u8s8.onnx",
             "gelu_mlp_dynamo_ort_dynamic_s8.onnx",
             "kws_lstm_dynamo_ort_dynamic_s8.onnx",
-            "transformer_encoder_dynamo_ort_dynamic_s8.onnx"]
+            "transformer_encoder_dynamo_ort_dynamic_s8.onnx",
+            "kws_lstm_dynamo_quark_u16s8.onnx",
+            "transformer_encoder_dynamo_nncf_transformer.onnx"]
 
 
 # Every accepted model with float requantization (ORT's own arithmetic); the integer-only

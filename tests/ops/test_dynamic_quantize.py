@@ -153,3 +153,12 @@ def test_dynamic_quantize_lstm_matches_ort(seq: int, k: int, hidden: int, direct
     model = dynamic_lstm_model(seq, k, hidden, direction, weights, per_row, states, clip)
     report = codegen.verify(model, samples=4, cflags=SANITIZE)
     assert report.ok, report.outputs
+
+
+def test_dynamic_quantize_lstm_where_ort_saturates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On x86 without VNNI ORT adds u8 x s8 products in saturating int16 pairs: verify
+    then compares with the same model's int8 W and R moved to uint8 (exact in ORT)."""
+    monkeypatch.setenv("ONNX2MCU_ORT_U8S8_SATURATES", "1")
+    model = dynamic_lstm_model(4, 12, 8, "bidirectional", "int8", True, False, None)
+    report = codegen.verify(model, samples=3, cflags=SANITIZE)
+    assert report.ok, report.outputs
