@@ -199,10 +199,12 @@ def evaluate(proto: onnx.NodeProto, values: list[NDArray[Any] | None],
 def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
                             input_shapes: Mapping[str, tuple[int, ...]],
                             constants: dict[str, NDArray[Any]],
-                            max_bytes: int) -> tuple[list[int], list[str]]:
+                            max_bytes: int) -> tuple[list[int], list[str], dict[str, str]]:
     """The indexes of the nodes left after folding (in `order`), with the folded outputs
-    added to `constants`, and the names of the folded nodes. Passes repeat while one
-    folds more: a Reshape whose target folded has a static shape for the next."""
+    added to `constants`, the names of the folded nodes, and the constants that float
+    constant slots read in place of a DequantizeLinear other nodes still read. Passes
+    repeat while one folds more: a Reshape whose target folded has a static shape for the
+    next."""
     g = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     known: dict[str, NDArray[Any]] = dict(constants)
@@ -254,8 +256,8 @@ def fold_constant_subgraphs(model: onnx.ModelProto, order: list[int],
             folded.append(proto.name or f"{proto.op_type}_{index}")
             progress = True
         kept = remaining
-    kept = _fold_float_constant_slots(model, kept, dequantized, constants, outputs)
-    return kept, folded
+    kept, slot_values = _fold_float_constant_slots(model, kept, dequantized, constants, outputs)
+    return kept, folded, slot_values
 
 
 def is_contrib_qdq(proto: onnx.NodeProto) -> bool:
@@ -280,10 +282,13 @@ def _as_node(proto: onnx.NodeProto) -> Node:
 def _fold_float_constant_slots(model: onnx.ModelProto, kept: list[int],
                                dequantized: Mapping[str, NDArray[Any]],
                                constants: dict[str, NDArray[Any]],
-                               outputs: set[str]) -> list[int]:
+                               outputs: set[str]) -> tuple[list[int], dict[str, str]]:
     """`kept` without the DequantizeLinear nodes of constants that no node reads any more
     (their QuantizeLinear folded), nor those whose every reader takes them in a float
-    constant slot (OpDef.float_constants), whose values become constants."""
+    constant slot (OpDef.float_constants), whose values become constants. Where only some
+    readers do (AMD Quark's GhostNet reads ReLU6's quantized 6 in a Clip and a Div), the
+    node stays and its values become a constant of their own too: {output: its name},
+    for the importer to give those slots."""
     g = model.graph
     slots: dict[str, list[bool]] = {}
     for index in kept:
@@ -294,14 +299,28 @@ def _fold_float_constant_slots(model: onnx.ModelProto, kept: list[int],
                 slots.setdefault(name, []).append(
                     opdef is not None and slot in opdef.float_constants)
     remaining: list[int] = []
+    slot_values: dict[str, str] = {}
     for index in kept:
         proto = g.node[index]
         out = proto.output[0] if _is_onnx(proto, "DequantizeLinear") else ""
         if out not in dequantized or out in outputs or not all(slots.get(out, [])):
             remaining.append(index)
+            if out in dequantized and any(slots.get(out, [])):
+                name = _unused_name(model, constants, f"{out}_value")
+                constants[name] = dequantized[out]
+                slot_values[out] = name
         elif slots.get(out):
             constants[out] = dequantized[out]
-    return remaining
+    return remaining, slot_values
+
+
+def _unused_name(model: onnx.ModelProto, constants: Mapping[str, Any], base: str) -> str:
+    g = model.graph
+    taken = set(constants) | {i.name for i in g.input} | {o for n in g.node for o in n.output}
+    name = base
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:

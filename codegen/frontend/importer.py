@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,15 +142,16 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
         inputs.append(value.name)
         if note is not None:
             notes.append(note)
-    kept, _ = fold_constant_subgraphs(model, topological_node_order(g),
-                                      {name: tensors[name].shape for name in inputs},
-                                      constants, limits.max_tensor_bytes)
+    kept, _, slot_values = fold_constant_subgraphs(
+        model, topological_node_order(g), {name: tensors[name].shape for name in inputs},
+        constants, limits.max_tensor_bytes)
     for name, array in constants.items():
         dtype = str(array.dtype)
         if dtype in ONNX_TO_DTYPE.values():
             tensors[name] = Tensor(name, dtype, tuple(int(d) for d in array.shape))
 
-    nodes = _nodes(g, sorted(kept), opsets, constants, tensors, limits)
+    nodes = [_read_float_constants(node, slot_values)
+             for node in _nodes(g, sorted(kept), opsets, constants, tensors, limits)]
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
                   doc=model.doc_string, notes=notes)
@@ -493,6 +495,18 @@ def _constant_node_value(node: Node) -> NDArray[Any]:
     if key in ("value_int", "value_ints"):
         return np.array(value, dtype=np.int64)
     raise UnsupportedError(f"{node.describe()}: Constant attribute '{key}' is not supported")
+
+
+def _read_float_constants(node: Node, slot_values: Mapping[str, str]) -> Node:
+    """The node reading, in its float constant slots (OpDef.float_constants), the constant
+    values of a DequantizeLinear that other nodes still read."""
+    opdef = ops.lookup(node)
+    if opdef is None or not opdef.float_constants or \
+            not any(name in slot_values for name in node.inputs):
+        return node
+    inputs = tuple(slot_values.get(name, name) if slot in opdef.float_constants else name
+                   for slot, name in enumerate(node.inputs))
+    return replace(node, inputs=inputs)
 
 
 def _nodes(g: onnx.GraphProto, indexes: list[int], opsets: dict[str, int],

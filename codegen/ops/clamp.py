@@ -151,5 +151,8 @@ def clip_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.f
 
 register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(6, 13, 14), data_dtypes=TYPES,
                elementwise=relu_values))
+# AMD Quark quantizes a Clip's bounds (GhostNet's ReLU6) as int8 constants: their
+# DequantizeLinear's values are read as ORT computes them (frontend/folding.py).
 register(OpDef("Clip", "", infer_clamp, lower_clamp, versions=(6, 11, 12, 13),
-               constant_inputs=frozenset({1, 2}), data_dtypes=TYPES, elementwise=clip_values))
+               constant_inputs=frozenset({1, 2}), float_constants=frozenset({1, 2}),
+               data_dtypes=TYPES, elementwise=clip_values))

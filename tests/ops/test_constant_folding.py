@@ -123,3 +123,21 @@ def test_weight_dequantization_is_left_to_the_recipes() -> None:
     graph = import_model(graph_model(nodes, {"x": ("float32", [1, 2])}, {"y": "float32"},
                                      consts))
     assert [n.op_type for n in graph.nodes] == ["DequantizeLinear", "MatMul"]
+
+
+def test_a_dequantized_bound_shared_with_a_float_op() -> None:
+    """AMD Quark's ReLU6 in GhostNet's gate: Clip(x + 3, 0, DQ(48 * 0.125)) / DQ(...), the
+    quantized 6 read as Clip's bound and by the Div. The Clip reads its value (as ORT's
+    DequantizeLinear computes it); the DequantizeLinear stays for the Div; exact."""
+    consts = {"six_q": np.array(48, np.int8), "six_s": np.array(0.125, F32),
+              "six_z": np.array(0, np.int8), "zero": np.array(0.0, F32),
+              "three": np.array(3.0, F32)}
+    nodes = [helper.make_node("DequantizeLinear", ["six_q", "six_s", "six_z"], ["six"]),
+             helper.make_node("Add", ["x", "three"], ["x3"]),
+             helper.make_node("Clip", ["x3", "zero", "six"], ["c"]),
+             helper.make_node("Div", ["c", "six"], ["y"])]
+    model = graph_model(nodes, {"x": ("float32", [2, 8])}, {"y": "float32"}, consts)
+    graph = import_model(model)
+    assert [n.op_type for n in graph.nodes] == ["DequantizeLinear", "Add", "Clip", "Div"]
+    report = codegen.verify(model, samples=4, cflags=SANITIZE)
+    assert report.ok, report.outputs
