@@ -238,6 +238,9 @@ class OpDef:
     # the CPU profiles know (codegen/oracle/cpu.py): a reduction's summation order
     # ("sums-rows", "sums-leading", "sums-inner"), a call of the C library's expf ("expf").
     ort_traits: Callable[[Node, Graph], frozenset[str]] | None = None
+    # Quantizes float values at run time with a scale it computes (dynamic quantization):
+    # how many values one inference scans for their minimum and maximum and divides.
+    runtime_quantized: Callable[[Node, Graph], int] | None = None
     # How it runs in row bands (generate --memory min); None: it does not.
     bands: BandRule | None = None
     # An integer product (ORT computes it with MLAS's u8 x s8 GEMM): where it reads its
@@ -302,6 +305,14 @@ def layer_description(node: Node) -> str:
         return node.describe()
     op_type, domain = opdef.band_of
     return replace(node, op_type=op_type, domain=domain).describe()
+
+
+def runtime_quantized(node: Node, graph: Graph) -> int:
+    """The values the node quantizes at run time per inference (OpDef.runtime_quantized)."""
+    opdef = lookup(node)
+    if opdef is None or opdef.runtime_quantized is None:
+        return 0
+    return opdef.runtime_quantized(node, graph)
 
 
 def ort_traits(node: Node, graph: Graph) -> frozenset[str]:

@@ -50,7 +50,8 @@ def lower_dynamic_quantize(node: Node, graph: Graph, spec: DynamicQuantizeSpec,
 
 
 register(OpDef("DynamicQuantizeLinear", "", infer_dynamic_quantize, lower_dynamic_quantize,
-               versions=(11,), data_dtypes=FLOAT_TYPES))
+               versions=(11,), data_dtypes=FLOAT_TYPES,
+               runtime_quantized=lambda node, graph: graph.tensors[node.inputs[0]].numel))
 
 
 def runtime_zero_point(node: Node, graph: Graph, index: int, what: str, x: Tensor) -> str | None:

@@ -359,6 +359,13 @@ def lower_lstm(node: Node, graph: Graph, spec: LstmSpec,
 
 register(OpDef("LSTM", "", infer_lstm, lower_lstm, versions=(7, 14, 22),
                data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=exp_traits))
+def lstm_quantized_values(node: Node, graph: Graph) -> int:
+    """Per direction: the whole input once, then h at every step."""
+    seq, _, input_size = graph.tensors[node.inputs[0]].shape
+    directions = DIRECTIONS[attr_str(node, "direction", "forward")]
+    return directions * seq * (input_size + attr_int(node, "hidden_size", 0))
+
+
 register(OpDef("DynamicQuantizeLSTM", "com.microsoft", infer_dynamic_quantize_lstm,
                lower_lstm, data_dtypes=FLOAT_TYPES, float_island=True,
-               ort_traits=exp_traits))
+               ort_traits=exp_traits, runtime_quantized=lstm_quantized_values))

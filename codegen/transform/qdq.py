@@ -517,6 +517,8 @@ def fusion_refusal(graph: Graph, node: Node, x86: bool) -> str:
     """Why ORT's QDQ rules leave this float operator unfused (for inspect)."""
     index = Index.of(graph)
     fusion = ops.fusion_of(node)
+    if ops.runtime_quantized(node, graph):
+        return "its products are quantized at run time (dynamic quantization), the rest float"
     if fusion is None:
         return f"ONNX Runtime has no integer {node.op_type}"
     count = len(node.inputs) if fusion.dequantized_inputs is None else \

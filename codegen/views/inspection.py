@@ -241,12 +241,29 @@ def summary_lines(result: Inspection) -> list[str]:
         total += (f", arena {result.arena_bytes} bytes (lower bound "
                   f"{result.arena_lower_bound})")
     lines = [total]
+    lines.extend(runtime_quantization_lines(result.graph))
     if result.float_islands:
         lines.append(f"float islands: {len(result.float_islands)} node(s)")
         lines.extend(f"  {p}" for p in result.float_islands)
     if result.problems:
         lines.append(f"unsupported: {len(result.problems)} node(s)")
         lines.extend(f"  {p}" for p in result.problems)
+    return lines
+
+
+def runtime_quantization_lines(graph: Graph) -> list[str]:
+    """What dynamic quantization costs on the target: the values quantized at run time,
+    each scanned for the range, then divided by the scale it gives (float compares and a
+    float division each: soft-float calls on a core without FPU)."""
+    counted = [(node, ops.runtime_quantized(node, graph)) for node in graph.nodes]
+    counted = [(node, n) for node, n in counted if n]
+    if not counted:
+        return []
+    total = sum(n for _, n in counted)
+    lines = [f"run-time quantization: {len(counted)} node(s) find the min/max of {total} "
+             f"float values per inference and divide each by the scale it gives "
+             f"({2 * total} float compares, {total} divisions)"]
+    lines += [f"  {node.describe()}: {n} values" for node, n in counted]
     return lines
 
 

@@ -7,6 +7,8 @@ DynamicQuantizeMatMul: the same bits as the graph)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -162,3 +164,18 @@ def test_dynamic_quantize_lstm_where_ort_saturates(monkeypatch: pytest.MonkeyPat
     model = dynamic_lstm_model(4, 12, 8, "bidirectional", "int8", True, False, None)
     report = codegen.verify(model, samples=3, cflags=SANITIZE)
     assert report.ok, report.outputs
+
+
+def test_inspect_says_what_run_time_quantization_costs(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """On an MCU the min/max pass and the divisions are the price of dynamic quantization:
+    inspect counts them (the LSTM: its input once and h at each step, per direction)."""
+    from codegen import cli
+
+    path = tmp_path / "lstm.onnx"
+    onnx.save(dynamic_lstm_model(5, 10, 16, "bidirectional", "int8", False, False, None), path)
+    assert cli.main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "run-time quantization: 1 node(s) find the min/max of 260 float values per " \
+        "inference" in out, out
