@@ -307,6 +307,10 @@ KERNELS: tuple[Kernel, ...] = (
            "q8_layer_norm_f32_params", "LayerNormalization with its Mean/InvStdDev outputs"),
     Kernel("simplified_layer_norm_f32", "q8_simplified_layer_norm_f32", (), "layer_norm_f32.c",
            "q8_layer_norm_f32_params", "SimplifiedLayerNormalization (RMS normalization)"),
+    Kernel("fully_connected_16", "q8_fully_connected_{x}", (("x", ("s16", "u16")),),
+           "fully_connected_s16.c", "q8_fully_connected_s16_params",
+           "the 16-bit x 8-bit product, requantized exactly (A16W8 under --integer-only; "
+           "the reference path)", "int8 [n][k], symmetric"),
     Kernel("skip_layer_norm_f32", "q8_skip_layer_norm_f32", (), "layer_norm_f32.c",
            "q8_skip_layer_norm_f32_params", "SkipLayerNormalization (Add and LayerNorm)"),
     Kernel("batch_norm_f32", "q8_batch_norm_f32", (), "batch_norm_f32.c",

@@ -1,0 +1,128 @@
+"""The 16-bit x 8-bit integer product and its exact requantization
+(runtime_c/fully_connected_s16.c, runtime_c/q8_requant_exact.h) against the exact oracle
+of codegen/arith/exact_requant.py: Python rationals, the exact value rounded half to even
+as QuantizeLinear rounds. Random products of both signednesses with zero points, biases
+and per-channel scales, and requantization cases on and next to every kind of tie, up to
+the int64 extremes, under ASan and UBSan (tests/c/fc16_driver.c)."""
+
+from __future__ import annotations
+
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SANITIZE
+
+from codegen.arith.exact_requant import (
+    exact_multiplier,
+    requantize_exact_reference,
+)
+from codegen.core.resources import runtime_dir
+
+F32 = np.float32
+SATURATION = 2**30
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    exe = tmp_path_factory.mktemp("fc16") / "fc16_driver"
+    src = Path(__file__).resolve().parents[1] / "c" / "fc16_driver.c"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *SANITIZE,
+                    f"-I{runtime_dir()}", "-o", str(exe), str(src),
+                    str(runtime_dir() / "fully_connected_s16.c")], check=True)
+    return exe
+
+
+def run(driver: Path, text: str) -> list[int]:
+    out = subprocess.run([str(driver)], input=text, capture_output=True, text=True,
+                         check=True)
+    return [int(v) for v in out.stdout.split()]
+
+
+def expected_requant(acc: int, num: int, den: int, shift: int) -> int:
+    value = round(Fraction(acc) * num * Fraction(2) ** shift / den)
+    return max(-SATURATION, min(SATURATION, value))
+
+
+def requant_cases(rng: np.random.Generator) -> list[tuple[int, int, int, int]]:
+    cases = []
+    for _ in range(3000):  # random scales of every magnitude, accumulators up to 2^62
+        sx, sw, sy = (F32(2.0 ** rng.uniform(-30, 4)) for _ in range(3))
+        m = exact_multiplier(float(sx), float(sw), float(sy))
+        bits = int(rng.integers(0, 63))
+        acc = int(rng.integers(0, 2**bits, dtype=np.uint64)) * int(rng.choice([-1, 1]))
+        cases.append((acc, m.num, m.den, m.shift))
+    for _ in range(3000):  # ties: the exact value k + 1/2, and one unit of acc beside it
+        den = int(rng.choice([1, 3, 5, 7, 2**23 - 1, 12582917]))
+        num = int(rng.integers(1, 2**20)) * 2 + 1
+        shift = int(rng.integers(-70, 20))
+        # acc * num * 2^shift / den = k + 1/2  <=>  acc = (2k + 1) * den / (num * 2^(shift+1))
+        k = int(rng.integers(-3000, 3000))
+        target = Fraction(2 * k + 1) * den / (num * Fraction(2) ** (shift + 1))
+        if target.denominator != 1:
+            num = 1  # make it exact: acc * 2^shift / den = k + 1/2
+            target = Fraction(2 * k + 1) * den / Fraction(2) ** (shift + 1)
+            if target.denominator != 1:
+                continue
+        acc = int(target)
+        if abs(acc) >= 2**62:
+            continue
+        for delta in (-1, 0, 1):
+            cases.append((acc + delta, num, den, shift))
+    cases += [(-(2**63), 2**48 - 1, 1, 0), (2**63 - 1, 2**48 - 1, 1, -200),
+              (2**63 - 1, 1, 2**24 - 1, -110), (0, 12345, 3, 40), (1, 1, 1, -1),
+              (3, 1, 1, -1), (-1, 1, 1, -1), (-3, 1, 1, -1), (5, 1, 1, 27)]
+    return cases
+
+
+def test_exact_requantization_matches_the_rationals(driver: Path) -> None:
+    cases = requant_cases(np.random.default_rng(7))
+    text = f"R {len(cases)}\n" + "".join(f"{a} {n} {d} {s}\n" for a, n, d, s in cases)
+    got = run(driver, text)
+    want = [expected_requant(*case) for case in cases]
+    wrong = [(c, g, w) for c, g, w in zip(cases, got, want, strict=True) if g != w]
+    assert not wrong, wrong[:5]
+
+
+def product_case(rng: np.random.Generator, signed: bool, rows: int, k: int, n: int,
+                 bias: bool) -> tuple[str, list[int]]:
+    lo, hi = (-32768, 32767) if signed else (0, 65535)
+    x = rng.integers(lo, hi + 1, (rows, k))
+    xzp = int(rng.integers(lo, hi + 1)) if rng.random() < 0.7 else 0
+    yzp = int(rng.integers(lo // 2, hi // 2 + 1)) if signed else int(rng.integers(0, 65536))
+    w = rng.integers(-127, 128, (n, k))
+    b = rng.integers(-(2**22), 2**22, n) if bias else np.zeros(n, np.int64)
+    sx = F32(2.0 ** rng.uniform(-16, -6))
+    sw = (2.0 ** rng.uniform(-10, -4, n)).astype(F32)
+    # y_scale near the typical output magnitude, so outputs spread over the range
+    sy = F32(float(sx) * float(sw.mean()) * np.sqrt(k) * 128 * rng.uniform(1, 64))
+    mults = [exact_multiplier(float(sx), float(s), float(sy)) for s in sw]
+    header = f"F {int(signed)} {rows} {k} {n} {xzp} {yzp} {lo} {hi} {int(bias)}\n"
+    body = " ".join(str(v) for v in w.reshape(-1)) + "\n"
+    if bias:
+        body += " ".join(str(v) for v in b) + "\n"
+    body += "".join(f"{m.num} {m.den} {m.shift}\n" for m in mults)
+    body += " ".join(str(v) for v in x.reshape(-1)) + "\n"
+    want = []
+    for r in range(rows):
+        for j in range(n):
+            acc = int(b[j]) + sum((int(x[r, i]) - xzp) * int(w[j, i]) for i in range(k))
+            want.append(requantize_exact_reference(acc, float(sx), float(sw[j]), float(sy),
+                                                   yzp, lo, hi))
+    return header + body, want
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_products_match_the_exact_oracle(driver: Path, signed: bool) -> None:
+    rng = np.random.default_rng(11 + int(signed))
+    text, want = "", []
+    for _ in range(40):
+        rows, k, n = (int(rng.integers(1, 4)), int(rng.integers(1, 300)),
+                      int(rng.integers(1, 20)))
+        case, expected = product_case(rng, signed, rows, k, n, bool(rng.random() < 0.7))
+        text += case
+        want += expected
+    got = run(driver, text)
+    assert got == want
