@@ -147,7 +147,7 @@ def test_inspect_shows_the_kernels_generate_emits(board: str, kernel: str, arena
 def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
     model = conv_model()
     model.graph.node.append(helper.make_node("Cos", ["y"], ["p"], name="cos"))
-    model.graph.node.append(helper.make_node("Gelu", ["p"], ["q"], name="gelu",
+    model.graph.node.append(helper.make_node("FastGelu", ["p"], ["q"], name="gelu",
                                              domain="com.microsoft"))
     model.graph.node.append(helper.make_node("Sin", ["q"], ["r"], name="sin"))
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
@@ -157,6 +157,6 @@ def test_inspect_lists_every_unsupported_node(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "unsupported: 3 node(s)" in result.stdout
     assert "node 'cos' (Cos, domain ai.onnx): operator not supported" in result.stdout
-    assert "node 'gelu' (Gelu, domain com.microsoft): operator not supported" in result.stdout
+    assert "node 'gelu' (FastGelu, domain com.microsoft): operator not supported" in result.stdout
     assert "node 'sin' (Sin, domain ai.onnx): operator not supported" in result.stdout
     assert "'conv' QLinearConv -> q8_conv_u8_im2col_w16b_freq" in result.stdout
