@@ -8,14 +8,17 @@ the int64 extremes, under ASan and UBSan (tests/c/fc16_driver.c)."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SANITIZE
+from conftest import SANITIZE, in_qemu
+from numpy.typing import NDArray
 
 from codegen.arith.exact_requant import (
+    ExactMultiplier,
     exact_multiplier,
     requantize_exact_reference,
 )
@@ -86,32 +89,55 @@ def test_exact_requantization_matches_the_rationals(driver: Path) -> None:
     assert not wrong, wrong[:5]
 
 
+@dataclass(frozen=True)
+class Product:
+    signed: bool
+    x: NDArray[np.int64]  # [rows, k]
+    w: NDArray[np.int64]  # [n, k]
+    bias: NDArray[np.int64] | None
+    x_zero_point: int
+    y_zero_point: int
+    multipliers: list[ExactMultiplier]
+    want: list[int]  # the oracle's outputs, [rows * n]
+
+    @property
+    def range(self) -> tuple[int, int]:
+        return (-32768, 32767) if self.signed else (0, 65535)
+
+
 def product_case(rng: np.random.Generator, signed: bool, rows: int, k: int, n: int,
-                 bias: bool) -> tuple[str, list[int]]:
+                 bias: bool) -> Product:
     lo, hi = (-32768, 32767) if signed else (0, 65535)
     x = rng.integers(lo, hi + 1, (rows, k))
     xzp = int(rng.integers(lo, hi + 1)) if rng.random() < 0.7 else 0
     yzp = int(rng.integers(lo // 2, hi // 2 + 1)) if signed else int(rng.integers(0, 65536))
     w = rng.integers(-127, 128, (n, k))
-    b = rng.integers(-(2**22), 2**22, n) if bias else np.zeros(n, np.int64)
+    b = rng.integers(-(2**22), 2**22, n) if bias else None
     sx = F32(2.0 ** rng.uniform(-16, -6))
     sw = (2.0 ** rng.uniform(-10, -4, n)).astype(F32)
     # y_scale near the typical output magnitude, so outputs spread over the range
     sy = F32(float(sx) * float(sw.mean()) * np.sqrt(k) * 128 * rng.uniform(1, 64))
     mults = [exact_multiplier(float(sx), float(s), float(sy)) for s in sw]
-    header = f"F {int(signed)} {rows} {k} {n} {xzp} {yzp} {lo} {hi} {int(bias)}\n"
-    body = " ".join(str(v) for v in w.reshape(-1)) + "\n"
-    if bias:
-        body += " ".join(str(v) for v in b) + "\n"
-    body += "".join(f"{m.num} {m.den} {m.shift}\n" for m in mults)
-    body += " ".join(str(v) for v in x.reshape(-1)) + "\n"
     want = []
     for r in range(rows):
         for j in range(n):
-            acc = int(b[j]) + sum((int(x[r, i]) - xzp) * int(w[j, i]) for i in range(k))
+            acc = (int(b[j]) if b is not None else 0) + sum(
+                (int(x[r, i]) - xzp) * int(w[j, i]) for i in range(k))
             want.append(requantize_exact_reference(acc, float(sx), float(sw[j]), float(sy),
                                                    yzp, lo, hi))
-    return header + body, want
+    return Product(signed, x, w, b, xzp, yzp, mults, want)
+
+
+def driver_text(p: Product) -> str:
+    rows, k = p.x.shape
+    lo, hi = p.range
+    text = (f"F {int(p.signed)} {rows} {k} {p.w.shape[0]} {p.x_zero_point} "
+            f"{p.y_zero_point} {lo} {hi} {int(p.bias is not None)}\n")
+    text += " ".join(str(v) for v in p.w.reshape(-1)) + "\n"
+    if p.bias is not None:
+        text += " ".join(str(v) for v in p.bias) + "\n"
+    text += "".join(f"{m.num} {m.den} {m.shift}\n" for m in p.multipliers)
+    return text + " ".join(str(v) for v in p.x.reshape(-1)) + "\n"
 
 
 @pytest.mark.parametrize("signed", [True, False])
@@ -121,8 +147,76 @@ def test_products_match_the_exact_oracle(driver: Path, signed: bool) -> None:
     for _ in range(40):
         rows, k, n = (int(rng.integers(1, 4)), int(rng.integers(1, 300)),
                       int(rng.integers(1, 20)))
-        case, expected = product_case(rng, signed, rows, k, n, bool(rng.random() < 0.7))
-        text += case
-        want += expected
+        product = product_case(rng, signed, rows, k, n, bool(rng.random() < 0.7))
+        text += driver_text(product)
+        want += product.want
     got = run(driver, text)
     assert got == want
+
+
+def c_array(ctype: str, name: str, values: list[int] | NDArray[np.int64]) -> str:
+    body = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
+    return f"static const {ctype} {name}[] = {{{body}}};\n"
+
+
+def qemu_main(products: list[Product]) -> str:
+    """A firmware main running each product on embedded vectors, writing every output as
+    int32 to output.bin (semihosting)."""
+    parts = ["#include <stdio.h>\n#include <stdint.h>\n#include \"fully_connected_s16.h\"\n"]
+    calls = []
+    for i, p in enumerate(products):
+        rows, k = p.x.shape
+        n = p.w.shape[0]
+        kind, ctype = ("s16", "int16_t") if p.signed else ("u16", "uint16_t")
+        lo, hi = p.range
+        parts.append(c_array("int8_t", f"w{i}", p.w))
+        parts.append(c_array(ctype, f"x{i}", p.x))
+        if p.bias is not None:
+            parts.append(c_array("int32_t", f"b{i}", p.bias))
+        mults = ", ".join(f"{{{m.num}u, {m.den}u, {m.shift}}}" for m in p.multipliers)
+        parts.append(f"static const q8_exact_multiplier m{i}[] = {{{mults}}};\n")
+        parts.append(f"static {ctype} y{i}[{rows * n}];\n")
+        bias = f"b{i}" if p.bias is not None else "NULL"
+        calls.append(
+            f"    {{ const q8_fully_connected_s16_params p = {{{rows}, {k}, {n}, "
+            f"{p.x_zero_point}, {p.y_zero_point}, {lo}, {hi}, w{i}, {bias}, m{i}}};\n"
+            f"      q8_fully_connected_{kind}(&p, x{i}, y{i});\n"
+            f"      for (j = 0; j < {rows * n}; j++) {{ const int32_t v = y{i}[j]; "
+            f"fwrite(&v, sizeof v, 1, out); }} }}\n")
+    parts.append("int main(void)\n{\n    FILE *out = fopen(\"output.bin\", \"wb\");\n"
+                 "    int j;\n    if (out == NULL) {\n        return 1;\n    }\n")
+    parts += calls
+    parts.append("    return fclose(out) != 0;\n}\n")
+    return "".join(parts)
+
+
+@in_qemu
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+def test_products_match_the_exact_oracle_in_qemu(board: str, tmp_path: Path) -> None:
+    """The same kernels cross-compiled for the board (no 64-bit multiply instruction on
+    the M0+: the compiler's own routines), run in QEMU on embedded vectors."""
+    from modelgen import graph_model
+    from onnx import helper
+
+    from codegen.core.boards import load_board
+    from codegen.options import Options
+    from codegen.pipeline import generate_sources
+    from codegen.target.firmware import build_firmware
+    from codegen.target.qemu import qemu_command
+
+    rng = np.random.default_rng(23)
+    products = [product_case(rng, signed, int(rng.integers(1, 3)), int(rng.integers(1, 200)),
+                             int(rng.integers(1, 12)), bool(rng.random() < 0.7))
+                for signed in (True, False) for _ in range(6)]
+    relu = graph_model([helper.make_node("Relu", ["x"], ["y"])], {"x": ("float32", [4])},
+                       {"y": "float32"})
+    gen = generate_sources(relu, Options(board=board))
+    files = dict(gen.files)
+    for name in ("fully_connected_s16.c", "fully_connected_s16.h", "q8_requant_exact.h"):
+        files[f"runtime/{name}"] = (runtime_dir() / name).read_bytes()
+    files[f"{gen.name}_main.c"] = qemu_main(products).encode()
+    build = build_firmware(files, gen.name, load_board(board), size=False)
+    subprocess.run(qemu_command(load_board(board), build.elf), cwd=tmp_path, check=True,
+                   capture_output=True, timeout=300)
+    got = np.frombuffer((tmp_path / "output.bin").read_bytes(), "<i4").tolist()
+    assert got == [v for p in products for v in p.want]
