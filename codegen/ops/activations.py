@@ -67,15 +67,15 @@ def square_root(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.f
         return f32(np.sqrt(operands[0]))
 
 
-ATTRIBUTES = {"HardSigmoid": {"alpha", "beta"}, "Gelu": {"approximate"}}
+ATTRIBUTES = {("", "HardSigmoid"): {"alpha", "beta"}, ("", "Gelu"): {"approximate"}}
 
 
 def infer_activation(node: Node, graph: Graph) -> Inferred:
-    reject_unknown_attrs(node, ATTRIBUTES.get(node.op_type, set()))
-    if node.op_type == "Gelu" and attr_str(node, "approximate", "none") != "none":
-        raise UnsupportedError(f"{node.describe()}: approximate="
-                               f"'{attr_str(node, 'approximate', 'none')}' is not supported "
-                               "('none' only)")
+    reject_unknown_attrs(node, ATTRIBUTES.get((node.domain, node.op_type), set()))
+    approximate = attr_str(node, "approximate", "none")
+    if approximate != "none":
+        raise UnsupportedError(f"{node.describe()}: approximate='{approximate}' is not "
+                               "supported ('none' only)")
     return infer_float_activation(node, graph)
 
 
