@@ -318,20 +318,34 @@ void q8_gru_f32_h(const q8_gru_f32_params *params, const float *Q8_RESTRICT inpu
  * exact in int32, then per gate row y = f32((float)acc * f32(a_scale * w_scale[n])),
  * or (accumulate) y = f32(y + that).
  */
+typedef struct {
+    const void *values; /* [n][k] int8 or uint8 */
+    int32_t is_signed;
+    int32_t zero_point;
+    const float *scale; /* [n] */
+} quantized_weights;
+
+Q8_INLINE int32_t weight_at(const quantized_weights *w, size_t at)
+{
+    return w->is_signed ? (int32_t)((const int8_t *)w->values)[at]
+                        : (int32_t)((const uint8_t *)w->values)[at];
+}
+
 static void quantized_product(const float *a, int32_t k, float a_scale, int32_t a_zp,
-                              const int16_t *w, const float *w_scale, int32_t n, float *y,
+                              const quantized_weights *w, int32_t n, float *y,
                               int accumulate, int16_t *a_q)
 {
+    const float *w_scale = w->scale;
     int32_t i, j;
     for (j = 0; j < k; j++) {
         a_q[j] = (int16_t)(q8_dynamic_quantize_value(a[j], a_scale, a_zp) - a_zp);
     }
     for (i = 0; i < n; i++) {
-        const int16_t *row = w + (size_t)i * (size_t)k;
+        const size_t row = (size_t)i * (size_t)k;
         int32_t acc = 0;
         float v;
         for (j = 0; j < k; j++) {
-            acc += (int32_t)a_q[j] * (int32_t)row[j];
+            acc += (int32_t)a_q[j] * (weight_at(w, row + (size_t)j) - w->zero_point);
         }
         v = q8_mul_unfused((float)acc, q8_mul_unfused(a_scale, w_scale[i]));
         y[i] = accumulate ? (float)(y[i] + v) : v;
@@ -379,13 +393,17 @@ static void lstm_direction(const q8_lstm_f32_params *p, int32_t d, int reverse,
         const int32_t t = reverse ? p->seq_length - 1 - step : step;
         if (p->w_q != NULL) {
             const size_t gates_at = (size_t)d * 4u * (size_t)hs;
+            /* One byte per weight, int8 and uint8 alike. */
+            const quantized_weights wq = {(const uint8_t *)p->w_q + w_at, p->weights_signed,
+                                          p->w_zero_point, p->w_scale + gates_at};
+            const quantized_weights rq = {(const uint8_t *)p->r_q + r_at, p->weights_signed,
+                                          p->r_zero_point, p->r_scale + gates_at};
             float h_scale;
             int32_t h_zp;
-            quantized_product(input + (size_t)t * (size_t)in, in, x_scale, x_zp,
-                              p->w_q + w_at, p->w_scale + gates_at, 4 * hs, g, 0, row_q);
+            quantized_product(input + (size_t)t * (size_t)in, in, x_scale, x_zp, &wq, 4 * hs,
+                              g, 0, row_q);
             q8_dynamic_quantization(h, hs, &h_scale, &h_zp);
-            quantized_product(h, hs, h_scale, h_zp, p->r_q + r_at, p->r_scale + gates_at,
-                              4 * hs, g, 1, row_q);
+            quantized_product(h, hs, h_scale, h_zp, &rq, 4 * hs, g, 1, row_q);
         } else {
             packed_product(input + (size_t)t * (size_t)in, w, 4 * hs, in, g, 0);
             packed_product(h, r, 4 * hs, hs, g, 1);

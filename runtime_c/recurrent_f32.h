@@ -68,11 +68,15 @@ typedef struct {
     const int32_t *activations; /* [directions][3] Q8_RNN_*: f (i, o, f), g (c~), h (C) */
     const float *alphas;        /* [directions][3] their alpha and beta */
     const float *betas;
-    /* com.microsoft DynamicQuantizeLSTM (w and r NULL): the 8-bit weights less their zero
-     * points, [directions][4 * hidden][input] and [directions][4 * hidden][hidden], and
-     * their scales per gate row [directions][4 * hidden]; NULL for a float LSTM. */
-    const int16_t *w_q;
-    const int16_t *r_q;
+    /* com.microsoft DynamicQuantizeLSTM (w and r NULL): the 8-bit weights,
+     * [directions][4 * hidden][input] and [directions][4 * hidden][hidden], int8 or uint8
+     * (weights_signed), each with its one zero point, and their scales per gate row
+     * [directions][4 * hidden]; w_q NULL for a float LSTM. */
+    const void *w_q;
+    const void *r_q;
+    int32_t weights_signed;
+    int32_t w_zero_point;
+    int32_t r_zero_point;
     const float *w_scale;
     const float *r_scale;
 } q8_lstm_f32_params;

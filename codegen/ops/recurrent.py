@@ -260,17 +260,20 @@ def infer_lstm(node: Node, graph: Graph) -> Inferred:
 
 @dataclass(frozen=True)
 class QuantizedLstmSpec(LstmSpec):
-    """DynamicQuantizeLSTM: W and R as 8-bit weights less their zero points, in the float
-    LSTM's layout [directions][4 * hidden][input or hidden], and their scales per row."""
+    """DynamicQuantizeLSTM: W and R as their 8-bit weights in the float LSTM's layout
+    [directions][4 * hidden][input or hidden], with their one zero point each, and their
+    scales per row."""
 
-    w_q: NDArray[np.int16] | None = None
+    w_q: NDArray[Any] | None = None
+    w_zero_point: int = 0
     w_scale: NDArray[np.float32] | None = None
-    r_q: NDArray[np.int16] | None = None
+    r_q: NDArray[Any] | None = None
+    r_zero_point: int = 0
     r_scale: NDArray[np.float32] | None = None
 
 
 def quantized_weights(node: Node, graph: Graph, index: int, scale_index: int, what: str,
-                      shape: tuple[int, int, int]) -> tuple[NDArray[np.int16],
+                      shape: tuple[int, int, int]) -> tuple[NDArray[Any], int,
                                                             NDArray[np.float32]]:
     """W (or R) [directions][k][4 * hidden], int8 or uint8, with its scale and zero point
     (inputs 8, 9 for W; 10, 11 for R), per direction or per direction and gate row."""
@@ -294,9 +297,8 @@ def quantized_weights(node: Node, graph: Graph, index: int, scale_index: int, wh
     if zp.size and np.any(zp != zp.reshape(-1)[0]):
         raise ModelError(f"{node.describe()}: {what}_zero_point holds several values; "
                          "ONNX Runtime requires one (\"must be constant\")")
-    per_row = np.broadcast_to(zp.astype(np.int32).reshape(nd, -1), (nd, rows))
-    values = weights.astype(np.int32) - per_row[:, None, :]
-    return (values.transpose(0, 2, 1).astype(np.int16),
+    zero_point = int(zp.reshape(-1)[0]) if zp.size else 0
+    return (np.ascontiguousarray(weights.transpose(0, 2, 1)), zero_point,
             np.broadcast_to(scale.reshape(nd, -1), (nd, rows)).astype(F32))
 
 
@@ -319,12 +321,13 @@ def infer_dynamic_quantize_lstm(node: Node, graph: Graph) -> Inferred:
     if max(shape.input_size, h) > MAX_EXACT_TERMS:
         raise UnsupportedError(f"{node.describe()}: products of more than {MAX_EXACT_TERMS} "
                                "terms can overflow the int32 sum")
-    w_q, w_scale = quantized_weights(node, graph, 1, 8, "W", (nd, shape.input_size, 4 * h))
-    r_q, r_scale = quantized_weights(node, graph, 2, 10, "R", (nd, h, 4 * h))
+    w_q, w_zp, w_scale = quantized_weights(node, graph, 1, 8, "W",
+                                           (nd, shape.input_size, 4 * h))
+    r_q, r_zp, r_scale = quantized_weights(node, graph, 2, 10, "R", (nd, h, 4 * h))
     if graph.constants[node.inputs[1]].dtype != graph.constants[node.inputs[2]].dtype:
         raise ModelError(f"{node.describe()}: W and R must have one type")
-    spec = QuantizedLstmSpec(**vars(shape), w_q=w_q, w_scale=w_scale, r_q=r_q,
-                             r_scale=r_scale)
+    spec = QuantizedLstmSpec(**vars(shape), w_q=w_q, w_zero_point=w_zp, w_scale=w_scale,
+                             r_q=r_q, r_zero_point=r_zp, r_scale=r_scale)
     return Inferred(recurrent_outputs(node, shape, 3), spec=spec)
 
 
@@ -333,16 +336,21 @@ def lower_lstm(node: Node, graph: Graph, spec: LstmSpec,
     h, nd = spec.hidden_size, spec.directions
     arrays, fields = constant_arrays(spec, {1: "w", 2: "r", 3: "b", 5: "initial_h",
                                             6: "initial_c"})
-    quantized: list[tuple[str, Any]] = [("w_q", None), ("r_q", None), ("w_scale", None),
-                                        ("r_scale", None)]
+    quantized: list[tuple[str, Any]] = [
+        ("w_q", None), ("r_q", None), ("weights_signed", 0), ("w_zero_point", 0),
+        ("r_zero_point", 0), ("w_scale", None), ("r_scale", None)]
     if isinstance(spec, QuantizedLstmSpec):
         assert spec.w_q is not None and spec.r_q is not None
         assert spec.w_scale is not None and spec.r_scale is not None
-        arrays += (CArray("w_q", "int16_t", spec.w_q.reshape(-1)),
-                   CArray("r_q", "int16_t", spec.r_q.reshape(-1)),
+        ctype = "int8_t" if spec.w_q.dtype == np.int8 else "uint8_t"
+        arrays += (CArray("w_q", ctype, spec.w_q.reshape(-1)),
+                   CArray("r_q", ctype, spec.r_q.reshape(-1)),
                    CArray("w_scale", "float", spec.w_scale.reshape(-1)),
                    CArray("r_scale", "float", spec.r_scale.reshape(-1)))
-        quantized = [(name, CRef(name)) for name, _ in quantized]
+        quantized = [("w_q", CRef("w_q")), ("r_q", CRef("r_q")),
+                     ("weights_signed", int(spec.w_q.dtype == np.int8)),
+                     ("w_zero_point", spec.w_zero_point), ("r_zero_point", spec.r_zero_point),
+                     ("w_scale", CRef("w_scale")), ("r_scale", CRef("r_scale"))]
     params = CStruct("q8_lstm_f32_params", (
         ("seq_length", spec.seq_length), ("input_size", spec.input_size), ("hidden_size", h),
         ("directions", nd), ("reverse", int(spec.reverse)), *fields,
