@@ -67,7 +67,8 @@ def layer_norm_model(shape: list[int], axes: list[int], opset: int = 13, *,
                      scale: bool = True, bias: bool = True, simplified: bool = False,
                      param_shape: list[int] | None = None, eps: float = 1e-5,
                      exponent: float = 2.0, source: str = "relu",
-                     variance_axes: list[int] | None = None) -> onnx.ModelProto:
+                     variance_axes: list[int] | None = None,
+                     duplicated_sub: bool = False) -> onnx.ModelProto:
     """A LayerNorm written out as TorchScript writes it below opset 17 (or an RMS norm,
     `simplified`), after a Relu or a DequantizeLinear (`source`)."""
     rng = np.random.default_rng(len(shape) + shape[-1])
@@ -90,14 +91,17 @@ def layer_norm_model(shape: list[int], axes: list[int], opset: int = 13, *,
     else:
         nodes = [helper.make_node("QuantizeLinear", ["input", "qs", "qz"], ["q"]),
                  helper.make_node("DequantizeLinear", ["q", "qs", "qz"], ["x"])]
-    d = "x"
+    d = divided = "x"
     if not simplified:
         nodes += [reduce_mean("x", "mean"), helper.make_node("Sub", ["x", "mean"], ["d"])]
-        d = "d"
+        d = divided = "d"
+        if duplicated_sub:  # older PyTorch: a second Sub for the Div
+            nodes.append(helper.make_node("Sub", ["x", "mean"], ["d_again"]))
+            divided = "d_again"
     nodes += [helper.make_node("Pow", [d, "power"], ["d2"]), reduce_mean("d2", "var"),
               helper.make_node("Add", ["var", "eps"], ["ve"]),
               helper.make_node("Sqrt", ["ve"], ["sd"]),
-              helper.make_node("Div", [d, "sd"], ["n"])]
+              helper.make_node("Div", [divided, "sd"], ["n"])]
     last = "n"
     if scale:
         nodes.append(helper.make_node("Mul", [last, "gamma"], ["ng"]))
@@ -116,6 +120,7 @@ LAYER_NORMS = {
     "opset18_axes_input": (dict(shape=[2, 5, 16], axes=[-1], opset=18), True),
     "positive_axis": (dict(shape=[2, 5, 16], axes=[2]), True),
     "mixed_axes": (dict(shape=[2, 5, 16], axes=[2], variance_axes=[-1]), True),
+    "duplicated_sub": (dict(shape=[2, 5, 16], axes=[-1], duplicated_sub=True), True),
     "short_rows": (dict(shape=[3, 5], axes=[-1]), True),  # n < 8: Welford
     "long_rows": (dict(shape=[3, 100], axes=[-1], eps=1e-12), True),
     "cubed": (dict(shape=[2, 5, 16], axes=[-1], exponent=3.0), True),  # not checked by ORT
