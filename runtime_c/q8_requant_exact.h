@@ -75,6 +75,9 @@ Q8_INLINE int64_t q8_requant_exact(int64_t acc, const q8_exact_multiplier *m)
     uint32_t t[4];
     uint64_t g, q;
     int sticky;
+    if (magnitude == 0) {
+        return 0; /* whatever the shift: 0 is exact */
+    }
     q8_mul_64x64(magnitude, m->num, t);
     if (e >= 0) {
         uint64_t x;

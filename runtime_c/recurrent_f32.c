@@ -325,10 +325,23 @@ typedef struct {
     const float *scale; /* [n] */
 } quantized_weights;
 
-Q8_INLINE int32_t weight_at(const quantized_weights *w, size_t at)
+/* sum_j a_q[j] * row[j] over the raw 8-bit weights (at most 255 * 255 * k in magnitude:
+ * k is bounded so that this fits). */
+static int32_t raw_dot(const int16_t *a_q, const quantized_weights *w, size_t row, int32_t k)
 {
-    return w->is_signed ? (int32_t)((const int8_t *)w->values)[at]
-                        : (int32_t)((const uint8_t *)w->values)[at];
+    int32_t acc = 0, j;
+    if (w->is_signed) {
+        const int8_t *values = (const int8_t *)w->values + row;
+        for (j = 0; j < k; j++) {
+            acc += (int32_t)a_q[j] * (int32_t)values[j];
+        }
+    } else {
+        const uint8_t *values = (const uint8_t *)w->values + row;
+        for (j = 0; j < k; j++) {
+            acc += (int32_t)a_q[j] * (int32_t)values[j];
+        }
+    }
+    return acc;
 }
 
 static void quantized_product(const float *a, int32_t k, float a_scale, int32_t a_zp,
@@ -336,17 +349,18 @@ static void quantized_product(const float *a, int32_t k, float a_scale, int32_t 
                               int accumulate, int16_t *a_q)
 {
     const float *w_scale = w->scale;
+    int64_t a_sum = 0;
     int32_t i, j;
     for (j = 0; j < k; j++) {
         a_q[j] = (int16_t)(q8_dynamic_quantize_value(a[j], a_scale, a_zp) - a_zp);
+        a_sum += a_q[j];
     }
     for (i = 0; i < n; i++) {
-        const size_t row = (size_t)i * (size_t)k;
-        int32_t acc = 0;
+        /* sum (a - a_zp)(w - w_zp): the weights' zero point once per row, exact in int64
+           and within int32 in the end (|w - w_zp| <= 255). */
+        const int32_t acc = (int32_t)((int64_t)raw_dot(a_q, w, (size_t)i * (size_t)k, k) -
+                                      (int64_t)w->zero_point * a_sum);
         float v;
-        for (j = 0; j < k; j++) {
-            acc += (int32_t)a_q[j] * (weight_at(w, row + (size_t)j) - w->zero_point);
-        }
         v = q8_mul_unfused((float)acc, q8_mul_unfused(a_scale, w_scale[i]));
         y[i] = accumulate ? (float)(y[i] + v) : v;
     }

@@ -49,6 +49,9 @@ def _significand_exponent(value: Fraction) -> tuple[int, int]:
 
 def exact_multiplier(x_scale: float, w_scale: float, y_scale: float) -> ExactMultiplier:
     """The decomposition of float32 x_scale * w_scale / y_scale (all positive, finite)."""
+    scales = [F32(x_scale), F32(w_scale), F32(y_scale)]
+    if not all(np.isfinite(s) and s > 0 for s in scales):
+        raise ValueError("scales must be positive and finite")
     product = Fraction(float(F32(x_scale))) * Fraction(float(F32(w_scale)))
     num, e = _significand_exponent(product)
     den, f = _significand_exponent(Fraction(float(F32(y_scale))))

@@ -298,6 +298,9 @@ def quantized_weights(node: Node, graph: Graph, index: int, scale_index: int, wh
         raise ModelError(f"{node.describe()}: {what}_zero_point holds several values; "
                          "ONNX Runtime requires one (\"must be constant\")")
     zero_point = int(zp.reshape(-1)[0]) if zp.size else 0
+    if weights.dtype == np.int8 and zero_point != 0:
+        raise ModelError(f"{node.describe()}: {what}_zero_point is {zero_point}; ONNX Runtime "
+                         "requires 0 for int8 weights")
     return (np.ascontiguousarray(weights.transpose(0, 2, 1)), zero_point,
             np.broadcast_to(scale.reshape(nd, -1), (nd, rows)).astype(F32))
 
@@ -367,6 +370,8 @@ def lower_lstm(node: Node, graph: Graph, spec: LstmSpec,
 
 register(OpDef("LSTM", "", infer_lstm, lower_lstm, versions=(7, 14, 22),
                data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=exp_traits))
+
+
 def lstm_quantized_values(node: Node, graph: Graph) -> int:
     """Per direction: the whole input once, then h at every step."""
     seq, _, input_size = graph.tensors[node.inputs[0]].shape

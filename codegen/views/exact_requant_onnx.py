@@ -48,7 +48,10 @@ def exact_requantize_nodes(acc: str, out: str, multipliers: Sequence[ExactMultip
                            fresh: Callable[[str], str]
                            ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
     """Nodes computing `out` (int32) = clamp(rne(acc * M[c]) + zero_point, lo, hi) for the
-    int64 tensor `acc` whose last axis holds the columns c."""
+    int64 tensor `acc` whose last axis holds the columns c (opset 12 or later: int64 Min,
+    Clip and GreaterOrEqual); the output range is a 16-bit type's."""
+    if not (-2**16 < lo <= hi < 2**16 and abs(zero_point) < 2**16):
+        raise ValueError("exact_requantize_nodes writes 16-bit outputs")
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
 
@@ -97,11 +100,12 @@ def exact_requantize_nodes(acc: str, out: str, multipliers: Sequence[ExactMultip
     limbs = [limb0, limb1, limb2, limb3]
 
     den_c = const("den", den)
-    # shift + 1 >= 0: the product times 2^e is below 2^44 (the clamp above).
-    scale_up = const("scale_up", [1 << max(v, 0) for v in e])
-    small = op("Add", op("Add", op("Mul", limb2, const("b48", BASE * BASE)),
-                         op("Mul", limb1, base)), limb0)
-    up = op("Mul", small, scale_up)
+    # shift + 1 >= 0: the product times 2^e is below 2^44 (the clamp above); the other
+    # columns take 0 here, so that nothing overflows in the branch Where drops. Past
+    # e = 44 every nonzero accumulator saturates (threshold 1).
+    scale_up = const("scale_up", [1 << min(max(v, 0), 44) for v in e])
+    up_only = const("up_only", [int(v >= 0) for v in e])
+    up = op("Mul", op("Mul", op("Mul", m_c, up_only), const("num", num)), scale_up)
     g_up = div(up, den_c)
     sticky_up = op("Greater", mod(up, den_c), zero)
 

@@ -74,6 +74,16 @@ def requant_cases(rng: np.random.Generator) -> list[tuple[int, int, int, int]]:
             continue
         for delta in (-1, 0, 1):
             cases.append((acc + delta, num, den, shift))
+    for _ in range(2000):  # ties with a large odd num: acc = den * a * 2^v, shift -(v + 1)
+        den = int(rng.choice([1, 3, 2**23 - 1, 12582917]))
+        num = int(rng.integers(2**40, 2**47)) * 2 + 1
+        v = int(rng.integers(0, 30))
+        a = int(rng.integers(1, 2**7)) * 2 + 1
+        acc = den * a * 2**v * int(rng.choice([-1, 1]))
+        for delta in (-1, 0, 1):
+            cases.append((acc + delta, num, den, -(v + 1)))
+    cases += [(0, 1, 1, 100), (1, 1, 1, 61), (0, 1, 1, 359), (-1, 1, 1, 359),
+              (0, 2**48 - 1, 1, -425)]
     cases += [(-(2**63), 2**48 - 1, 1, 0), (2**63 - 1, 2**48 - 1, 1, -200),
               (2**63 - 1, 1, 2**24 - 1, -110), (0, 12345, 3, 40), (1, 1, 1, -1),
               (3, 1, 1, -1), (-1, 1, 1, -1), (-3, 1, 1, -1), (5, 1, 1, 27)]

@@ -139,5 +139,23 @@ def test_a_dequantized_bound_shared_with_a_float_op() -> None:
     model = graph_model(nodes, {"x": ("float32", [2, 8])}, {"y": "float32"}, consts)
     graph = import_model(model)
     assert [n.op_type for n in graph.nodes] == ["DequantizeLinear", "Add", "Clip", "Div"]
+    clip, div = graph.nodes[2], graph.nodes[3]
+    assert clip.inputs[2] != "six" and clip.inputs[2] in graph.constants
+    assert float(graph.constants[clip.inputs[2]]) == 6.0 and div.inputs[1] == "six"
     report = codegen.verify(model, samples=4, cflags=SANITIZE)
+    assert report.ok, report.outputs
+
+
+def test_a_dequantized_value_read_as_data_and_as_a_bound_by_one_node() -> None:
+    """Clip(six, zero, six): the data input keeps the DequantizeLinear's output, the bound
+    reads its value."""
+    consts = {"six_q": np.array(48, np.int8), "six_s": np.array(0.125, F32),
+              "zero": np.array(0.0, F32)}
+    nodes = [helper.make_node("DequantizeLinear", ["six_q", "six_s"], ["six"]),
+             helper.make_node("Clip", ["six", "zero", "six"], ["c"]),
+             helper.make_node("Add", ["x", "c"], ["y"])]
+    model = graph_model(nodes, {"x": ("float32", [2, 8])}, {"y": "float32"}, consts)
+    clip = next(n for n in import_model(model).nodes if n.op_type == "Clip")
+    assert clip.inputs[0] == "six" and clip.inputs[2] != "six"
+    report = codegen.verify(model, samples=2, cflags=SANITIZE)
     assert report.ok, report.outputs

@@ -109,7 +109,8 @@ def test_dynamic_conv_matches_ort(weights: str, group: int) -> None:
 
 
 def dynamic_lstm_model(seq: int, k: int, hidden: int, direction: str, weights: str,
-                       per_row: bool, states: bool, clip: float | None) -> onnx.ModelProto:
+                       per_row: bool, states: bool, clip: float | None,
+                       int8_zero_point: int = 0) -> onnx.ModelProto:
     """com.microsoft DynamicQuantizeLSTM as quantize_dynamic writes it: W [dirs, k, 4h],
     R [dirs, h, 4h] 8-bit with scales and zero points per direction or per gate row."""
     rng = np.random.default_rng(seq * k + hidden)
@@ -119,7 +120,7 @@ def dynamic_lstm_model(seq: int, k: int, hidden: int, direction: str, weights: s
 
     def zero_point() -> np.ndarray:
         if weights == "int8":
-            return np.zeros(scale_shape, np.int8)
+            return np.full(scale_shape, int8_zero_point, np.int8)
         return np.full(scale_shape, rng.integers(100, 156), np.uint8)  # ORT: one value
 
     inits = {"w": rng.integers(lo, hi + 1, (nd, k, 4 * hidden)).astype(weights),
@@ -179,3 +180,12 @@ def test_inspect_says_what_run_time_quantization_costs(tmp_path: Path,
     out = capsys.readouterr().out
     assert "run-time quantization: 1 node(s) find the min/max of 260 float values per " \
         "inference" in out, out
+
+
+def test_dynamic_quantize_lstm_int8_weights_with_a_zero_point_are_refused() -> None:
+    """ORT: "InputWeight zero point must be zero" for int8 weights (uint8 ones take any:
+    the cases above)."""
+    model = dynamic_lstm_model(4, 9, 6, "forward", "int8", True, True, None,
+                               int8_zero_point=-5)
+    with pytest.raises(codegen.errors.ModelError, match="requires 0 for int8 weights"):
+        codegen.verify(model, samples=1)

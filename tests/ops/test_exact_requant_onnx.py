@@ -63,6 +63,9 @@ def test_random_and_tie_accumulators_match_the_rationals() -> None:
                      (5, 1, -12))]
     multipliers.append(ExactMultiplier(1, 3, 40))  # a large upward shift
     multipliers.append(ExactMultiplier(2**48 - 1, 2**24 - 1, -100))  # far downward
+    multipliers += [ExactMultiplier(1, 1, 100), ExactMultiplier(1, 1, 61)]  # far upward
+    # A large odd num over a long division: ties at acc = den * a * 2^v, shift -(v + 1).
+    multipliers += [ExactMultiplier(2**47 - 1, 12582917, -11), ExactMultiplier(2**45 + 1, 3, -5)]
     n = len(multipliers)
     rows = []
     for _ in range(300):
