@@ -59,12 +59,39 @@ static void welford_row(const q8_layer_norm_f32_params *p, const float *x, float
     *inv_out = (float)(1.0f / den);
 }
 
+/* The AVX2 kernel's sum of (x - mean)^2: 8 lanes of fmaf over the whole groups of 8,
+ * reduced pairwise; a rest of 4 to 7 adds its first 4 squares unfused, the others by fmaf. */
+static float avx2_centred_squares(const float *x, int32_t n, float mean)
+{
+    const int32_t n8 = n & ~7;
+    float lane_sq[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    float sum;
+    int32_t i;
+    for (i = 0; i < n8; i++) {
+        const float d = (float)(x[i] - mean);
+        lane_sq[i & 7] = q8_fmaf(d, d, lane_sq[i & 7]);
+    }
+    sum = (float)((float)((float)(lane_sq[0] + lane_sq[4]) + (float)(lane_sq[2] + lane_sq[6])) +
+                  (float)((float)(lane_sq[1] + lane_sq[5]) + (float)(lane_sq[3] + lane_sq[7])));
+    i = n8;
+    if (n - n8 >= 4) {
+        for (; i < n8 + 4; i++) {
+            const float d = (float)(x[i] - mean);
+            sum = (float)(sum + q8_mul_unfused(d, d));
+        }
+    }
+    for (; i < n; i++) {
+        const float d = (float)(x[i] - mean);
+        sum = q8_fmaf(d, d, sum);
+    }
+    return sum;
+}
+
 static void avx2_row(const q8_layer_norm_f32_params *p, const float *x, float *y,
                      float *mean_out, float *inv_out)
 {
-    const int32_t n = p->size, n4 = n & ~3, n8 = n & ~7;
+    const int32_t n = p->size, n4 = n & ~3;
     double lane_sum[4] = {0.0, 0.0, 0.0, 0.0};
-    float lane_sq[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     double sum;
     float mean, var, inv;
     int32_t i;
@@ -76,23 +103,7 @@ static void avx2_row(const q8_layer_norm_f32_params *p, const float *x, float *y
         sum += (double)x[i];
     }
     mean = (float)(sum / (double)n);
-    for (i = 0; i < n8; i++) {
-        const float d = (float)(x[i] - mean);
-        lane_sq[i & 7] = q8_fmaf(d, d, lane_sq[i & 7]);
-    }
-    var = (float)((float)((float)(lane_sq[0] + lane_sq[4]) + (float)(lane_sq[2] + lane_sq[6])) +
-                  (float)((float)(lane_sq[1] + lane_sq[5]) + (float)(lane_sq[3] + lane_sq[7])));
-    i = n8;
-    if (n - n8 >= 4) {
-        for (; i < n8 + 4; i++) {
-            const float d = (float)(x[i] - mean);
-            var = (float)(var + q8_mul_unfused(d, d));
-        }
-    }
-    for (; i < n; i++) {
-        const float d = (float)(x[i] - mean);
-        var = q8_fmaf(d, d, var);
-    }
+    var = avx2_centred_squares(x, n, mean);
     inv = (float)(1.0f / sqrtf((float)((float)(var / (float)n) + p->epsilon)));
     for (i = 0; i < n; i++) {
         const float t = q8_mul_unfused((float)(x[i] - mean), inv);
@@ -137,30 +148,6 @@ void q8_layer_norm_f32(const q8_layer_norm_f32_params *params,
     }
 }
 
-/* Sum of squares of a row as the AVX2 kernel's variance loop computes it with a mean of 0. */
-static float avx2_sum_of_squares(const float *x, int32_t n)
-{
-    const int32_t n8 = n & ~7;
-    float lane_sq[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    float sum;
-    int32_t i;
-    for (i = 0; i < n8; i++) {
-        lane_sq[i & 7] = q8_fmaf(x[i], x[i], lane_sq[i & 7]);
-    }
-    sum = (float)((float)((float)(lane_sq[0] + lane_sq[4]) + (float)(lane_sq[2] + lane_sq[6])) +
-                  (float)((float)(lane_sq[1] + lane_sq[5]) + (float)(lane_sq[3] + lane_sq[7])));
-    i = n8;
-    if (n - n8 >= 4) {
-        for (; i < n8 + 4; i++) {
-            sum = (float)(sum + q8_mul_unfused(x[i], x[i]));
-        }
-    }
-    for (; i < n; i++) {
-        sum = q8_fmaf(x[i], x[i], sum);
-    }
-    return sum;
-}
-
 void q8_simplified_layer_norm_f32(const q8_layer_norm_f32_params *params,
                                   const float *Q8_RESTRICT input, float *Q8_RESTRICT output)
 {
@@ -179,7 +166,7 @@ void q8_simplified_layer_norm_f32(const q8_layer_norm_f32_params *params,
                 y[i] = q8_mul_unfused((float)(x[i] / den), params->scale[i]);
             }
         } else {
-            const float var = avx2_sum_of_squares(x, n);
+            const float var = avx2_centred_squares(x, n, 0.0f); /* x - 0 is x */
             const float inv =
                 (float)(1.0f / sqrtf((float)((float)(var / (float)n) + params->epsilon)));
             for (i = 0; i < n; i++) {

@@ -94,16 +94,23 @@ def infer_layer_norm(node: Node, graph: Graph) -> Inferred:
                                                 simplified))
 
 
-def lower_layer_norm(node: Node, graph: Graph, spec: LayerNormSpec,
-                     options: LoweringOptions) -> Sequence[Lowered]:
-    scale = constant_float(node, graph, 1, "scale").astype(F32).reshape(-1)
-    arrays = [CArray("scale", "float", scale)]
+def norm_params(node: Node, graph: Graph, spec: LayerNormSpec, scale: tuple[int, str],
+                bias: tuple[int, str]) -> tuple[list[CArray], CStruct]:
+    """The scale and bias arrays (the inputs at those indexes, so named in messages) and
+    the q8_layer_norm_f32_params pointing at them."""
+    arrays = [CArray("scale", "float", constant_float(node, graph, *scale)
+                     .astype(F32).reshape(-1))]
     if spec.bias:
-        arrays.append(CArray("bias", "float", constant_float(node, graph, 2, "bias")
+        arrays.append(CArray("bias", "float", constant_float(node, graph, *bias)
                              .astype(F32).reshape(-1)))
-    params = CStruct("q8_layer_norm_f32_params", (
+    return arrays, CStruct("q8_layer_norm_f32_params", (
         ("rows", spec.rows), ("size", spec.size), ("epsilon", CFloat(spec.epsilon)),
         ("scale", CRef("scale")), ("bias", CRef("bias") if spec.bias else None)))
+
+
+def lower_layer_norm(node: Node, graph: Graph, spec: LayerNormSpec,
+                     options: LoweringOptions) -> Sequence[Lowered]:
+    arrays, params = norm_params(node, graph, spec, (1, "scale"), (2, "bias"))
     outputs = tuple(node.outputs[:3]) if spec.stats else (node.outputs[0],)
     function = "q8_simplified_layer_norm_f32" if spec.simplified else \
         "q8_layer_norm_stats_f32" if spec.stats else "q8_layer_norm_f32"
@@ -155,16 +162,10 @@ def infer_skip_layer_norm(node: Node, graph: Graph) -> Inferred:
 
 def lower_skip_layer_norm(node: Node, graph: Graph, spec: SkipLayerNormSpec,
                           options: LoweringOptions) -> Sequence[Lowered]:
-    arrays = [CArray("scale", "float", constant_float(node, graph, 2, "gamma")
-                     .astype(F32).reshape(-1))]
-    for index, name, given in ((3, "bias", spec.norm.bias), (4, "skip_bias", spec.skip_bias)):
-        if given:
-            arrays.append(CArray(name, "float", constant_float(node, graph, index, name)
-                                 .astype(F32).reshape(-1)))
-    norm = CStruct("q8_layer_norm_f32_params", (
-        ("rows", spec.norm.rows), ("size", spec.norm.size),
-        ("epsilon", CFloat(spec.norm.epsilon)), ("scale", CRef("scale")),
-        ("bias", CRef("bias") if spec.norm.bias else None)))
+    arrays, norm = norm_params(node, graph, spec.norm, (2, "gamma"), (3, "bias"))
+    if spec.skip_bias:
+        arrays.append(CArray("skip_bias", "float", constant_float(node, graph, 4, "skip_bias")
+                             .astype(F32).reshape(-1)))
     params = CStruct("q8_skip_layer_norm_f32_params", (
         ("norm", norm), ("skip_bias", CRef("skip_bias") if spec.skip_bias else None)))
     return [KernelCall("q8_skip_layer_norm_f32", node.name, tuple(node.inputs[:2]),

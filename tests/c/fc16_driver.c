@@ -15,6 +15,29 @@ static int fail(const char *what)
     return 2;
 }
 
+/* Reads the inputs as T, runs KERNEL, prints its outputs (in run_product's scope). */
+#define RUN_PRODUCT(T, KERNEL)                                                  \
+    do {                                                                        \
+        T *x = malloc((size_t)rows * (size_t)k * sizeof *x);                    \
+        T *y = malloc((size_t)rows * (size_t)n * sizeof *y);                    \
+        if (x == NULL || y == NULL) {                                           \
+            return fail("allocation");                                          \
+        }                                                                       \
+        for (i = 0; i < rows * k; i++) {                                        \
+            int v;                                                              \
+            if (scanf("%d", &v) != 1) {                                         \
+                return fail("input");                                           \
+            }                                                                   \
+            x[i] = (T)v;                                                        \
+        }                                                                       \
+        KERNEL(&p, x, y);                                                       \
+        for (i = 0; i < rows * n; i++) {                                        \
+            printf("%d\n", (int)y[i]);                                          \
+        }                                                                       \
+        free(x);                                                                \
+        free(y);                                                                \
+    } while (0)
+
 static int run_product(void)
 {
     int is_signed, rows, k, n, xzp, yzp, ymin, ymax, has_bias, i;
@@ -68,43 +91,9 @@ static int run_product(void)
     p.bias = has_bias ? bias : NULL;
     p.multiplier = m;
     if (is_signed) {
-        int16_t *x = malloc((size_t)rows * (size_t)k * sizeof *x);
-        int16_t *y = malloc((size_t)rows * (size_t)n * sizeof *y);
-        if (x == NULL || y == NULL) {
-            return fail("allocation");
-        }
-        for (i = 0; i < rows * k; i++) {
-            int v;
-            if (scanf("%d", &v) != 1) {
-                return fail("input");
-            }
-            x[i] = (int16_t)v;
-        }
-        q8_fully_connected_s16(&p, x, y);
-        for (i = 0; i < rows * n; i++) {
-            printf("%d\n", (int)y[i]);
-        }
-        free(x);
-        free(y);
+        RUN_PRODUCT(int16_t, q8_fully_connected_s16);
     } else {
-        uint16_t *x = malloc((size_t)rows * (size_t)k * sizeof *x);
-        uint16_t *y = malloc((size_t)rows * (size_t)n * sizeof *y);
-        if (x == NULL || y == NULL) {
-            return fail("allocation");
-        }
-        for (i = 0; i < rows * k; i++) {
-            int v;
-            if (scanf("%d", &v) != 1) {
-                return fail("input");
-            }
-            x[i] = (uint16_t)v;
-        }
-        q8_fully_connected_u16(&p, x, y);
-        for (i = 0; i < rows * n; i++) {
-            printf("%d\n", (int)y[i]);
-        }
-        free(x);
-        free(y);
+        RUN_PRODUCT(uint16_t, q8_fully_connected_u16);
     }
     free(w);
     free(bias);
