@@ -16,7 +16,6 @@ from codegen.backend.io_boundary import Entry, graph_feeds, harness_entries
 from codegen.backend.project import check_output_dir, write_project
 from codegen.core.boards import Board
 from codegen.core.dataset import conform_arrays, fit_batch_axis, split_samples
-from codegen.core.limits import DEFAULT_LIMITS, Limits
 from codegen.core.progress import progress_bar
 from codegen.frontend.importer import ModelSource
 from codegen.oracle.validate import ValidateReport, is_classifier, validate_output
@@ -355,7 +354,7 @@ def verify(model: ModelSource, options: Options | None = None, *,
     With per_layer, every intermediate tensor is compared too. With labels (one class
     index per given sample), the accuracy of each output that looks like class scores."""
     options = replace(with_keywords(options, keywords), expose_intermediates=per_layer)
-    integer_only, limits = options.integer_only, options.limits
+    integer_only = options.integer_only
     if per_layer and options.interface.io != "float":
         raise OptionError("verify --per-layer compares the graph's float entry point: "
                           "use it with --io float")
@@ -374,7 +373,7 @@ def verify(model: ModelSource, options: Options | None = None, *,
     if integer_only:
         # ORT on the original model computes what --integer-only fuses in float; the
         # oracle is the model as `convert --integer-only` writes it.
-        reference = converted_reference(gen, limits)
+        reference = converted_reference(gen)
         ref_model = reference.model
     else:
         reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
@@ -467,15 +466,16 @@ def check_quantized_inputs(entry: Entry, data: Samples, refs: Samples) -> None:
                                    "values than the sample's")
 
 
-def converted_reference(gen: Generated, limits: Limits = DEFAULT_LIMITS) -> Reference:
+def converted_reference(gen: Generated) -> Reference:
     """The reference of --integer-only: the model `convert --integer-only` writes (built
     in memory by the same export), as ORT runs it (with the same adjustments as any
-    model: the int8 QDQ rules followed, exact u8 x s8 products)."""
-    from codegen.frontend.importer import import_model
+    model: the int8 QDQ rules followed, exact u8 x s8 products). Those adjustments read
+    the graph the model was exported from: its nodes keep their names and types there
+    (a 16-bit unit, written as int64 operators onnx2mcu does not import, included)."""
     from codegen.views.exporter import converted_model
 
     model = converted_model(gen.graph, gen.qdq_rules)
-    reference = reference_model(model, import_model(model, None, limits), gen.qdq_rules)
+    reference = reference_model(model, gen.graph, gen.qdq_rules)
     described = CONVERTED if reference.model is model else \
         f"{CONVERTED}; ORT runs it as {reference.description}"
     return replace(reference, description=described)

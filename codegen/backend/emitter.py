@@ -135,6 +135,10 @@ def format_items(values: NDArray[Any], ctype: str) -> list[str]:
     array has up to millions of elements; one call per element was most of the time)."""
     if ctype == "float":
         return [c_float(float(v)) for v in values.tolist()]
+    if values.dtype.names is not None:
+        # An array of structs (a record dtype laid out as the C struct): one initializer
+        # per element, its fields in order.
+        return ["{" + ", ".join(str(int(v)) for v in row) + "}" for row in values.tolist()]
     if values.dtype.kind == "b":
         values = values.astype(np.int8)
     if values.dtype.kind in "iu":

@@ -148,6 +148,9 @@ class Fusion:
     float_output: FloatOutputFusion | None = None
     # Why ORT leaves the node unfused when the generic conditions hold (for inspect).
     unfused_hint: Callable[[Node], str] = lambda node: GENERIC_UNFUSED
+    # --integer-only's rule where the activation is 16-bit (A16W8), which ORT fuses into
+    # no integer kernel: onnx2mcu's own exact 16-bit product (ops/product16.py).
+    wide: Fusion | None = None
 
 
 @dataclass(frozen=True)

@@ -148,3 +148,53 @@ def export_as_is(node: Node, w: Writer) -> None:
     attrs = {k: _attribute(v) for k, v in sorted(node.attrs.items())}
     w.nodes.append(helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
                                     name=node.name, domain=node.domain or None, **attrs))
+
+
+# ONNX types (TensorProto) of the casts below.
+INT32 = 6
+WIDE_TYPES = {"int16": 5, "uint16": 4}
+# ai.onnx QuantizeLinear and DequantizeLinear take 16-bit integers from opset 21; ORT's
+# com.microsoft ones (what AMD Quark writes) at any opset.
+WIDE_QDQ_OPSET = 21
+MS_DOMAIN = "com.microsoft"
+
+
+def export_wide_qdq(node: Node, w: Writer) -> None:
+    """A 16-bit QuantizeLinear/DequantizeLinear below opset 21 as ORT's com.microsoft
+    operator of the same arithmetic (an importer reads both as one)."""
+    integer = node.outputs[0] if node.op_type == "QuantizeLinear" else node.inputs[0]
+    if w.graph.opsets.get("", 0) >= WIDE_QDQ_OPSET or w.dtype(integer) not in WIDE_TYPES:
+        export_as_is(node, w)
+        return
+    attrs = {k: _attribute(v) for k, v in sorted(node.attrs.items())}
+    w.nodes.append(helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
+                                    name=node.name, domain=MS_DOMAIN, **attrs))
+
+
+def export_through_int32(data: int, values: tuple[int, ...] = ()) -> Callable[[Node, Writer],
+                                                                               None]:
+    """An operator that only moves values (Pad), written on int32 where its data is a
+    16-bit type ORT does not implement it for: its data input and the constant inputs
+    `values` cast to int32, its output cast back (exact both ways)."""
+    def export(node: Node, w: Writer) -> None:
+        dtype = w.dtype(node.inputs[data])
+        if dtype not in WIDE_TYPES:
+            export_as_is(node, w)
+            return
+        inputs = list(node.inputs)
+        wide = w.fresh(f"{inputs[data]}_int32")
+        w.nodes.append(helper.make_node("Cast", [inputs[data]], [wide], to=INT32,
+                                        name=w.fresh(f"{node.name}_to_int32")))
+        inputs[data] = wide
+        for slot in values:
+            if slot < len(inputs) and inputs[slot]:
+                inputs[slot] = w.constant(f"{inputs[slot]}_int32",
+                                          w.zero_point(inputs[slot], dtype).astype(np.int32))
+        out = w.fresh(f"{node.outputs[0]}_int32")
+        attrs = {k: _attribute(v) for k, v in sorted(node.attrs.items())}
+        w.nodes.append(helper.make_node(node.op_type, inputs, [out], name=node.name,
+                                        domain=node.domain or None, **attrs))
+        w.nodes.append(helper.make_node("Cast", [out], list(node.outputs),
+                                        to=WIDE_TYPES[dtype],
+                                        name=w.fresh(f"{node.name}_from_int32")))
+    return export

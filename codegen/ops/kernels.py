@@ -311,6 +311,10 @@ KERNELS: tuple[Kernel, ...] = (
            "fully_connected_s16.c", "q8_fully_connected_s16_params",
            "the 16-bit x 8-bit product, requantized exactly (A16W8 under --integer-only; "
            "the reference path)", "int8 [n][k], symmetric"),
+    Kernel("conv_16", "q8_conv_{x}", (("x", ("s16", "u16")),), "conv_s16.c",
+           "q8_conv_s16_params",
+           "the 16-bit x 8-bit convolution, requantized exactly (A16W8 under --integer-only; "
+           "the reference path)", "int8 [M][C/group][KH][KW], symmetric"),
     Kernel("skip_layer_norm_f32", "q8_skip_layer_norm_f32", (), "layer_norm_f32.c",
            "q8_skip_layer_norm_f32_params", "SkipLayerNormalization (Add and LayerNorm)"),
     Kernel("batch_norm_f32", "q8_batch_norm_f32", (), "batch_norm_f32.c",

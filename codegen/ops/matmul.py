@@ -48,6 +48,7 @@ from .clamp import output_range
 from .dynamic_quantize import lower_matmul_integer_dynamic, runtime_zero_point
 from .kernels import kernel
 from .matmul_nbits import lower_matmul_nbits, nbits_traits, nbits_weights
+from .product16 import GEMM16_FUSION, MATMUL16_FUSION
 
 # The integer products' kernels (the kernel table).
 FC = kernel("fc")
@@ -710,7 +711,7 @@ register(OpDef("Gemm", "", infer_float_gemm, lower_float_gemm, versions=(7, 9, 1
                data_dtypes=FLOAT_TYPES, float_island=True, weight_bias_axis=gemm_weight_axis,
                ort_traits=nbits_traits,
                fusion=Fusion("QGemm", MS, build_gemm, _gemm_attrs, dequantized_inputs=2,
-                             product=True, unfused_hint=gemm_unfused_hint,
+                             product=True, unfused_hint=gemm_unfused_hint, wide=GEMM16_FUSION,
                              float_output=FloatOutputFusion("QGemm", MS,
                                                             build_gemm_float_output,
                                                             _gemm_attrs))))
@@ -720,6 +721,7 @@ register(OpDef("MatMul", "", infer_float_matmul, lower_float_matmul, versions=(1
                data_dtypes=FLOAT_TYPES, float_island=True, ort_traits=nbits_traits,
                fusion=Fusion("QLinearMatMul", "", build_matmul, dequantized_inputs=2,
                              int8_input_refused_on_x86=True, product=True,
+                             wide=MATMUL16_FUSION,
                              float_output=FloatOutputFusion(
                                  "MatMulIntegerToFloat", MS,
                                  build_matmul_integer_to_float, lambda g, n: {}))))

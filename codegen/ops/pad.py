@@ -39,6 +39,7 @@ from ._common import (
     normalize_axis,
     reject_unknown_attrs,
 )
+from ._export import export_through_int32
 from .views import carried_quant, dense_strides
 
 SOURCES = ("pad.c",)
@@ -171,4 +172,5 @@ def build_integer_pad(graph: Graph, node: Node, dqs: list[Quantized | None], y: 
 register(OpDef("Pad", "", infer_pad, lower_pad, versions=(2, 11, 13, 18, 19, 21, 23, 24, 25),
                constant_inputs=frozenset({1, 2, 3}), float_constants=frozenset({2}),
                data_dtypes=frozenset({"uint8", "int8", "float32"}),
-               fusion=Fusion("Pad", "", build_integer_pad)))
+               fusion=Fusion("Pad", "", build_integer_pad),
+               export=export_through_int32(0, (2,))))

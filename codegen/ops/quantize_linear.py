@@ -30,6 +30,7 @@ from ._common import (
     reject_unknown_attrs,
     scalar_or_vector,
 )
+from ._export import export_wide_qdq
 
 SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
@@ -150,7 +151,8 @@ def quantize_row_access(node: Node, graph: Graph) -> dict[int, RowAccess] | None
 register(OpDef("QuantizeLinear", "", infer_quantize_linear, lower_quantize_linear,
                versions=(10, 13, 19, 21, 23, 24, 25), constant_inputs=frozenset({1, 2}),
                data_dtypes=frozenset({"float32"}),
-               bands=BandRule((0,), quantize_row_access, input_dtypes=("float32",))))
+               bands=BandRule((0,), quantize_row_access, input_dtypes=("float32",)),
+               export=export_wide_qdq))
 
 
 # -------------------------------------------------------------- DequantizeLinear
@@ -190,4 +192,4 @@ def lower_dequantize_linear(node: Node, graph: Graph, spec: QdqSpec,
 
 register(OpDef("DequantizeLinear", "", infer_dequantize_linear, lower_dequantize_linear,
                versions=(10, 13, 19, 21, 23, 24, 25), constant_inputs=frozenset({1, 2}),
-               data_dtypes=frozenset({*QUANTIZED_TYPES, "int32"})))
+               data_dtypes=frozenset({*QUANTIZED_TYPES, "int32"}), export=export_wide_qdq))

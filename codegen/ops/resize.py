@@ -36,6 +36,7 @@ from codegen.errors import ModelError, UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_float, attr_int, attr_str, input_tensor, reject_unknown_attrs
+from ._export import export_through_int32
 from .kernels import kernel
 from .views import carried_quant
 
@@ -297,4 +298,5 @@ def lower_resize(node: Node, graph: Graph, spec: ResizeSpec | BilinearSpec | Tri
 register(OpDef("Resize", "", infer_resize, lower_resize, versions=(10, 11, 13, 18, 19),
                constant_inputs=frozenset({1, 2, 3}),
                data_dtypes=frozenset({"uint8", "int8", "float32"}), float_island=True,
-               moves_values=lambda node: attr_str(node, "mode", "nearest") == "nearest"))
+               moves_values=lambda node: attr_str(node, "mode", "nearest") == "nearest",
+               export=export_through_int32(0)))

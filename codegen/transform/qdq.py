@@ -40,6 +40,8 @@ from ._graph import replace_nodes, validated
 
 MS = "com.microsoft"
 F32 = np.float32
+# The 16-bit activation types (A16W8), which only --integer-only fuses (Fusion.wide).
+WIDE_TYPES = frozenset(QDQ_RANGE) - frozenset(QUANT_RANGE)
 Rule = Callable[[Graph, Index, Node], Graph | None]
 
 
@@ -314,6 +316,9 @@ def _fuse(integer_only: bool, int8_activations: bool = True) -> Rule:
         if fusion is None:
             return None
         dqs = [dequantized(name, graph, index) if name else None for name in node.inputs]
+        if integer_only and fusion.wide is not None and dqs[0] is not None and \
+                dtype_of(graph, dqs[0]) in WIDE_TYPES:
+            fusion = fusion.wide
         if not int8_activations and fusion.int8_input_refused_on_x86 and \
                 dqs[0] is not None and dtype_of(graph, dqs[0]) == "int8":
             return None
@@ -536,6 +541,11 @@ def fusion_refusal(graph: Graph, node: Node, x86: bool) -> str:
         readers = ", ".join(r.describe() for r in index.readers.get(out, []))
         return f"its output '{out}' is not quantized by one QuantizeLinear (read by {readers})"
     x = dequantized(node.inputs[0], graph, index) if count else None
+    if x is not None and dtype_of(graph, x) in WIDE_TYPES:
+        hint = "; --integer-only computes it with onnx2mcu's exact 16-bit x 8-bit kernel" \
+            if fusion.wide is not None else ""
+        return (f"its activation is {dtype_of(graph, x)}, which ONNX Runtime fuses into no "
+                f"integer kernel{hint}")
     if x is not None and x86 and fusion.int8_input_refused_on_x86 and \
             dtype_of(graph, x) == "int8":
         return ("its input is int8, which ONNX Runtime on x86 fuses into no Conv or MatMul "

@@ -63,9 +63,12 @@ def export_graph(graph: Graph, doc: str = "") -> onnx.ModelProto:
         writer.nodes, graph.name,
         [_value_info(graph, name) for name in graph.inputs],
         [_value_info(graph, name) for name in graph.outputs], initializers, doc_string=doc)
-    domains = {n.domain for n in graph.nodes} - {"ai.onnx2mcu"}
+    # The domains of the nodes written (an export may write com.microsoft operators the
+    # graph does not hold: 16-bit QuantizeLinear below opset 21).
+    domains = {n.domain for n in writer.nodes}
+    versions = {MS: 1, **graph.opsets}
     opsets = [helper.make_opsetid(domain, version) for domain, version in
-              sorted(graph.opsets.items()) if domain == "" or domain in domains]
+              sorted(versions.items()) if domain == "" or domain in domains]
     model = helper.make_model(proto, opset_imports=opsets, producer_name="onnx2mcu")
     model.ir_version = IR_VERSION
     return model

@@ -213,6 +213,37 @@ def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     assert report.ok, report.outputs
 
 
+# The 16-bit activation models (ORT's A16W8, Quark's A16W8 and U16S8): under
+# --integer-only their Conv, MatMul and Gemm units run on the exact 16-bit x 8-bit
+# kernels (ops/product16.py), bit-exact against ORT on the converted model. The two
+# requantization modes alternate (both with ONNX2MCU_CORPUS_ALL_MODES=1): the 16-bit
+# kernels do not depend on the mode, the 8-bit parts around them do.
+WIDE = [n for n in ACCEPTED if "a16w8" in n or "u16s8" in n]
+WIDE_KERNELS = {"q8_conv_s16", "q8_conv_u16", "q8_fully_connected_s16",
+                "q8_fully_connected_u16"}
+WIDE_CASES = [(name, requant) for i, name in enumerate(WIDE) for requant in ("float", "int")
+              if ALL_MODES or requant == ("int" if i % 2 else "float")]
+
+
+@pytest.mark.parametrize("name,requant", WIDE_CASES)
+def test_16bit_models_are_bit_exact_with_integer_only(name: str, requant: str) -> None:
+    gen = generated(CORPUS / name, integer_only=True, requant=requant)
+    assert {call.function for call in gen.program.calls} & WIDE_KERNELS
+    report = codegen.verify(CORPUS / name, samples=2, requant=requant, integer_only=True,
+                            cflags=SANITIZE)
+    assert report.ok, report.outputs
+    assert report.original is not None
+
+
+@pytest.mark.skipif(not CROSS_TOOLS, reason="no arm-none-eabi-gcc or qemu-system-arm")
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+@pytest.mark.parametrize("name", ["kws_dscnn_torchscript_ort_qdq_a16w8_s16.onnx",
+                                  "transformer_encoder_dynamo_quark_u16s8.onnx"])
+def test_16bit_integer_only_in_qemu(name: str, board: str) -> None:
+    report = codegen.verify(CORPUS / name, board=board, samples=1, integer_only=True)
+    assert report.ok, report.outputs
+
+
 def test_per_layer_compares_what_ort_computes() -> None:
     """verify --per-layer on a model whose tensors onnx2mcu renames and retypes (ORT's
     x86 int8 -> uint8 rule, WeightBiasQuantization): every layer ORT computes in the

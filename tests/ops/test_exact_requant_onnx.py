@@ -1,4 +1,4 @@
-"""The exact requantization written as ONNX operators (codegen/views/exact_requant_onnx.py)
+"""The exact requantization written as ONNX operators (codegen/ops/_exact_requant_onnx.py)
 and run by ONNX Runtime: equal to the rational oracle on random accumulators up to the
 2^38 bound, exact ties and their neighbours, both signs, per-column multipliers of every
 magnitude (shifts up and down), and saturation."""
@@ -12,7 +12,7 @@ import onnx
 from onnx import helper
 
 from codegen.arith.exact_requant import ExactMultiplier, exact_multiplier
-from codegen.views.exact_requant_onnx import ACC_BOUND, exact_requantize_nodes
+from codegen.ops._exact_requant_onnx import ACC_BOUND, exact_requantize_nodes
 
 F32 = np.float32
 

@@ -26,6 +26,7 @@ from .._float import FLOAT_TYPES, dequantized_weights, float_bias, float_input, 
 from .._geometry import Window, conv_groups, conv_window, dims_struct, window_struct
 from .._nchwc import check_nchwc_readers, nchwc_algorithm
 from .._qdq import bias_input
+from ..product16 import CONV16_FUSION
 
 F32 = np.float32
 
@@ -160,4 +161,4 @@ register(OpDef("Conv", "", infer_float_conv, lower_float_conv, versions=(1, 11, 
                data_dtypes=FLOAT_TYPES, float_island=True, weight_bias_axis=lambda node: 0,
                fusion=Fusion("QLinearConv", "", build_conv, dequantized_inputs=2,
                              int8_input_refused_on_x86=True, product=True,
-                             unfused_hint=conv_unfused_hint)))
+                             unfused_hint=conv_unfused_hint, wide=CONV16_FUSION)))
