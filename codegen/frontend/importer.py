@@ -117,6 +117,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
     # Sizes first: the checker's own messages about absurd tensors name no limit.
     for tensor, where in model_tensors(model):
         check_declared_size(tensor, where, limits)
+    _refuse_int64_units(model)
     model = _check_model(model)
     opsets = _opsets(model)
     g = model.graph
@@ -542,6 +543,18 @@ def _nodes(g: onnx.GraphProto, indexes: list[int], opsets: dict[str, int],
             continue
         nodes.append(node)
     return nodes
+
+
+def _refuse_int64_units(model: onnx.ModelProto) -> None:
+    """A model `convert --integer-only` wrote with 16-bit units as int64 operators (the
+    exact arithmetic for ORT to run) is a reference, not a model to generate from."""
+    units = [p.value for p in model.metadata_props if p.key == ops.INT64_UNITS_PROPERTY]
+    if units:
+        names = units[0].split(",")
+        raise UnsupportedError(
+            f"node '{names[0]}': this model was written by `onnx2mcu convert "
+            f"--integer-only`, its {len(names)} 16-bit unit(s) as int64 operators for ONNX "
+            "Runtime to compare with; generate from the original model with --integer-only")
 
 
 def _check_supported(nodes: list[Node]) -> None:

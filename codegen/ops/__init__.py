@@ -25,6 +25,7 @@ from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.program import Lowered
 
 # The writer operators export themselves with (`convert`, codegen/views/exporter.py).
+from ._export import INT64_UNITS_PROPERTY as INT64_UNITS_PROPERTY
 from ._export import ProductSlots as ProductSlots
 from ._export import Writer as Writer
 from ._export import export_as_is as export_as_is

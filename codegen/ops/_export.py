@@ -16,6 +16,10 @@ from onnx import helper, numpy_helper
 
 from codegen.core.ir import DTYPES, Graph, Node
 
+# The model property `convert` sets to the names of the units it wrote as int64
+# operators; the importer refuses such a model with the way back.
+INT64_UNITS_PROPERTY = "onnx2mcu.int64_units"
+
 
 @dataclass(frozen=True)
 class ProductSlots:
@@ -50,6 +54,9 @@ class Writer:
     constants: dict[str, NDArray[Any]] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
     unit_scale: str | None = None
+    # The 16-bit units written as int64 operators (ops/product16.py): the model is then
+    # a reference for ORT that onnx2mcu does not import again (INT64_UNITS_PROPERTY).
+    int64_units: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         g = self.graph

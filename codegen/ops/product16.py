@@ -382,6 +382,7 @@ def _plus_bias(w: Writer, acc: str, bias: NDArray[Any] | None, base: str) -> str
 def export_matmul16(node: Node, w: Writer) -> None:
     spec = infer_matmul16(node, w.graph).spec
     assert isinstance(spec, MatMul16Spec)
+    w.int64_units.append(node.name)
     a = _int64(w, node.inputs[0], node.inputs[2], node.name)
     acc = w.fresh(f"{node.name}_acc")
     w.add("MatMul", [a, w.constant(f"{node.name}_b_int64", spec.weights.astype(np.int64))],
@@ -422,6 +423,7 @@ def export_conv16(node: Node, w: Writer) -> None:
     appended (the padding), one int64 MatMul per group, the rounding, back to NCHW."""
     spec = infer_conv16(node, w.graph).spec
     assert isinstance(spec, Conv16Spec)
+    w.int64_units.append(node.name)
     x = w.graph.tensors[node.inputs[0]]
     y = w.graph.tensors[node.outputs[0]]
     n, c = x.shape[0], x.shape[1]

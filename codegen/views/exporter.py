@@ -71,6 +71,8 @@ def export_graph(graph: Graph, doc: str = "") -> onnx.ModelProto:
               sorted(versions.items()) if domain == "" or domain in domains]
     model = helper.make_model(proto, opset_imports=opsets, producer_name="onnx2mcu")
     model.ir_version = IR_VERSION
+    if writer.int64_units:
+        helper.set_model_props(model, {ops.INT64_UNITS_PROPERTY: ",".join(writer.int64_units)})
     return model
 
 
@@ -78,5 +80,6 @@ def converted_model(graph: Graph, qdq_rules: str) -> onnx.ModelProto:
     """What `convert` writes: the graph after the recipes as a QOperator model, marked
     with the platform whose int8 QDQ rules it follows (ORT must run it with the same)."""
     model = export_graph(graph)
-    helper.set_model_props(model, {QDQ_RULES_PROPERTY: qdq_rules})
+    properties = {p.key: p.value for p in model.metadata_props}
+    helper.set_model_props(model, {**properties, QDQ_RULES_PROPERTY: qdq_rules})
     return model

@@ -12,6 +12,7 @@ finds it bit-exact against ORT on the converted model (its int64 form of each un
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 import codegen
 from codegen.api import run_generated
 from codegen.arith.exact_requant import requantize_exact_reference
+from codegen.errors import UnsupportedError
 from codegen.options import Options
 from codegen.pipeline import generate_sources
 
@@ -288,3 +290,14 @@ def test_16bit_units_match_the_exact_oracle_in_qemu(board: str) -> None:
         got = run_generated(gen, samples)[0]
         for unit in units:
             assert np.array_equal(got[unit.y], unit.oracle(samples[0][unit.x])), unit.y
+
+
+def test_a_converted_16bit_model_is_refused_with_the_way_back(tmp_path: Path) -> None:
+    """`convert --integer-only` writes the 16-bit units as int64 operators: a reference
+    for ORT, which generate refuses in one line naming a unit and what to do instead."""
+    model = units_model(random_units(8, "uint16")[:1], "uint16")
+    out = tmp_path / "converted.onnx"
+    codegen.convert(model, out, integer_only=True)
+    with pytest.raises(UnsupportedError, match=r"node '\w+'.*convert --integer-only.*"
+                                               r"1 16-bit unit.*original model"):
+        generate_sources(onnx.load(out), Options())
