@@ -4,7 +4,7 @@ count. A developer's tool for kernel work (QEMU TCG plugin qemu/pcprofile.c); th
 include the harness around one inference (input and output copies).
 
     .venv/bin/python bench/profile.py resnet8|MODEL.onnx [--board cortex-m4f] [--variant i8-pc]
-        [--top 20] [--disasm dot_2x2]
+        [--top 20] [--disasm dot_2x2] [--integer-only]
 """
 
 from __future__ import annotations
@@ -96,10 +96,13 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto")
     parser.add_argument("--disasm", help="annotate this function's disassembly")
+    parser.add_argument("--integer-only", action="store_true",
+                        help="as generate --integer-only (the 16-bit kernels of A16W8 models)")
     args = parser.parse_args()
     model = (onnx.load(args.model) if args.model.endswith(".onnx")
              else zoo.quantized_model(args.model, args.variant))
-    gen = generate_sources(model, Options(board=args.board, weights=args.weights))
+    gen = generate_sources(model, Options(board=args.board, weights=args.weights,
+                                          integer_only=args.integer_only))
     build = build_firmware(gen.files, gen.name, gen.board, size=False)
     data = random_inputs(gen.program.inputs, 1, seed=0)
     _, log = run_firmware(build.elf, gen.board, gen.program.inputs, gen.program.outputs,

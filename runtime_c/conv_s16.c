@@ -49,7 +49,7 @@
                                 }                                                             \
                             }                                                                 \
                         }                                                                     \
-                        q = q8_requant_exact(acc, &p->multiplier[m]) + p->y_zero_point;       \
+                        q = q8_requant_fast(acc, &p->multiplier[m]) + p->y_zero_point;        \
                         q = q < p->y_min ? p->y_min : q;                                      \
                         q = q > p->y_max ? p->y_max : q;                                      \
                         y_m[(size_t)(oh * OW + ow)] = (T)q;                                   \

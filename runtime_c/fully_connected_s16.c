@@ -23,7 +23,7 @@
                 for (k = 0; k < p->k; k++) {                                                 \
                     acc += (int64_t)((int32_t)row[k] - p->x_zero_point) * (int64_t)w[k];    \
                 }                                                                            \
-                q = q8_requant_exact(acc, &p->multiplier[j]) + p->y_zero_point;              \
+                q = q8_requant_fast(acc, &p->multiplier[j]) + p->y_zero_point;               \
                 q = q < p->y_min ? p->y_min : q;                                             \
                 q = q > p->y_max ? p->y_max : q;                                             \
                 y[(size_t)r * (size_t)p->n + (size_t)j] = (T)q;                              \

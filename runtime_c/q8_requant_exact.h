@@ -20,6 +20,11 @@ typedef struct {
     uint64_t num;  /* < 2^48 */
     uint32_t den;  /* < 2^24, nonzero */
     int32_t shift;
+    /* The same multiplier as round(num * 2^shift / den * 2^rshift) = mult, below 2^31
+     * (2^30 or more where rshift allows), for q8_requant_fast; mult 0: every accumulator
+     * takes the exact path (multipliers of 1/4 or more, or below 2^-63). */
+    int32_t mult;
+    int32_t rshift; /* 33..62 */
 } q8_exact_multiplier;
 
 #define Q8_EXACT_SATURATION ((int64_t)1 << 30)
@@ -67,7 +72,14 @@ Q8_INLINE int q8_bit_length_128(const uint32_t t[4])
     return 0;
 }
 
-Q8_INLINE int64_t q8_requant_exact(int64_t acc, const q8_exact_multiplier *m)
+/* Out of line: the fast kernels call it only where q8_requant_fast cannot decide, and
+ * inlined it would crowd their registers. */
+#if defined(__GNUC__) || defined(__clang__)
+#define Q8_COLD __attribute__((noinline, unused))
+#else
+#define Q8_COLD
+#endif
+static Q8_COLD int64_t q8_requant_exact(int64_t acc, const q8_exact_multiplier *m)
 {
     const int negative = acc < 0;
     const uint64_t magnitude = negative ? (uint64_t)0 - (uint64_t)acc : (uint64_t)acc;
@@ -125,6 +137,42 @@ Q8_INLINE int64_t q8_requant_exact(int64_t acc, const q8_exact_multiplier *m)
         q = (uint64_t)Q8_EXACT_SATURATION;
     }
     return negative ? -(int64_t)q : (int64_t)q;
+}
+
+/*
+ * The same result, from one 32 x 32 -> 64-bit product where that decides it. With
+ * P = acc * mult and T = acc * M * 2^rshift the exact value (scaled), |P - T| <= |acc| / 2
+ * since mult is M * 2^rshift rounded. The rounding boundaries of T are where
+ * T + 2^(rshift - 1) is a multiple of 2^rshift: when t = P + 2^(rshift - 1) lies farther
+ * than |acc| / 2 from every multiple, T lies strictly between the same two, is no tie,
+ * and floor(t / 2^rshift) is the result. Otherwise (an accumulator beyond 31 bits, or
+ * within |acc| / 2 of a boundary: about |acc| in 2^rshift) the exact path.
+ * rshift is 33..62 (codegen/arith/exact_requant.py), so the half and the result lie in
+ * t's high word and 32-bit operations do the rest.
+ */
+Q8_INLINE int32_t q8_requant_fast(int64_t acc, const q8_exact_multiplier *m)
+{
+    if (m->mult != 0 && acc > -(int64_t)0x7fffffff && acc < (int64_t)0x7fffffff) {
+        const int32_t a = (int32_t)acc;
+        const int64_t prod = (int64_t)a * m->mult; /* one SMULL; |prod| < 2^62 */
+        const uint32_t k = (uint32_t)m->rshift - 32u;     /* 1..30 */
+        /* t = prod + 2^(rshift - 1): the half lies in the high word (rshift >= 33) */
+        const uint32_t lo = (uint32_t)(uint64_t)prod;
+        const uint32_t hi = (uint32_t)((uint64_t)prod >> 32) + ((uint32_t)1 << (k - 1u));
+        const uint32_t mask = ((uint32_t)1 << k) - 1u;
+        const uint32_t err = (a < 0 ? 0u - (uint32_t)a : (uint32_t)a) / 2u + 1u;
+        /* frac = t mod 2^rshift = (hi & mask):lo; the margin below the next multiple,
+         * 2^rshift - 1 - frac, is (mask - (hi & mask)):(~lo) */
+        const uint32_t frac_hi = hi & mask;
+        if ((frac_hi != 0u || lo > err) && (frac_hi != mask || ~lo >= err)) {
+            /* floor(t / 2^rshift) = the high word shifted, as a signed value, without
+             * shifting a negative one; saturated as the exact path saturates */
+            const int32_t q = (hi >> 31) != 0u ? -(int32_t)((~hi) >> k) - 1 : (int32_t)(hi >> k);
+            return q > (int32_t)Q8_EXACT_SATURATION ? (int32_t)Q8_EXACT_SATURATION
+                   : q < -(int32_t)Q8_EXACT_SATURATION ? -(int32_t)Q8_EXACT_SATURATION : q;
+        }
+    }
+    return (int32_t)q8_requant_exact(acc, m); /* within +-2^30 */
 }
 
 #endif /* Q8_REQUANT_EXACT_H */

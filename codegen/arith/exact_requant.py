@@ -30,6 +30,10 @@ class ExactMultiplier:
     num: int  # < 2^48
     den: int  # < 2^24, odd or 1
     shift: int
+    # The fixed-point form q8_requant_fast tries first: mult = the multiplier times
+    # 2^rshift rounded, below 2^31, rshift 33..62; 0 where there is none (fixed_point).
+    mult: int = 0
+    rshift: int = 0
 
 
 def _significand_exponent(value: Fraction) -> tuple[int, int]:
@@ -57,7 +61,25 @@ def exact_multiplier(x_scale: float, w_scale: float, y_scale: float) -> ExactMul
     den, f = _significand_exponent(Fraction(float(F32(y_scale))))
     if not 0 < num < 2**48 or not 0 < den < 2**24:
         raise ValueError("scales must be positive and finite")
-    return ExactMultiplier(num, den, e - f)
+    mult, rshift = fixed_point(Fraction(num) * Fraction(2) ** (e - f) / den)
+    return ExactMultiplier(num, den, e - f, mult, rshift)
+
+
+def fixed_point(value: Fraction) -> tuple[int, int]:
+    """(mult, s) with mult = round(value * 2^s) below 2^31 and 33 <= s <= 62 (the half of
+    q8_requant_fast's rounding then lies in the product's high word), as many bits as
+    that allows (mult >= 2^30 where s is free), or (0, 0) where no such pair exists
+    (value >= 1/4, or below 2^-63: those take the exact path only)."""
+    s = 30 - (value.numerator.bit_length() - value.denominator.bit_length())
+    while value * 2**s >= 2**31:
+        s -= 1
+    while value * 2**s < 2**30:
+        s += 1
+    s = min(max(s, 33), 62)
+    mult = round(value * 2**s)
+    if mult >= 2**31 and s > 33:
+        mult, s = round(value * 2 ** (s - 1)), s - 1
+    return (mult, s) if 0 < mult < 2**31 else (0, 0)
 
 
 def requantize_exact_reference(acc: int, x_scale: float, w_scale: float, y_scale: float,

@@ -315,6 +315,11 @@ KERNELS: tuple[Kernel, ...] = (
            "q8_conv_s16_params",
            "the 16-bit x 8-bit convolution, requantized exactly (A16W8 under --integer-only; "
            "the reference path)", "int8 [M][C/group][KH][KW], symmetric"),
+    Kernel("conv_16_im2col", "q8_conv_{x}_im2col", (("x", ("s16", "u16")),),
+           "conv_s16_im2col.c", "q8_conv_s16_im2col_params",
+           f"{_FAST}, a 16-bit x 8-bit convolution or matrix product (A16W8 under "
+           "--integer-only)", "int8 [M][taps padded to 4], w0 w2 w1 w3 per 4 taps",
+           Scratch("q8_conv_s16_im2col_scratch_bytes", lambda p: 2 * field(p, "taps_padded"))),
     Kernel("skip_layer_norm_f32", "q8_skip_layer_norm_f32", (), "layer_norm_f32.c",
            "q8_skip_layer_norm_f32_params", "SkipLayerNormalization (Add and LayerNorm)"),
     Kernel("batch_norm_f32", "q8_batch_norm_f32", (), "batch_norm_f32.c",

@@ -54,12 +54,16 @@ from .kernels import kernel
 
 WIDE_TYPES = ("int16", "uint16")
 CONV16 = kernel("conv_16")
+CONV16_IM2COL = kernel("conv_16_im2col")
 FC16 = kernel("fully_connected_16")
+# The fast kernel's column holds x - X_OFFSET[dtype] as int16.
+X_OFFSET = {"int16": 0, "uint16": 32768}
 CONV_ATTRS = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
 # The largest |accumulator| the exported int64 rounding takes (exact_requant_onnx.py).
 ACC_BOUND = 1 << 38
 # How a multiplier is stored in the C (q8_exact_multiplier of q8_requant_exact.h).
-MULTIPLIER_DTYPE = np.dtype([("num", "<u8"), ("den", "<u4"), ("shift", "<i4")])
+MULTIPLIER_DTYPE = np.dtype([("num", "<u8"), ("den", "<u4"), ("shift", "<i4"),
+                             ("mult", "<i4"), ("rshift", "<i4")])
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,8 @@ def infer_matmul16(node: Node, graph: Graph) -> Inferred:
 
 def multiplier_array(multipliers: Sequence[ExactMultiplier]) -> NDArray[Any]:
     """The q8_exact_multiplier array of the C, one element per output channel."""
-    return np.array([(m.num, m.den, m.shift) for m in multipliers], MULTIPLIER_DTYPE)
+    return np.array([(m.num, m.den, m.shift, m.mult, m.rshift) for m in multipliers],
+                    MULTIPLIER_DTYPE)
 
 
 def _arrays(weights: NDArray[Any], bias: NDArray[Any] | None,
@@ -223,10 +228,59 @@ def _output_fields(quant: Wide16Quant) -> tuple[tuple[str, Any], ...]:
     return (("y_zero_point", quant.y_zp), ("y_min", lo), ("y_max", hi))
 
 
+def blocked_weights(quads: NDArray[Any], m_group: int) -> NDArray[Any]:
+    """[M][quads][4] -> per group, its channels in blocks of 4 with each quad's 4
+    channels side by side ([quad][channel][4]), then the channels left over as rows."""
+    parts = []
+    for start in range(0, quads.shape[0], m_group):
+        group = quads[start:start + m_group]
+        full = m_group // 4 * 4
+        blocks = group[:full].reshape(full // 4, 4, *group.shape[1:]).transpose(0, 2, 1, 3)
+        parts += [blocks.reshape(-1), group[full:].reshape(-1)]
+    return np.concatenate(parts)
+
+
+def im2col_call(node: Node, x: Tensor, y: Tensor, x_shape: tuple[int, ...],
+                y_shape: tuple[int, ...], window: Window, groups: int, quant: Wide16Quant,
+                weights: NDArray[Any], bias: NDArray[Any] | None,
+                multipliers: Sequence[ExactMultiplier]) -> KernelCall:
+    """The fast kernel (runtime_c/conv_s16_im2col.c) on NCHW shapes: weights [M][taps],
+    padded to a multiple of 4 taps and interleaved w0 w2 w1 w3 per 4 (the order SXTB16
+    unpacks), the zero point's terms folded into an int64 bias."""
+    m, taps = weights.shape
+    padded_taps = (taps + 3) // 4 * 4
+    padded = np.zeros((m, padded_taps), np.int8)
+    padded[:, :taps] = weights
+    interleaved = blocked_weights(padded.reshape(m, padded_taps // 4, 4)[:, :, [0, 2, 1, 3]],
+                                  m // groups)
+    x_offset = X_OFFSET[quant.dtype]
+    x_pad = quant.x_zp - x_offset
+    folded = (bias.astype(np.int64) if bias is not None else np.zeros(m, np.int64)) - \
+        x_pad * weights.astype(np.int64).sum(axis=1)
+    params = CStruct("q8_conv_s16_im2col_params", (
+        ("input", dims_struct(x_shape)), ("output", dims_struct(y_shape)),
+        ("window", window_struct(window)), ("groups", groups),
+        ("taps", taps), ("taps_padded", padded_taps),
+        ("x_offset", x_offset), ("x_pad", x_pad), *_output_fields(quant),
+        ("weights", CRef("weights")), ("bias", CRef("bias")),
+        ("multiplier", CRef("multiplier"))))
+    arrays = (CArray("weights", "int8_t", interleaved.reshape(-1)),
+              CArray("bias", "int64_t", folded),
+              CArray("multiplier", "q8_exact_multiplier", multiplier_array(multipliers)))
+    axes = {"x": _suffix(quant.dtype)}
+    return KernelCall(CONV16_IM2COL.symbol(**axes), node.name, (x.name,), (y.name,), params,
+                      arrays, (CONV16_IM2COL.file(**axes),), int(np.prod(y_shape)) * taps,
+                      scratch_bytes=CONV16_IM2COL.scratch_bytes(params))
+
+
 def lower_conv16(node: Node, graph: Graph, spec: Conv16Spec,
                  options: LoweringOptions) -> list[KernelCall]:
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     q = spec.quant
+    if options.kernels == "fast":
+        weights = spec.weights.reshape(spec.weights.shape[0], -1)
+        return [im2col_call(node, x, y, x.shape, y.shape, spec.window, spec.groups, q,
+                            weights, spec.bias, spec.multipliers)]
     params = CStruct("q8_conv_s16_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(spec.window)), ("groups", spec.groups),
@@ -241,10 +295,19 @@ def lower_conv16(node: Node, graph: Graph, spec: Conv16Spec,
                        (CONV16.file(**axes),), macs)]
 
 
+# A matrix product as the fast kernel sees it: a 1x1 convolution over rows.
+POINT = Window(kernel=(1, 1), strides=(1, 1), dilations=(1, 1), pads_begin=(0, 0),
+               pads_end=(0, 0), output=(1, 1))
+
+
 def lower_matmul16(node: Node, graph: Graph, spec: MatMul16Spec,
                    options: LoweringOptions) -> list[KernelCall]:
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     q = spec.quant
+    if options.kernels == "fast":
+        return [im2col_call(node, a, y, (spec.rows, spec.k, 1, 1), (spec.rows, spec.n, 1, 1),
+                            POINT, 1, q, np.ascontiguousarray(spec.weights.T), spec.bias,
+                            spec.multipliers)]
     params = CStruct("q8_fully_connected_s16_params", (
         ("rows", spec.rows), ("k", spec.k), ("n", spec.n),
         ("x_zero_point", q.x_zp), *_output_fields(q),

@@ -1,9 +1,11 @@
 /* fc16_driver.c - runs q8_fully_connected_s16/u16 and q8_requant_exact on cases read
  * from stdin (tests/kernels/test_fully_connected_s16.py writes them), prints the results.
  *
- * "R count" then count lines "acc num den shift": one q8_requant_exact each.
+ * "R count" then count lines "acc num den shift mult rshift": one q8_requant_fast each
+ * (mult 0: q8_requant_exact).
  * "F signed rows k n xzp yzp ymin ymax has_bias" then k*n weights, n biases (if any),
- * n multipliers "num den shift", rows*k inputs: one product, its outputs printed. */
+ * n multipliers "num den shift mult rshift", rows*k inputs: one product, its outputs
+ * printed. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -72,13 +74,15 @@ static int run_product(void)
     for (i = 0; i < n; i++) {
         unsigned long long num;
         unsigned long den;
-        long shift;
-        if (scanf("%llu %lu %ld", &num, &den, &shift) != 3) {
+        long shift, mult, rshift;
+        if (scanf("%llu %lu %ld %ld %ld", &num, &den, &shift, &mult, &rshift) != 5) {
             return fail("multiplier");
         }
         m[i].num = num;
         m[i].den = (uint32_t)den;
         m[i].shift = (int32_t)shift;
+        m[i].mult = (int32_t)mult;
+        m[i].rshift = (int32_t)rshift;
     }
     p.rows = rows;
     p.k = k;
@@ -114,15 +118,18 @@ int main(void)
                 long long acc;
                 unsigned long long num;
                 unsigned long den;
-                long shift;
+                long shift, mult, rshift;
                 q8_exact_multiplier m;
-                if (scanf("%lld %llu %lu %ld", &acc, &num, &den, &shift) != 4) {
+                if (scanf("%lld %llu %lu %ld %ld %ld", &acc, &num, &den, &shift, &mult,
+                          &rshift) != 6) {
                     return fail("requant case");
                 }
                 m.num = num;
                 m.den = (uint32_t)den;
                 m.shift = (int32_t)shift;
-                printf("%lld\n", (long long)q8_requant_exact(acc, &m));
+                m.mult = (int32_t)mult;
+                m.rshift = (int32_t)rshift;
+                printf("%lld\n", (long long)q8_requant_fast(acc, &m));
             }
         } else if (kind[0] == 'F') {
             const int status = run_product();

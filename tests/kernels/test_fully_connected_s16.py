@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from codegen.arith.exact_requant import (
     ExactMultiplier,
     exact_multiplier,
+    fixed_point,
     requantize_exact_reference,
 )
 from codegen.core.resources import runtime_dir
@@ -90,13 +91,47 @@ def requant_cases(rng: np.random.Generator) -> list[tuple[int, int, int, int]]:
     return cases
 
 
+def with_fixed_point(case: tuple[int, int, int, int]) -> tuple[int, int]:
+    _, num, den, shift = case
+    return fixed_point(Fraction(num) * Fraction(2) ** shift / den)
+
+
 def test_exact_requantization_matches_the_rationals(driver: Path) -> None:
+    """q8_requant_exact (mult 0) and q8_requant_fast (its fixed-point form first, the
+    exact path near a tie or beyond 32-bit accumulators) on every case."""
     cases = requant_cases(np.random.default_rng(7))
-    text = f"R {len(cases)}\n" + "".join(f"{a} {n} {d} {s}\n" for a, n, d, s in cases)
+    fast = [with_fixed_point(case) for case in cases]
+    text = f"R {2 * len(cases)}\n" + "".join(f"{a} {n} {d} {s} 0 0\n" for a, n, d, s in cases)
+    text += "".join(f"{a} {n} {d} {s} {m} {r}\n"
+                    for (a, n, d, s), (m, r) in zip(cases, fast, strict=True))
     got = run(driver, text)
     want = [expected_requant(*case) for case in cases]
-    wrong = [(c, g, w) for c, g, w in zip(cases, got, want, strict=True) if g != w]
+    wrong = [(c, g, w) for c, g, w in zip(cases + cases, got, want + want, strict=True)
+             if g != w]
     assert not wrong, wrong[:5]
+    assert sum(m != 0 for m, _ in fast) > len(cases) // 2
+
+
+def test_the_fast_path_decides_near_ties_by_the_exact_one(driver: Path) -> None:
+    """Accumulators of 32 bits or less next to an exact tie of a fixed-point multiplier:
+    the window |acc| / 2 around each boundary sends them to the exact path."""
+    rng = np.random.default_rng(17)
+    cases = []
+    for _ in range(3000):
+        den = int(rng.choice([1, 3, 5, 7, 2**23 - 1, 12582917]))
+        num = int(rng.integers(1, 2**24)) * 2 + 1
+        shift = -int(rng.integers(20, 50))
+        k = int(rng.integers(-2**20, 2**20))
+        # acc * num * 2^shift / den = k + 1/2 (rounded to an integer acc: ties and near-ties)
+        acc = round(Fraction(2 * k + 1) * den / (num * Fraction(2) ** (shift + 1)))
+        if abs(acc) >= 2**31 - 2:
+            continue
+        for delta in (-1, 0, 1):
+            cases.append((acc + delta, num, den, shift))
+    fast = [with_fixed_point(case) for case in cases]
+    text = f"R {len(cases)}\n" + "".join(
+        f"{a} {n} {d} {s} {m} {r}\n" for (a, n, d, s), (m, r) in zip(cases, fast, strict=True))
+    assert run(driver, text) == [expected_requant(*case) for case in cases]
 
 
 @dataclass(frozen=True)
@@ -146,7 +181,7 @@ def driver_text(p: Product) -> str:
     text += " ".join(str(v) for v in p.w.reshape(-1)) + "\n"
     if p.bias is not None:
         text += " ".join(str(v) for v in p.bias) + "\n"
-    text += "".join(f"{m.num} {m.den} {m.shift}\n" for m in p.multipliers)
+    text += "".join(f"{m.num} {m.den} {m.shift} {m.mult} {m.rshift}\n" for m in p.multipliers)
     return text + " ".join(str(v) for v in p.x.reshape(-1)) + "\n"
 
 
@@ -183,7 +218,8 @@ def qemu_main(products: list[Product]) -> str:
         parts.append(c_array(ctype, f"x{i}", p.x))
         if p.bias is not None:
             parts.append(c_array("int32_t", f"b{i}", p.bias))
-        mults = ", ".join(f"{{{m.num}u, {m.den}u, {m.shift}}}" for m in p.multipliers)
+        mults = ", ".join(f"{{{m.num}u, {m.den}u, {m.shift}, {m.mult}, {m.rshift}}}"
+                          for m in p.multipliers)
         parts.append(f"static const q8_exact_multiplier m{i}[] = {{{mults}}};\n")
         parts.append(f"static {ctype} y{i}[{rows * n}];\n")
         bias = f"b{i}" if p.bias is not None else "NULL"

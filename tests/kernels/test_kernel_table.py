@@ -110,6 +110,7 @@ CASES = [
     ("kws_lstm_torchscript_ort_qop_u8s8", {"board": "host"}),
     ("unet_tiny_torchscript_ort_qop_u8s8", {"board": "host"}),
     ("gelu_mlp_dynamo_ort_qdq_a16w8_u16", {"board": "host"}),
+    ("kws_dscnn_torchscript_ort_qdq_a16w8_s16", {"board": "host", "integer_only": True}),
 ]
 
 
@@ -136,7 +137,7 @@ def test_scratch_functions_agree_with_the_planned_scratch(tmp_path: Path) -> Non
     calls = scratch_calls()
     lines = ['#include <stdio.h>', '#include "q8_runtime.h"', '#include "conv_transpose_f32.h"',
              '#include "instance_norm_f32.h"', '#include "recurrent_f32.h"',
-             '#include "matmul_nbits_f32.h"',
+             '#include "matmul_nbits_f32.h"', '#include "conv_s16_im2col.h"',
              "int main(void)", "{"]
     for i, call in enumerate(calls):
         found = lookup_symbol(call.function)

@@ -219,8 +219,7 @@ def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
 # requantization modes alternate (both with ONNX2MCU_CORPUS_ALL_MODES=1): the 16-bit
 # kernels do not depend on the mode, the 8-bit parts around them do.
 WIDE = [n for n in ACCEPTED if "a16w8" in n or "u16s8" in n]
-WIDE_KERNELS = {"q8_conv_s16", "q8_conv_u16", "q8_fully_connected_s16",
-                "q8_fully_connected_u16"}
+WIDE_KERNELS = {"q8_conv_s16_im2col", "q8_conv_u16_im2col"}
 WIDE_CASES = [(name, requant) for i, name in enumerate(WIDE) for requant in ("float", "int")
               if ALL_MODES or requant == ("int" if i % 2 else "float")]
 

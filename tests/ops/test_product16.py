@@ -180,8 +180,9 @@ def conv_unit(prefix: str, cfg: ConvConfig, dtype: str, rng: np.random.Generator
     return Unit(nodes, inits, f"{prefix}_x", shape, f"{prefix}_y", oracle)
 
 
-def matmul_unit(prefix: str, dtype: str, rng: np.random.Generator, gemm: bool) -> Unit:
-    k, n = int(rng.integers(1, 200)), int(rng.integers(1, 12))
+def matmul_unit(prefix: str, dtype: str, rng: np.random.Generator, gemm: bool,
+                taps: tuple[int, int] = (1, 200)) -> Unit:
+    k, n = int(rng.integers(*taps)), int(rng.integers(1, 12))
     rows = int(rng.integers(1, 4))
     trans_b = gemm and bool(rng.random() < 0.5)
     per_channel = bool(rng.random() < 0.6)
@@ -228,8 +229,9 @@ def random_units(seed: int, dtype: str) -> list[Unit]:
     for i in range(8):
         cfg = random_conv_config(rng, seed + i)
         units.append(conv_unit(f"c{i}", replace(cfg, batch=min(cfg.batch, 2)), dtype, rng))
+    # g1: more than 256 taps, which the fast kernel sums in int32 chunks
     units += [matmul_unit("mm", dtype, rng, gemm=False), matmul_unit("g0", dtype, rng, True),
-              matmul_unit("g1", dtype, rng, True)]
+              matmul_unit("g1", dtype, rng, True, taps=(257, 900))]
     return units
 
 
@@ -248,11 +250,13 @@ CASES = [(seed, dtype) for seed in (1, 2, 3) for dtype in ("int16", "uint16")]
 def test_16bit_units_match_the_exact_oracle(seed: int, dtype: str) -> None:
     units = random_units(seed, dtype)
     model = units_model(units, dtype)
-    for requant in ("float", "int"):
-        gen = generate_sources(model, Options(integer_only=True, requant=requant))
-        kernels = {call.function for call in gen.program.calls}
-        suffix = "s16" if dtype == "int16" else "u16"
-        assert kernels == {f"q8_conv_{suffix}", f"q8_fully_connected_{suffix}"}, kernels
+    suffix = "s16" if dtype == "int16" else "u16"
+    expected = {"fast": {f"q8_conv_{suffix}_im2col"},
+                "reference": {f"q8_conv_{suffix}", f"q8_fully_connected_{suffix}"}}
+    for requant, kernels in (("float", "fast"), ("int", "fast"), ("float", "reference")):
+        gen = generate_sources(model, Options(integer_only=True, requant=requant,
+                                              kernels=kernels))
+        assert {call.function for call in gen.program.calls} == expected[kernels]
         samples = random_samples(units, dtype, seed)
         for sample, got in zip(samples, run_generated(gen, samples, SANITIZE), strict=True):
             for unit in units:
@@ -284,12 +288,13 @@ def test_16bit_units_match_the_exact_oracle_in_qemu(board: str) -> None:
     the M0+: the compiler's own routines), run in QEMU, both signednesses."""
     for seed, dtype in ((6, "int16"), (7, "uint16")):
         units = random_units(seed, dtype)
-        gen = generate_sources(units_model(units, dtype), Options(integer_only=True,
-                                                                  board=board))
         samples = random_samples(units, dtype, seed, count=1)
-        got = run_generated(gen, samples)[0]
-        for unit in units:
-            assert np.array_equal(got[unit.y], unit.oracle(samples[0][unit.x])), unit.y
+        for kernels in ("fast", "reference"):
+            gen = generate_sources(units_model(units, dtype), Options(
+                integer_only=True, board=board, kernels=kernels))
+            got = run_generated(gen, samples)[0]
+            for unit in units:
+                assert np.array_equal(got[unit.y], unit.oracle(samples[0][unit.x])), unit.y
 
 
 def test_a_converted_16bit_model_is_refused_with_the_way_back(tmp_path: Path) -> None:
