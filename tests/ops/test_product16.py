@@ -159,11 +159,13 @@ def quantize_output(prefix: str) -> onnx.NodeProto:
 
 def conv_unit(prefix: str, cfg: ConvConfig, dtype: str, rng: np.random.Generator) -> Unit:
     cg = cfg.channels // cfg.group
-    w = rng.integers(-127, 128, (cfg.out_channels, cg, *cfg.kernel)).astype(np.int8)
+    w = cfg.arrays.get("w", rng.integers(-127, 128, (cfg.out_channels, cg, *cfg.kernel)))
+    w = w.astype(np.int8)
     taps = int(np.prod(w.shape[1:]))
     sx, sw, sy = scales(rng, taps, cfg.out_channels, cfg.per_channel)
     bias = rng.integers(-(2**26) if cfg.big_bias else -(2**16), 2**26 if cfg.big_bias
                         else 2**16, cfg.out_channels).astype(np.int32) if cfg.bias else None
+    bias = cfg.arrays.get("bias", bias)
     nodes, inits, xzp, yzp, operands = qdq_nodes(prefix, dtype, rng, sx, sw, sy, w, bias, 0)
     attrs: dict[str, Any] = {"group": cfg.group, "strides": list(cfg.strides),
                              "dilations": list(cfg.dilations)}
@@ -306,3 +308,50 @@ def test_a_converted_16bit_model_is_refused_with_the_way_back(tmp_path: Path) ->
     with pytest.raises(UnsupportedError, match=r"node '\w+'.*convert --integer-only.*"
                                                r"1 16-bit unit.*original model"):
         generate_sources(onnx.load(out), Options())
+
+
+def extreme_conv(channels: int, out_channels: int, group: int, kernel: tuple[int, int],
+                 pads: int, w: NDArray[Any], bias: NDArray[Any]) -> ConvConfig:
+    return ConvConfig(x_dtype="", w_dtype="int8", batch=1, channels=channels,
+                      out_channels=out_channels, spatial=(kernel[0] + 1, kernel[1] + 2),
+                      kernel=kernel, group=group, strides=(1, 1), dilations=(1, 1),
+                      pads=(pads, pads, pads, pads), auto_pad=None, per_channel=True,
+                      bias=True, big_bias=False, kernel_shape_attr=False, seed=0,
+                      arrays={"w": w, "bias": bias})
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16"])
+def test_16bit_units_at_their_limits(dtype: str) -> None:
+    """The sums the kernels prove in range, at their bounds: a 15x15 depthwise window
+    (225 taps of |x - x_zp| up to 65535, summed in int32 without a column), 300 and
+    1,000 taps (int32 chunks of 256), weights all -128 or alternating, biases at the
+    int32 limits, inputs at their type's limits, alternating, and at the zero point."""
+    rng = np.random.default_rng(99)
+    top = np.iinfo(np.int32)
+    dw_w = np.full((3, 1, 15, 15), -128)
+    dense_w = np.where(np.arange(4 * 300 * 1).reshape(4, 300, 1, 1) % 2, 127, -128)
+    units = [
+        conv_unit("dw", extreme_conv(3, 3, 3, (15, 15), 7, dw_w,
+                                     np.array([top.max, top.min, 0], np.int32)), dtype, rng),
+        conv_unit("pw", extreme_conv(300, 4, 1, (1, 1), 0, dense_w,
+                                     np.array([top.max, top.min, top.max, 1], np.int32)),
+                  dtype, rng),
+        matmul_unit("fc", dtype, rng, gemm=True, taps=(1000, 1001)),
+    ]
+    model = units_model(units, dtype)
+    lo, hi = RANGES[dtype]
+    samples = []
+    for pattern in ("lo", "hi", "alternating"):
+        sample = {}
+        for u in units:
+            size = int(np.prod(u.x_shape))
+            values = {"lo": np.full(size, lo), "hi": np.full(size, hi),
+                      "alternating": np.where(np.arange(size) % 2, hi, lo)}[pattern]
+            sample[u.x] = values.reshape(u.x_shape).astype(dtype)
+        samples.append(sample)
+    for kernels in ("fast", "reference"):
+        gen = generate_sources(model, Options(integer_only=True, kernels=kernels))
+        for sample, got in zip(samples, run_generated(gen, samples, SANITIZE), strict=True):
+            for unit in units:
+                assert np.array_equal(got[unit.y], unit.oracle(sample[unit.x])), \
+                    (kernels, unit.y)
