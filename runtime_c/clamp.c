@@ -1,4 +1,4 @@
-/* clamp.c - Relu and Clip on int8/uint8 tensors: exact integer clamps. Input and output
+/* clamp.c - Relu and Clip on int8/uint8/int16/uint16 tensors: exact integer clamps. Input and output
  * may be the same buffer (written in place): nothing is restrict-qualified. */
 #include "q8_arith.h"
 #include "q8_runtime.h"
@@ -24,6 +24,22 @@ void q8_clamp_s8(const q8_clamp_params *params, const int8_t *input, int8_t *out
 {
     clamp(params, (const uint8_t *)input, (uint8_t *)output, 1);
 }
+
+#define Q8_CLAMP16(NAME, T)                                                    \
+    void NAME(const q8_clamp_params *params, const T *input, T *output)       \
+    {                                                                          \
+        const int32_t size = params->size, lo = params->min, hi = params->max; \
+        int32_t i;                                                             \
+        for (i = 0; i < size; i++) {                                           \
+            int32_t v = (int32_t)input[i];                                     \
+            v = v < lo ? lo : v;                                               \
+            v = v > hi ? hi : v;                                               \
+            output[i] = (T)v;                                                  \
+        }                                                                      \
+    }
+
+Q8_CLAMP16(q8_clamp_s16, int16_t)
+Q8_CLAMP16(q8_clamp_u16, uint16_t)
 
 void q8_clamp_f32(const q8_clamp_f32_params *params, const float *input, float *output)
 {

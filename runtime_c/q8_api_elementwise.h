@@ -107,6 +107,8 @@ typedef struct {
 
 void q8_clamp_u8(const q8_clamp_params *params, const uint8_t *input, uint8_t *output);
 void q8_clamp_s8(const q8_clamp_params *params, const int8_t *input, int8_t *output);
+void q8_clamp_s16(const q8_clamp_params *params, const int16_t *input, int16_t *output);
+void q8_clamp_u16(const q8_clamp_params *params, const uint16_t *input, uint16_t *output);
 
 /* Relu and Clip on float32: y = min(max(x, min), max). */
 typedef struct {

@@ -1,4 +1,4 @@
-"""Relu and Clip: integer clamps of raw int8/uint8 values, or float32 clamps (exact
+"""Relu and Clip: integer clamps of raw 8-bit or 16-bit values, or float32 clamps (exact
 either way)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from codegen.core.ir import QUANT_RANGE, Graph, Node, Tensor
+from codegen.core.ir import QDQ_RANGE, Graph, Node, Tensor
 from codegen.core.program import Alias, CFloat, CStruct, KernelCall
 from codegen.errors import ModelError
 
@@ -24,6 +24,7 @@ from ._common import (
     kernel_suffix,
     reject_unknown_attrs,
 )
+from ._export import export_through_int32
 
 SOURCES = ("clamp.c",)
 
@@ -35,8 +36,8 @@ class ClampSpec:
 
 
 def clamp_bounds(node: Node, graph: Graph, dtype: str) -> tuple[float, float]:
-    """[min, max] of a Relu or Clip: ints for 8-bit tensors, floats for float32."""
-    lo, hi = QUANT_RANGE.get(dtype, (-math.inf, math.inf))
+    """[min, max] of a Relu or Clip: ints for integer tensors, floats for float32."""
+    lo, hi = QDQ_RANGE.get(dtype, (-math.inf, math.inf))
     if node.op_type == "Relu":
         return max(lo, 0), hi
     if node.opset < 11:  # Clip-6: float attributes
@@ -60,21 +61,21 @@ def clamp_bounds(node: Node, graph: Graph, dtype: str) -> tuple[float, float]:
 def infer_clamp(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, {"min", "max"} if node.opset < 11 else set())
     x = input_tensor(node, graph, 0, "X")
-    check_dtype(node, "input X", x, ("int8", "uint8", "float32"))
+    check_dtype(node, "input X", x, ("int8", "uint8", "int16", "uint16", "float32"))
     lo, hi = clamp_bounds(node, graph, x.dtype)
     return Inferred([Tensor(node.outputs[0], x.dtype, x.shape, x.quant)], spec=ClampSpec(lo, hi))
 
 
 def absorbed_clamp(node: Node, graph: Graph) -> tuple[int, int] | None:
     """The bounds of the integer Relu/Clip that `node` applies for its only reader:
-    operators whose OpDef says they absorb a clamp (they clamp their own 8-bit output,
+    operators whose OpDef says they absorb a clamp (they clamp their own integer output,
     in a requantization to [act_min, act_max] or a lookup table) fold a Relu/Clip that
     alone reads their output into that clamp (exact: rounding is monotone and the
     bounds are integers), and it costs nothing."""
     out = node.outputs[0]
     opdef = lookup(node)
     if opdef is None or not opdef.absorbs_clamp or out in graph.outputs or \
-            graph.tensors[out].dtype not in QUANT_RANGE:
+            graph.tensors[out].dtype not in QDQ_RANGE:
         return None
     readers = [n for n in graph.nodes for name in n.inputs if name == out]
     if len(readers) != 1 or readers[0].domain or readers[0].op_type not in ("Relu", "Clip") \
@@ -85,8 +86,8 @@ def absorbed_clamp(node: Node, graph: Graph) -> tuple[int, int] | None:
 
 
 def output_range(node: Node, graph: Graph, dtype: str) -> tuple[int, int]:
-    """[act_min, act_max] of an 8-bit output, narrowed by an absorbed Relu/Clip."""
-    qmin, qmax = QUANT_RANGE[dtype]
+    """[act_min, act_max] of an integer output, narrowed by an absorbed Relu/Clip."""
+    qmin, qmax = QDQ_RANGE[dtype]
     bounds = absorbed_clamp(node, graph)
     if bounds is None:
         return qmin, qmax
@@ -129,7 +130,7 @@ FLT_MAX = 3.4028234663852886e38
 
 
 # Integer types arrive in Relu-14 and Clip-12; earlier versions take floats only.
-TYPES = frozenset({"uint8", "int8", "float32"})
+TYPES = frozenset({"uint8", "int8", "uint16", "int16", "float32"})
 def relu_values(node: Node, operands: list[NDArray[np.float32]]) -> NDArray[np.float32]:
     return np.maximum(operands[0], np.float32(0.0)).astype(np.float32)
 
@@ -155,4 +156,5 @@ register(OpDef("Relu", "", infer_clamp, lower_clamp, versions=(6, 13, 14), data_
 # DequantizeLinear's values are read as ORT computes them (frontend/folding.py).
 register(OpDef("Clip", "", infer_clamp, lower_clamp, versions=(6, 11, 12, 13),
                constant_inputs=frozenset({1, 2}), float_constants=frozenset({1, 2}),
-               data_dtypes=TYPES, elementwise=clip_values))
+               data_dtypes=TYPES, elementwise=clip_values,
+               export=export_through_int32(0, (1, 2))))

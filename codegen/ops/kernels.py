@@ -263,7 +263,8 @@ KERNELS: tuple[Kernel, ...] = (
            "q8_lut_channels_params", "a table per channel (per-channel DQ -> op -> Q)"),
     Kernel("lut_channels_bytes", "q8_lut_channels_bytes", (), "lookup.c",
            "q8_lut_channels_params", "a table per channel between 8-bit types"),
-    Kernel("clamp", "q8_clamp_{x}", (("x", (*INT8, "f32")),), "clamp.c", "q8_clamp_params",
+    Kernel("clamp", "q8_clamp_{x}", (("x", (*INT8, "s16", "u16", "f32")),), "clamp.c",
+           "q8_clamp_params",
            "Clip/Relu the generator does not fold into the layer before"),
     # --------------------------------------------------------------- pools
     Kernel("avgpool", "q8_avgpool_{x}", (("x", INT8),), "average_pool.c", "q8_avgpool_params",

@@ -50,6 +50,7 @@ from ._exact_requant_onnx import exact_requantize_nodes
 from ._export import Writer
 from ._geometry import Window, conv_groups, conv_window, dims_struct, window_struct
 from ._qdq import bias_input
+from .clamp import output_range
 from .kernels import kernel
 
 WIDE_TYPES = ("int16", "uint16")
@@ -223,8 +224,9 @@ def _suffix(dtype: str) -> str:
     return "s16" if dtype == "int16" else "u16"
 
 
-def _output_fields(quant: Wide16Quant) -> tuple[tuple[str, Any], ...]:
-    lo, hi = QDQ_RANGE[quant.dtype]
+def _output_fields(node: Node, graph: Graph, quant: Wide16Quant) -> tuple[tuple[str, Any], ...]:
+    """The output's zero point and range, narrowed by a Relu/Clip the unit absorbs."""
+    lo, hi = output_range(node, graph, quant.dtype)
     return (("y_zero_point", quant.y_zp), ("y_min", lo), ("y_max", hi))
 
 
@@ -240,7 +242,7 @@ def blocked_weights(quads: NDArray[Any], m_group: int) -> NDArray[Any]:
     return np.concatenate(parts)
 
 
-def im2col_call(node: Node, x: Tensor, y: Tensor, x_shape: tuple[int, ...],
+def im2col_call(node: Node, graph: Graph, x: Tensor, y: Tensor, x_shape: tuple[int, ...],
                 y_shape: tuple[int, ...], window: Window, groups: int, quant: Wide16Quant,
                 weights: NDArray[Any], bias: NDArray[Any] | None,
                 multipliers: Sequence[ExactMultiplier]) -> KernelCall:
@@ -261,7 +263,7 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, x_shape: tuple[int, ...],
         ("input", dims_struct(x_shape)), ("output", dims_struct(y_shape)),
         ("window", window_struct(window)), ("groups", groups),
         ("taps", taps), ("taps_padded", padded_taps),
-        ("x_offset", x_offset), ("x_pad", x_pad), *_output_fields(quant),
+        ("x_offset", x_offset), ("x_pad", x_pad), *_output_fields(node, graph, quant),
         ("weights", CRef("weights")), ("bias", CRef("bias")),
         ("multiplier", CRef("multiplier"))))
     arrays = (CArray("weights", "int8_t", interleaved.reshape(-1)),
@@ -279,12 +281,12 @@ def lower_conv16(node: Node, graph: Graph, spec: Conv16Spec,
     q = spec.quant
     if options.kernels == "fast":
         weights = spec.weights.reshape(spec.weights.shape[0], -1)
-        return [im2col_call(node, x, y, x.shape, y.shape, spec.window, spec.groups, q,
+        return [im2col_call(node, graph, x, y, x.shape, y.shape, spec.window, spec.groups, q,
                             weights, spec.bias, spec.multipliers)]
     params = CStruct("q8_conv_s16_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(spec.window)), ("groups", spec.groups),
-        ("x_zero_point", q.x_zp), *_output_fields(q),
+        ("x_zero_point", q.x_zp), *_output_fields(node, graph, q),
         ("weights", CRef("weights")),
         ("bias", CRef("bias") if spec.bias is not None else None),
         ("multiplier", CRef("multiplier"))))
@@ -305,12 +307,12 @@ def lower_matmul16(node: Node, graph: Graph, spec: MatMul16Spec,
     a, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     q = spec.quant
     if options.kernels == "fast":
-        return [im2col_call(node, a, y, (spec.rows, spec.k, 1, 1), (spec.rows, spec.n, 1, 1),
+        return [im2col_call(node, graph, a, y, (spec.rows, spec.k, 1, 1), (spec.rows, spec.n, 1, 1),
                             POINT, 1, q, np.ascontiguousarray(spec.weights.T), spec.bias,
                             spec.multipliers)]
     params = CStruct("q8_fully_connected_s16_params", (
         ("rows", spec.rows), ("k", spec.k), ("n", spec.n),
-        ("x_zero_point", q.x_zp), *_output_fields(q),
+        ("x_zero_point", q.x_zp), *_output_fields(node, graph, q),
         ("w", CRef("weights")),
         ("bias", CRef("bias") if spec.bias is not None else None),
         ("multiplier", CRef("multiplier"))))
@@ -530,7 +532,7 @@ def export_conv16(node: Node, w: Writer) -> None:
 
 register(OpDef("QLinearConv16", OWN_DOMAIN, infer_conv16, lower_conv16,
                constant_inputs=frozenset(range(1, 9)), data_dtypes=frozenset(WIDE_TYPES),
-               export=export_conv16))
+               absorbs_clamp=True, export=export_conv16))
 register(OpDef("QLinearMatMul16", OWN_DOMAIN, infer_matmul16, lower_matmul16,
                constant_inputs=frozenset(range(1, 9)), data_dtypes=frozenset(WIDE_TYPES),
-               export=export_matmul16))
+               absorbs_clamp=True, export=export_matmul16))

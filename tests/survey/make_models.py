@@ -11,12 +11,14 @@ It writes OUT/ARCH_EXPORTER_QUANTIZER.onnx, the float exports in OUT/float/, and
 OUT/models.json: one entry per attempted model (file, arch, exporter, quantizer,
 producer versions; or "error" when the exporter or the quantizer failed).
 Options: --archs a,b (only those), --workers N (default 2), --skip-quark,
---quark-python PATH (default /tmp/survey/venv-quark/bin/python).
+--quark-python PATH (default /tmp/survey/venv-quark/bin/python), --batch 2 (the second
+batch's architectures, archs_batch2.py, instead of archs.py's).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -26,6 +28,7 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -34,6 +37,8 @@ import onnx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+# The batches of architectures: modules with ARCHITECTURES and build() (archs.py's form).
+BATCHES = {1: "archs", 2: "archs_batch2"}
 CALIBRATION_COUNT = 8
 EXPORTERS = {"torchscript13": 13, "torchscript14": 14, "torchscript17": 17, "dynamo18": 18}
 # The ORT static configurations: (format, activation type, per-channel weights).
@@ -64,6 +69,11 @@ PLAN: dict[str, tuple[str, ...]] = {
 }
 
 
+def arch_module(batch: int) -> ModuleType:
+    """The module of the batch's architectures (ARCHITECTURES, build)."""
+    return importlib.import_module(BATCHES[batch])
+
+
 def first_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     lines = [x for x in text.splitlines() if x.strip()]
@@ -88,10 +98,9 @@ def compact(path: Path) -> None:
     onnx.save(model, str(path))
 
 
-def export(arch: str, exporter: str, path: Path) -> dict[str, Any]:
+def export(arch: str, exporter: str, path: Path, batch: int = 1) -> dict[str, Any]:
     import torch
-    from archs import build
-    net, shape = build(arch)
+    net, shape = arch_module(batch).build(arch)
     args = (torch.randn(shape),)
     with torch.no_grad():
         out = net(*args)
@@ -176,12 +185,12 @@ def versions() -> dict[str, str]:
             "onnxruntime": onnxruntime.__version__, "nncf": nncf.__version__}
 
 
-def make_arch(arch: str, out: str) -> list[dict[str, Any]]:
+def make_arch(arch: str, out: str, batch: int = 1) -> list[dict[str, Any]]:
     """Every export and every non-Quark quantization of one architecture (one worker)."""
     import torch
     torch.set_num_threads(1)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from archs import ARCHITECTURES
+    ARCHITECTURES = arch_module(batch).ARCHITECTURES
     outdir = Path(out)
     family = ARCHITECTURES[arch][2]
     vers = versions()
@@ -196,7 +205,7 @@ def make_arch(arch: str, out: str) -> list[dict[str, Any]]:
                                      "family": family, "exporter": exporter, "opset": opset,
                                      "producer": f"torch {vers['torch']}"}
             try:
-                entry.update(export(arch, exporter, path))
+                entry.update(export(arch, exporter, path, batch))
                 entry["file"] = f"float/{path.name}"
                 exported[exporter] = path
             except Exception as exc:
@@ -244,10 +253,11 @@ def make_arch(arch: str, out: str) -> list[dict[str, Any]]:
     return entries
 
 
-def run_quark(out: Path, python: str, archs: list[str], workers: int) -> list[dict[str, Any]]:
+def run_quark(out: Path, python: str, archs: list[str], workers: int,
+              batch: int = 1) -> list[dict[str, Any]]:
     """quantize_quark.py with the Quark venv's python, one process per model (Quark 0.13
     keeps state between quantize_model calls), `workers` at a time."""
-    from archs import ARCHITECTURES
+    ARCHITECTURES = arch_module(batch).ARCHITECTURES
     jobs = []
     for arch in archs:
         for config in QUARK:
@@ -288,7 +298,6 @@ def run_quark(out: Path, python: str, archs: list[str], workers: int) -> list[di
 
 
 def main() -> None:
-    from archs import ARCHITECTURES
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", default="/tmp/survey/models")
@@ -298,7 +307,10 @@ def main() -> None:
     parser.add_argument("--only-quark", action="store_true",
                         help="keep models.json's other entries, (re)make the Quark models")
     parser.add_argument("--quark-python", default="/tmp/survey/venv-quark/bin/python")
+    parser.add_argument("--batch", type=int, choices=sorted(BATCHES), default=1,
+                        help="1: archs.py's architectures (default), 2: archs_batch2.py's")
     args = parser.parse_args()
+    ARCHITECTURES = arch_module(args.batch).ARCHITECTURES
     out = Path(args.out)
     (out / "float").mkdir(parents=True, exist_ok=True)
     archs = [a for a in args.archs.split(",") if a] or list(ARCHITECTURES)
@@ -311,14 +323,16 @@ def main() -> None:
     entries: list[dict[str, Any]] = []
     if not args.only_quark:
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            for result in pool.map(make_arch, archs, [str(out)] * len(archs)):
+            for result in pool.map(make_arch, archs, [str(out)] * len(archs),
+                                   [args.batch] * len(archs)):
                 entries.extend(result)
     else:
         entries = [e for e in old if e["arch"] in archs and not e.get("quantizer", "")
                    .startswith("quark")]
     if not args.skip_quark:
         if Path(args.quark_python).exists():
-            entries.extend(run_quark(out, args.quark_python, archs, args.workers))
+            entries.extend(run_quark(out, args.quark_python, archs, args.workers,
+                                     args.batch))
         else:
             for arch in archs:
                 for config in QUARK:
