@@ -1,4 +1,4 @@
-/* maxpool.c - MaxPool on int8/uint8/float32 NCHW tensors, exact (no arithmetic). One
+/* maxpool.c - MaxPool on 8-bit, 16-bit and float32 NCHW tensors, exact (no arithmetic). One
  * plane at a time: the output may overlap the input planes already done (codegen plans
  * it so), so input and output are not restrict-qualified. */
 #include <float.h>
@@ -52,6 +52,44 @@ void q8_maxpool_s8(const q8_pool_params *params, const int8_t *input,
 {
     maxpool(params, (const uint8_t *)input, (uint8_t *)output, 1);
 }
+
+/* 16-bit: an empty window (all padding) gives the type's lowest value, as the 8-bit
+ * kernels give theirs (ORT's float MaxPool gives -FLT_MAX, which quantizes to it). */
+#define Q8_MAXPOOL16(NAME, T, LOWEST)                                                          \
+    void NAME(const q8_pool_params *params, const T *input, T *output)                        \
+    {                                                                                          \
+        const q8_window *win = &params->window;                                                \
+        const int32_t H = params->input.h, W = params->input.w;                                \
+        const int32_t OH = params->output.h, OW = params->output.w;                            \
+        const int32_t planes = params->input.n * params->input.c;                              \
+        int32_t plane, oh, ow, kh, kw;                                                         \
+        for (plane = 0; plane < planes; plane++) {                                             \
+            const T *x_p = input + (size_t)plane * (size_t)(H * W);                            \
+            T *y_p = output + (size_t)plane * (size_t)(OH * OW);                               \
+            for (oh = 0; oh < OH; oh++) {                                                      \
+                const int32_t ih0 = oh * win->stride_h - win->pad_top;                         \
+                const int32_t kh0 = q8_window_first_tap(ih0, win->dilation_h, win->kernel_h);  \
+                const int32_t kh1 = q8_window_end_tap(ih0, win->dilation_h, H, win->kernel_h); \
+                for (ow = 0; ow < OW; ow++) {                                                  \
+                    const int32_t iw0 = ow * win->stride_w - win->pad_left;                    \
+                    const int32_t kw0 = q8_window_first_tap(iw0, win->dilation_w, win->kernel_w); \
+                    const int32_t kw1 = q8_window_end_tap(iw0, win->dilation_w, W, win->kernel_w); \
+                    int32_t best = LOWEST;                                                     \
+                    for (kh = kh0; kh < kh1; kh++) {                                           \
+                        const T *row = x_p + (size_t)(ih0 + kh * win->dilation_h) * (size_t)W; \
+                        for (kw = kw0; kw < kw1; kw++) {                                       \
+                            const int32_t v = (int32_t)row[iw0 + kw * win->dilation_w];        \
+                            best = v > best ? v : best;                                        \
+                        }                                                                      \
+                    }                                                                          \
+                    y_p[oh * OW + ow] = (T)best;                                               \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+Q8_MAXPOOL16(q8_maxpool_s16, int16_t, -32768)
+Q8_MAXPOOL16(q8_maxpool_u16, uint16_t, 0)
 
 void q8_maxpool_f32(const q8_pool_params *params, const float *input,
                     float *output)

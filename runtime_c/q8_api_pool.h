@@ -23,6 +23,8 @@ typedef struct {
 
 void q8_maxpool_u8(const q8_pool_params *params, const uint8_t *input, uint8_t *output);
 void q8_maxpool_s8(const q8_pool_params *params, const int8_t *input, int8_t *output);
+void q8_maxpool_s16(const q8_pool_params *params, const int16_t *input, int16_t *output);
+void q8_maxpool_u16(const q8_pool_params *params, const uint16_t *input, uint16_t *output);
 /* float32: an all-padding window yields -FLT_MAX, as ORT's lowest(). */
 void q8_maxpool_f32(const q8_pool_params *params, const float *input, float *output);
 

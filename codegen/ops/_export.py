@@ -159,6 +159,7 @@ def export_as_is(node: Node, w: Writer) -> None:
 
 # ONNX types (TensorProto) of the casts below.
 INT32 = 6
+FLOAT32 = 1
 WIDE_TYPES = {"int16": 5, "uint16": 4}
 # ai.onnx QuantizeLinear and DequantizeLinear take 16-bit integers from opset 21; ORT's
 # com.microsoft ones (what AMD Quark writes) at any opset.
@@ -180,28 +181,39 @@ def export_wide_qdq(node: Node, w: Writer) -> None:
 
 def export_through_int32(data: int, values: tuple[int, ...] = ()) -> Callable[[Node, Writer],
                                                                                None]:
-    """An operator that only moves values (Pad), written on int32 where its data is a
-    16-bit type ORT does not implement it for: its data input and the constant inputs
-    `values` cast to int32, its output cast back (exact both ways)."""
+    """An operator that only moves or compares values (Pad, Resize, Clip), written on
+    int32 where its data is a 16-bit type ORT does not implement it for: its data input
+    and the constant inputs `values` cast to int32, its output cast back (exact both
+    ways)."""
+    return export_through_type(data, values, "int32")
+
+
+def export_through_type(data: int, values: tuple[int, ...] = (),
+                        via: str = "int32") -> Callable[[Node, Writer], None]:
+    """The same through `via` ("int32", or "float32" for operators ORT implements on
+    floats and 8-bit types only, as MaxPool: 16-bit integers are exact in float32)."""
+    to = {"int32": INT32, "float32": FLOAT32}[via]
+    cast = {"int32": np.int32, "float32": np.float32}[via]
+
     def export(node: Node, w: Writer) -> None:
         dtype = w.dtype(node.inputs[data])
         if dtype not in WIDE_TYPES:
             export_as_is(node, w)
             return
         inputs = list(node.inputs)
-        wide = w.fresh(f"{inputs[data]}_int32")
-        w.nodes.append(helper.make_node("Cast", [inputs[data]], [wide], to=INT32,
-                                        name=w.fresh(f"{node.name}_to_int32")))
+        wide = w.fresh(f"{inputs[data]}_{via}")
+        w.nodes.append(helper.make_node("Cast", [inputs[data]], [wide], to=to,
+                                        name=w.fresh(f"{node.name}_to_{via}")))
         inputs[data] = wide
         for slot in values:
             if slot < len(inputs) and inputs[slot]:
-                inputs[slot] = w.constant(f"{inputs[slot]}_int32",
-                                          w.zero_point(inputs[slot], dtype).astype(np.int32))
-        out = w.fresh(f"{node.outputs[0]}_int32")
+                inputs[slot] = w.constant(f"{inputs[slot]}_{via}",
+                                          w.zero_point(inputs[slot], dtype).astype(cast))
+        out = w.fresh(f"{node.outputs[0]}_{via}")
         attrs = {k: _attribute(v) for k, v in sorted(node.attrs.items())}
         w.nodes.append(helper.make_node(node.op_type, inputs, [out], name=node.name,
                                         domain=node.domain or None, **attrs))
         w.nodes.append(helper.make_node("Cast", [out], list(node.outputs),
                                         to=WIDE_TYPES[dtype],
-                                        name=w.fresh(f"{node.name}_from_int32")))
+                                        name=w.fresh(f"{node.name}_from_{via}")))
     return export

@@ -275,7 +275,7 @@ KERNELS: tuple[Kernel, ...] = (
            "average_pool.c", "q8_global_pool_params", "QLinearGlobalAveragePool"),
     Kernel("global_avgpool_f32", "q8_global_avgpool_f32", (), "average_pool_f32.c",
            "q8_global_pool_f32_params", "a float GlobalAveragePool"),
-    Kernel("maxpool", "q8_maxpool_{x}", (("x", (*INT8, "f32")),), "maxpool.c",
+    Kernel("maxpool", "q8_maxpool_{x}", (("x", (*INT8, "s16", "u16", "f32")),), "maxpool.c",
            "q8_pool_params", "MaxPool"),
     # --------------------------------------------------------------- elementwise
     Kernel("qadd", "q8_qadd_{x}{rq}", (("x", INT8), ("rq", REQUANT)), "elementwise.c",

@@ -1,5 +1,6 @@
-"""MaxPool on int8/uint8 and float32 tensors: 1-D and 2-D, pads, strides, dilations,
-ceil_mode, auto_pad. Exact: a maximum of the values."""
+"""MaxPool on 8-bit, 16-bit and float32 tensors: 1-D and 2-D, pads, strides, dilations,
+ceil_mode, auto_pad. Exact: a maximum of the values. ORT has no 16-bit MaxPool: `convert`
+writes one on float32 (16-bit integers convert exactly both ways)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from codegen.errors import UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
 from ._common import attr_int, check_dtype, input_tensor, plane_overlap, reject_unknown_attrs
+from ._export import export_through_type
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
 from .kernels import kernel
 
+TYPES = ("uint8", "int8", "uint16", "int16", "float32")
 ATTRS = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
          "strides"}
 
@@ -31,7 +34,7 @@ def maxpool_window(node: Node, x: Tensor) -> Window:
 def infer_maxpool(node: Node, graph: Graph) -> Inferred:
     reject_unknown_attrs(node, ATTRS)
     x = input_tensor(node, graph, 0, "X")
-    check_dtype(node, "input X", x, ("uint8", "int8", "float32"))
+    check_dtype(node, "input X", x, TYPES)
     if len([o for o in node.outputs if o]) > 1:
         raise UnsupportedError(f"{node.describe()}: the Indices output is not supported")
     if attr_int(node, "storage_order", 0) != 0:
@@ -49,7 +52,8 @@ def lower_maxpool(node: Node, graph: Graph, spec: MaxPoolSpec,
     params = CStruct("q8_pool_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(spec.window))))
-    suffix = {"uint8": "u8", "int8": "s8", "float32": "f32"}[x.dtype]
+    suffix = {"uint8": "u8", "int8": "s8", "uint16": "u16", "int16": "s16",
+              "float32": "f32"}[x.dtype]
     # One plane at a time: an output plane may overwrite the input planes before it.
     function = kernel("maxpool").symbol(x=suffix)
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
@@ -59,6 +63,7 @@ def lower_maxpool(node: Node, graph: Graph, spec: MaxPoolSpec,
 # MaxPool-22 only adds types and clarifies that windows starting in the right padding
 # are dropped, which ORT did before; 8-bit types arrive in MaxPool-12.
 register(OpDef("MaxPool", "", infer_maxpool, lower_maxpool, versions=(8, 10, 11, 12, 22),
-               data_dtypes=frozenset({"uint8", "int8", "float32"}), moves_values=True,
+               data_dtypes=frozenset(TYPES), moves_values=True,
                # Quantization is monotone, so MaxPool commutes with it.
-               ort_propagates=True, integer_only_propagates=True))
+               ort_propagates=True, integer_only_propagates=True,
+               export=export_through_type(0, via="float32")))

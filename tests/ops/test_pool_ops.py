@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import SANITIZE, in_qemu
-from modelgen import RANGE, Case, combine, graph_model
+from modelgen import RANGE, RANGE16, Case, combine, graph_model
 from onnx import helper
 
 import codegen
+from codegen.options import Options
+from codegen.pipeline import generate_sources
 
 F32 = np.float32
 
@@ -112,3 +114,42 @@ def test_average_pool(seed: int, requant: str) -> None:
                             cflags=SANITIZE)
     assert report.ok, [(c[0].name, c[0].attribute, o) for c, o in
                        zip(cases, report.outputs, strict=True) if o.mismatches]
+
+
+def maxpool16_model(dtype: str) -> Any:
+    """DequantizeLinear (16-bit) -> MaxPool -> QuantizeLinear with one quantization, as
+    ORT's A16W8 quantizer writes it: 1-D and 2-D windows, pads, strides, dilations,
+    ceil_mode."""
+    rng = np.random.default_rng(7 if dtype == "int16" else 8)
+    lo, hi = RANGE16[dtype]
+    nodes, inputs, inits, outputs = [], {}, {}, {}
+    windows: list[tuple[list[int], dict[str, Any]]] = [
+        ([1, 3, 9, 9], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ([2, 2, 8, 7], {"kernel_shape": [2, 3], "ceil_mode": 1, "strides": [2, 2]}),
+        ([1, 4, 10, 10], {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 1, 0, 2]}),
+        ([1, 5, 17], {"kernel_shape": [4], "strides": [3], "pads": [2, 1]}),
+    ]
+    for i, (shape, attrs) in enumerate(windows):
+        p = f"m{i}_"
+        inits[f"{p}s"] = np.array(F32(rng.uniform(1e-5, 1e-3)))
+        inits[f"{p}z"] = np.array(rng.integers(lo, hi + 1), dtype)
+        nodes += [helper.make_node("DequantizeLinear", [f"{p}x", f"{p}s", f"{p}z"], [f"{p}f"]),
+                  helper.make_node("MaxPool", [f"{p}f"], [f"{p}g"], **attrs),
+                  helper.make_node("QuantizeLinear", [f"{p}g", f"{p}s", f"{p}z"], [f"{p}y"])]
+        inputs[f"{p}x"] = (dtype, shape)
+        outputs[f"{p}y"] = dtype
+    return graph_model(nodes, inputs, outputs, inits, opset=21)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16"])
+def test_16bit_max_pool_on_the_integers(dtype: str) -> None:
+    """ORT computes a 16-bit DQ -> MaxPool -> Q in float; the maximum commutes with the
+    monotone quantization, so the C takes it on the 16-bit integers, bit-exact with ORT;
+    `convert` writes the 16-bit MaxPool ORT has no kernel for on float32 (exact)."""
+    model = maxpool16_model(dtype)
+    suffix = "s16" if dtype == "int16" else "u16"
+    for integer_only in (False, True):
+        gen = generate_sources(model, Options(integer_only=integer_only))
+        assert {c.function for c in gen.program.calls} == {f"q8_maxpool_{suffix}"}
+        report = codegen.verify(model, samples=3, integer_only=integer_only, cflags=SANITIZE)
+        assert report.ok, report.outputs
