@@ -153,7 +153,61 @@ Q8_INLINE void q8_valid_taps(int32_t base, int32_t dil, int32_t size, int32_t K,
  * (255 * 65535 * 128 < 2^31), then adds the model's own bias (the folded bias plus
  * x_pad * sum w). The weights of the channel are read back from their quads into scratch.
  */
-#define Q8_DEPTHWISE(T)                                                                         do {                                                                                            const int32_t taps = KH * KW;                                                               const int32_t x_zp = p->x_pad + p->x_offset;                                                int16_t *w_c = scratch;                                                                     int32_t c, t, oh_, ow_;                                                                     for (c = 0; c < C; c++) {                                                                       const T *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);                   const int8_t *w_q = p->weights + (size_t)c * (size_t)p->taps_padded;                        int64_t bias = p->bias[c];                                                                  for (t = 0; t < taps; t++) {                                                                    w_c[t] = w_q[(t & ~3) | ((t & 1) << 1) | ((t >> 1) & 1)];                                   bias += (int64_t)p->x_pad * w_c[t];                                                     }                                                                                           for (oh_ = 0; oh_ < OH; oh_++) {                                                                const int32_t ih0 = oh_ * win->stride_h - win->pad_top;                                     int32_t kh0, kh1;                                                                           q8_valid_taps(ih0, win->dilation_h, H, KH, &kh0, &kh1);                                     for (ow_ = 0; ow_ < OW; ow_++) {                                                                const int32_t iw0 = ow_ * win->stride_w - win->pad_left;                                    const size_t at = (size_t)(oh_ * OW + ow_);                                                 int32_t kw0, kw1, kh, kw, acc = 0;                                                          q8_valid_taps(iw0, win->dilation_w, W, KW, &kw0, &kw1);                                     for (kh = kh0; kh < kh1; kh++) {                                                                const T *row = x_c + (size_t)(ih0 + kh * win->dilation_h) * (size_t)W + iw0;                         const int16_t *w_row = w_c + kh * KW;                                                       for (kw = kw0; kw < kw1; kw++) {                                                                acc += ((int32_t)row[kw * win->dilation_w] - x_zp) * w_row[kw];                         }                                                                                       }                                                                                           {                                                                                               int32_t q_ = q8_requant_fast(bias + acc, &p->multiplier[c]) +                                            p->y_zero_point;                                                               q_ = q_ < p->y_min ? p->y_min : q_;                                                         q_ = q_ > p->y_max ? p->y_max : q_;                                                         y_n[(size_t)c * plane + at] = (T)q_;                                                    }                                                                                       }                                                                                       }                                                                                       }                                                                                       } while (0)
+#define Q8_DEPTHWISE(T)                                                                     \
+    do {                                                                                    \
+        const int32_t taps = KH * KW;                                                       \
+        const int32_t x_zp = p->x_pad + p->x_offset;                                        \
+        int16_t *w_c = scratch;                                                             \
+        int32_t c, t, oh_, ow_;                                                             \
+        for (c = 0; c < C; c++) {                                                           \
+            const T *x_c = x + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(H * W);       \
+            const int8_t *w_q = p->weights + (size_t)c * (size_t)p->taps_padded;            \
+            int64_t bias = p->bias[c];                                                      \
+            for (t = 0; t < taps; t++) {                                                    \
+                w_c[t] = w_q[(t & ~3) | ((t & 1) << 1) | ((t >> 1) & 1)];                   \
+                bias += (int64_t)p->x_pad * w_c[t];                                         \
+            }                                                                               \
+            for (oh_ = 0; oh_ < OH; oh_++) {                                                \
+                const int32_t ih0 = oh_ * win->stride_h - win->pad_top;                     \
+                int32_t kh0, kh1;                                                           \
+                q8_valid_taps(ih0, win->dilation_h, H, KH, &kh0, &kh1);                     \
+                for (ow_ = 0; ow_ < OW; ow_++) {                                            \
+                    const int32_t iw0 = ow_ * win->stride_w - win->pad_left;                \
+                    const size_t at = (size_t)(oh_ * OW + ow_);                             \
+                    int32_t kw0, kw1, kh, kw, acc = 0;                                      \
+                    q8_valid_taps(iw0, win->dilation_w, W, KW, &kw0, &kw1);                 \
+                    if (KW == 3 && kw0 == 0 && kw1 == 3 && win->dilation_w == 1) {          \
+                        /* a whole row of three taps, unrolled */                           \
+                        for (kh = kh0; kh < kh1; kh++) {                                    \
+                            const T *row = x_c + (size_t)(ih0 + kh * win->dilation_h) *     \
+                                                     (size_t)W + iw0;                       \
+                            const int16_t *w_row = w_c + kh * 3;                            \
+                            acc += ((int32_t)row[0] - x_zp) * w_row[0] +                    \
+                                   ((int32_t)row[1] - x_zp) * w_row[1] +                    \
+                                   ((int32_t)row[2] - x_zp) * w_row[2];                     \
+                        }                                                                   \
+                    } else {                                                                \
+                        for (kh = kh0; kh < kh1; kh++) {                                    \
+                            const T *row = x_c + (size_t)(ih0 + kh * win->dilation_h) *     \
+                                                     (size_t)W + iw0;                       \
+                            const int16_t *w_row = w_c + kh * KW;                           \
+                            for (kw = kw0; kw < kw1; kw++) {                                \
+                                acc += ((int32_t)row[kw * win->dilation_w] - x_zp) *        \
+                                       w_row[kw];                                           \
+                            }                                                               \
+                        }                                                                   \
+                    }                                                                       \
+                    {                                                                       \
+                        int32_t q_ = q8_requant_fast(bias + acc, &p->multiplier[c]) +       \
+                                     p->y_zero_point;                                       \
+                        q_ = q_ < p->y_min ? p->y_min : q_;                                 \
+                        q_ = q_ > p->y_max ? p->y_max : q_;                                 \
+                        y_n[(size_t)c * plane + at] = (T)q_;                                \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
 
 #define Q8_CONV16_IM2COL(NAME, T)                                                           \
     void NAME(const q8_conv_s16_im2col_params *params, const T *Q8_RESTRICT x,             \
@@ -198,7 +252,8 @@ Q8_INLINE void q8_valid_taps(int32_t base, int32_t dil, int32_t size, int32_t K,
                             Q8_STORE(T, m0 + 3, sums[3]);                                   \
                         }                                                                   \
                         for (m = 4 * blocks; m < m_group; m++) {                            \
-                            const int8_t *w_m = w_rest + (size_t)(m - 4 * blocks) * (size_t)p->taps_padded; \
+                            const int8_t *w_m = w_rest + (size_t)(m - 4 * blocks) *          \
+                                                             (size_t)p->taps_padded;           \
                             Q8_STORE(T, g * m_group + m, q8_dot_s16_s8(col, w_m, p->taps_padded)); \
                         }                                                                   \
                     }                                                                       \
