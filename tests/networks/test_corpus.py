@@ -126,6 +126,7 @@ INT_SPREAD = [
     "tv_mobilenet_v3_small_dynamo_nncf_performance.onnx",
     "gelu_mlp_dynamo_ort_qdq_a16w8_u16.onnx",
     "pad_pool_dynamo_ort_qdq_a16w8_u16.onnx",
+    "pad_pool_torchscript_ort_qdq_a16w8_s16.onnx",
     "mixnet_block_torchscript_ort_qdq_a16w8_s16.onnx",
     "attention_tiny_dynamo_ort_dynamic_u8.onnx",
     # the architectures they do not hold
