@@ -247,7 +247,8 @@ def no_requant() -> CStruct:
 
 
 def kernel_suffix(dtype: str) -> str:
-    return {"uint8": "u8", "int8": "s8", "int32": "s32", "float32": "f32"}[dtype]
+    return {"uint8": "u8", "int8": "s8", "uint16": "u16", "int16": "s16", "int32": "s32",
+            "float32": "f32"}[dtype]
 
 
 def plane_overlap(x: Tensor, y: Tensor, whole_plane_first: bool) -> Overlap | None:

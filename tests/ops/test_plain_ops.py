@@ -72,6 +72,29 @@ def test_relu_and_clip(dtype: str) -> None:
     assert codegen.verify(model, samples=3, cflags=SANITIZE).ok
 
 
+@pytest.mark.parametrize("dtype", ["int16", "uint16"])
+@pytest.mark.parametrize("op", ["Relu", "Clip"])
+def test_16bit_relu_and_clip_between_quantizers(dtype: str, op: str) -> None:
+    """Q16 -> DQ -> Relu/Clip -> Q16 (one quantization) -> DQ with nothing before it to
+    absorb it (AMD Quark's A16W8 DenseNet after a float Concat): the integer clamp alone,
+    bit-exact with ORT's float Relu/Clip between the quantizers."""
+    zero = 0 if dtype == "int16" else 30000
+    bounds = ["lo", "hi"] if op == "Clip" else []
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node(op, ["d", *bounds], ["r"], name="act"),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"]),
+             helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["y"])]
+    constants = {"s": np.array(0.001, np.float32), "z": np.array(zero, dtype),
+                 "lo": np.array(-0.5, np.float32), "hi": np.array(6.0, np.float32)}
+    model = graph_model(nodes, {"x": ("float32", [2, 3, 40])}, {"y": "float32"},
+                        constants, opset=21)
+    graph = generate_sources(model, Options()).graph
+    assert [n.op_type for n in graph.nodes if n.op_type in ("Relu", "Clip")] == ["Clip"]
+    assert codegen.verify(model, samples=3, cflags=SANITIZE).ok
+    assert codegen.verify(model, samples=2, integer_only=True).ok
+
+
 LAYOUT_CASES = {
     "reshape": ([helper.make_node("Reshape", ["x", "shape"], ["y"])],
                 {"shape": np.array([0, -1, 4], np.int64)}, 14),
