@@ -425,10 +425,14 @@ def verify(model: ModelSource, options: Options | None = None, *,
             feeds, ours = entry_feeds, entry_ours
     used_seed = seed if inputs is None else None
     data_count = len(feeds)
-    original = None
+    original = unoptimized = None
     if integer_only:
         report("running ONNX Runtime on the original model")
         original = distance_to_original(gen, feeds, ours, ort_level)
+        if ort_level != "disable":
+            unoptimized = distance_to_original(gen, feeds, ours, "disable")
+            if unoptimized.outputs == original.outputs:
+                unoptimized = None
     return VerifyReport(outputs=outputs,
                         samples=data_count, seed=used_seed, ort_version=ort_version(),
                         ort_level=ort_level, reference=reference.description,
@@ -436,7 +440,8 @@ def verify(model: ModelSource, options: Options | None = None, *,
                         notes=[*gen.graph.notes, *reference.notes], details=reference.details,
                         cpu_differences=reference.cpu_differences,
                         layers=layer_reports(gen.graph, compared) if per_layer else None,
-                        original=original, differing=sorted(differing),
+                        original=original, unoptimized_original=unoptimized,
+                        differing=sorted(differing),
                         accuracy=[] if labels is None else label_accuracy(gen, ours, labels))
 
 
@@ -482,6 +487,12 @@ def converted_reference(gen: Generated) -> Reference:
 
 
 ORIGINAL = "the original model, its float islands computed in float"
+# Reported beside the distance at ORT's level when it differs: ORT's graph rewrites change
+# its own arithmetic (with its default level ORT runs a MatMul of 16-bit activations and
+# 8-bit constant weights as MatMulNBits, the activations quantized to int8 at run time).
+UNOPTIMIZED = ("the original model with ORT's graph optimizations disabled (ORT's rewrites "
+               "change its own arithmetic, e.g. a 16-bit MatMul run as MatMulNBits on int8 "
+               "activations)")
 
 
 def distance_to_original(gen: Generated, feeds: Samples, ours: Samples,
@@ -492,7 +503,8 @@ def distance_to_original(gen: Generated, feeds: Samples, ours: Samples,
     theirs = run_ort(reference.model, feeds, ort_level, config=reference.config)
     model_outputs = {o.name for o in gen.model.graph.output}
     tensors = [t for t in gen.program.outputs if t.onnx_name in model_outputs]
-    return Distance(ORIGINAL, distance_in_steps(tensors, ours, theirs))
+    described = ORIGINAL if ort_level != "disable" else UNOPTIMIZED
+    return Distance(described, distance_in_steps(tensors, ours, theirs))
 
 
 def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mapping[str, Any],

@@ -309,6 +309,8 @@ def print_report(report: VerifyReport, verbose: bool = False) -> None:
                   f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
     if report.original is not None:
         print_distance(report.original)
+    if report.unoptimized_original is not None:
+        print_distance(report.unoptimized_original)
     for name, share in report.accuracy:
         print(f"accuracy: {100.0 * share:.2f}% of {report.samples} samples (top-1 of output "
               f"'{visible(name)}' against the labels)")

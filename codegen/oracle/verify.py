@@ -391,6 +391,8 @@ class VerifyReport:
     # --integer-only: how far the result is from ORT on the original model, whose float
     # islands ORT computes in float (informational; `ok` judges the converted model).
     original: Distance | None = None
+    # The same against ORT with its graph optimizations disabled, where that differs.
+    unoptimized_original: Distance | None = None
     # The samples (0-based, in the order given) in which any output differs.
     differing: list[int] = field(default_factory=list)
     # With labels: (output, share of samples whose top-1 class is the label), for each

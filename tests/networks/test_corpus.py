@@ -235,6 +235,25 @@ def test_16bit_models_are_bit_exact_with_integer_only(name: str, requant: str) -
     assert report.original is not None
 
 
+def test_integer_only_distance_also_without_orts_rewrites() -> None:
+    """ORT runs the A16W8 GELU-MLP's MatMuls as MatMulNBits (int8 activations quantized at
+    run time) at its default level: verify --integer-only then also gives the distance
+    to ORT with its graph optimizations disabled, where ORT computes the units in float,
+    and leaves it out where the two are the same."""
+    report = codegen.verify(CORPUS / "gelu_mlp_dynamo_ort_qdq_a16w8_u16.onnx", samples=2,
+                            integer_only=True)
+    assert report.ok and report.original is not None
+    unoptimized = report.unoptimized_original
+    assert unoptimized is not None and "optimizations disabled" in unoptimized.reference
+    [at_level], [off] = report.original.outputs, unoptimized.outputs
+    assert off.mismatches < at_level.mismatches
+    assert off.max_steps is not None and at_level.max_steps is not None
+    assert off.max_steps <= 1 < at_level.max_steps
+    plain = codegen.verify(CORPUS / "kws_dscnn_torchscript_ort_qdq_a16w8_s16.onnx",
+                           samples=1, integer_only=True)
+    assert plain.ok and plain.original is not None and plain.unoptimized_original is None
+
+
 @pytest.mark.skipif(not CROSS_TOOLS, reason="no arm-none-eabi-gcc or qemu-system-arm")
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 @pytest.mark.parametrize("name", ["kws_dscnn_torchscript_ort_qdq_a16w8_s16.onnx",
