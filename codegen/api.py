@@ -13,7 +13,13 @@ from numpy.typing import NDArray
 from codegen.backend.emitter import emit_shared_runtime, own_runtime_files
 from codegen.backend.interface import shared_runtime_path
 from codegen.backend.io_boundary import Entry, graph_feeds, harness_entries
-from codegen.backend.project import check_output_dir, write_project
+from codegen.backend.project import (
+    check_output_dir,
+    check_output_file,
+    source_paths,
+    write_output_with,
+    write_project,
+)
 from codegen.core.boards import Board
 from codegen.core.dataset import conform_arrays, fit_batch_axis, split_samples
 from codegen.core.progress import progress_bar
@@ -50,7 +56,7 @@ from codegen.target.qemu import count_instructions as qemu_count
 from codegen.views.refusal import generate_explained
 from codegen.views.report import Report, build_report, memory_mode
 
-from .errors import BudgetError, InputDataError, OptionError, OutputError
+from .errors import BudgetError, InputDataError, OptionError
 from .options import OptionKeywords, Options, resolve_target, with_keywords
 from .pipeline import Generated
 
@@ -111,7 +117,9 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
     `options` (or its fields as keywords) say how."""
     out = Path(out)
     options = with_keywords(options, keywords)
-    check_output_dir(out, force)  # fail before doing any work
+    inputs = [*source_paths(model), *([Path(options.interface.runtime)]
+                                      if options.interface.runtime is not None else [])]
+    check_output_dir(out, force, inputs)  # fail before doing any work
     interface = options.interface
     if interface.runtime is not None:
         options = replace(options, interface=replace(
@@ -122,7 +130,7 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
             (None, "")
     except BudgetError as error:
         raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
-    write_project(out, gen.files, force=force)
+    write_project(out, gen.files, force=force, inputs=inputs)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
                           tuple(gen.graph.notes))
@@ -183,22 +191,14 @@ def convert(model: ModelSource, out: str | Path, options: Options | None = None,
 
     out = Path(out)
     options = with_keywords(options, keywords)
-    if out.exists() and (out.is_dir() or not force):
-        raise OutputError(f"{out} exists; pass --force to replace it" if out.is_file()
-                          else f"{out} is a folder")
+    check_output_file(out, force, source_paths(model))  # fail before doing any work
     check_qdq_rules(options.qdq_rules)
     limits = options.limits
     recipes = run_passes(import_model(load_model(model, limits), options.input_shapes, limits),
                          options.integer_only, options.qdq_rules)
     exported = converted_model(recipes.graph, recipes.qdq_rules)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f".{out.name}.tmp")
-    try:
-        onnx.save(exported, str(staging))
-        staging.replace(out)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
+    write_output_with(out, lambda path: onnx.save(exported, str(path)), force,
+                      source_paths(model))
     return ConvertResult(out, recipes.qdq_rules, float_islands(recipes.graph))
 
 
@@ -366,6 +366,8 @@ def verify(model: ModelSource, options: Options | None = None, *,
             raise InputDataError("no input samples given: there would be nothing to compare")
     elif samples < 1:
         raise InputDataError("--samples must be at least 1")
+    if not 0 <= seed < 2 ** 64:
+        raise InputDataError(f"--seed must be from 0 to 2^64 - 1, not {seed}")
     if labels is not None and (inputs is None or len(labels) != len(given)):
         raise InputDataError("labels go with the given samples, one each"
                              + (f" ({len(labels)} labels for {len(given)} samples)"

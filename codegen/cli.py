@@ -31,6 +31,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.backend.interface import ARENA_KINDS, IO_KINDS, Interface
+from codegen.backend.project import (
+    check_output_file,
+    source_paths,
+    write_output_file,
+    write_output_with,
+)
 from codegen.core.boards import list_boards
 from codegen.core.dataset import load_dataset, load_labels
 from codegen.core.limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
@@ -43,7 +49,7 @@ from codegen.oracle.verify import ORT_LEVELS, Distance, VerifyReport, ort_versio
 from codegen.target.cycles import ASSUMPTIONS
 
 from . import api
-from .errors import InputDataError, Onnx2McuError, OutputError, ToolchainError
+from .errors import InputDataError, Onnx2McuError, ToolchainError
 from .options import Options, resolve_target
 from .version import __version__
 
@@ -157,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(r)
     r.add_argument("--inputs", required=True, help=".npz with one array per model input")
     r.add_argument("--output", help=".npz to write, keyed by output name")
+    r.add_argument("--force", action="store_true", help="replace an existing file")
     r.add_argument("--count-instructions", action="store_true",
                    help="Cortex-M boards: report the instructions one inference executes "
                         "in QEMU (deterministic)")
@@ -411,28 +418,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.output:
         raise InputDataError("run needs --output (or --count-instructions)")
     options = _options(args)
+    target = npz_path(Path(args.output))
+    inputs = source_paths(args.model, args.inputs)
+    check_output_file(target, args.force, inputs)  # refuse before any work
     result = api.run_model(args.model, _load_npz(args.inputs), options)
-    out = save_npz(Path(args.output), result.outputs)
+    out = save_npz(target, result.outputs, args.force, inputs)
     print_notes(result.notes)
     print(f"wrote {out} ({visible(', '.join(result.outputs))})")
     return 0
 
 
-def save_npz(path: Path, arrays: dict[str, NDArray[Any]]) -> Path:
-    """Write `arrays` to `path` (with '.npz' added, as numpy does) atomically: into a
-    temporary sibling, renamed into place, so an interruption leaves no partial file."""
-    out = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
-    staging = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        with staging.open("wb") as f:
+def npz_path(path: Path) -> Path:
+    """The file numpy writes for `path`: '.npz' added where it is missing."""
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+
+
+def save_npz(out: Path, arrays: dict[str, NDArray[Any]], force: bool,
+             inputs: Sequence[Path]) -> Path:
+    """Write `arrays` to `out` atomically (never half-written, never over a file without
+    --force, never onto an input)."""
+    def write(path: Path) -> None:
+        with path.open("wb") as f:
             np.savez(f, **arrays)  # type: ignore[arg-type]
-        staging.replace(out)
-    except BaseException as exc:
-        staging.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {out}: {exc.strerror}") from None
-        raise
-    return out
+    return write_output_with(out, write, force, inputs)
 
 
 def print_notes(notes: Sequence[str]) -> None:
@@ -482,7 +490,6 @@ def print_counts(report: api.CountReport) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from codegen.backend.project import check_output_file, write_output_file
     from codegen.views.report import FORMATS, render_arena_svg
 
     counting = args.count_instructions or args.count_cycles
@@ -492,16 +499,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     targets = [Path(p) for p in (args.output, args.svg) if p]
     if len(targets) == 2 and targets[0].resolve() == targets[1].resolve():
         raise InputDataError("--output and --svg name the same file")
+    sources = source_paths(args.model, args.inputs)
     for target in targets:  # refuse before any work: a report can take a while
-        check_output_file(target, args.force)
+        check_output_file(target, args.force, sources)
     inputs = _load_npz(args.inputs) if args.inputs else None
     report = api.report(args.model, options, count=counting, inputs=inputs,
                         cycles=args.count_cycles)
     text = FORMATS[args.format](report)
     if args.svg:
-        write_output_file(Path(args.svg), render_arena_svg(report).encode(), args.force)
+        write_output_file(Path(args.svg), render_arena_svg(report).encode(), args.force,
+                          sources)
     if args.output:
-        write_output_file(Path(args.output), text.encode(), args.force)
+        write_output_file(Path(args.output), text.encode(), args.force, sources)
         print(f"wrote {args.output}" + (f" and {args.svg}" if args.svg else ""))
     else:
         sys.stdout.write(text)

@@ -27,6 +27,16 @@ RESERVED_NAMES = frozenset((
     "startup all clean help install test package depend edit_cache rebuild_cache "
     "list_install_components lib qemu run size"
 ).split())
+# Names whose NAME.h, NAME.c or NAME.json would take the place of another file: a system
+# header the runtime or harness includes (the build's -I. finds NAME.h first), make's
+# own Makefile (its implicit rule would rebuild it from Makefile.c), CMake's list file,
+# PlatformIO's library.json manifest.
+SHADOWED_FILES = frozenset((
+    "assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp "
+    "signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn "
+    "string tgmath threads time uchar wchar wctype arm_acle arm_math cmsis_compiler "
+    "makefile gnumakefile cmakelists library"
+).split())
 RESERVED_PREFIX = "q8_"
 
 
@@ -40,6 +50,9 @@ def name_problem(name: str) -> str | None:
         return "it is a C keyword"
     if name.lower() in RESERVED_NAMES:
         return "it is reserved for a generated file or build target"
+    if name.lower() in SHADOWED_FILES:
+        return (f"its files ({name}.h, {name}.c, {name}.json) would take the place of a "
+                "system header or build file of the same name")
     if name.lower().startswith(RESERVED_PREFIX):
         return f"the prefix '{RESERVED_PREFIX}' belongs to the runtime"
     return None

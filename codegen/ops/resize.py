@@ -182,7 +182,7 @@ def scales_and_sizes(node: Node, graph: Graph, shape: tuple[int, ...]) -> tuple[
         return [F32(r.numerator / r.denominator) for r in ratios], out
     assert scales is not None
     values = [F32(v) for v in scales.astype(F32).reshape(-1)]
-    if len(values) != len(shape) or min(values) <= 0:
+    if len(values) != len(shape) or not all(np.isfinite(v) and v > 0 for v in values):
         raise ModelError(f"{node.describe()}: scales {[float(v) for v in values]} for rank "
                          f"{len(shape)}")
     return values, [int(F32(F32(d) * s)) for d, s in zip(shape, values, strict=True)]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,8 +31,9 @@ import numpy as np
 import onnx
 from numpy.typing import NDArray
 
+from codegen.backend.project import check_output_file, source_paths, write_output_with
 from codegen.core.dataset import conform_arrays, model_input_specs, split_samples
-from codegen.errors import ModelError, OptionError, OutputError
+from codegen.errors import ModelError, OptionError
 from codegen.frontend.importer import load_model
 from codegen.frontend.model_kind import QUANTIZED_OPS, is_float_model
 
@@ -235,9 +237,8 @@ def quantize(model: str | Path, out: str | Path, calibration: str | Mapping[str,
 
     check_settings(settings)
     source, out = Path(model), Path(out)
-    if out.exists() and (out.is_dir() or not force):
-        raise OutputError(f"{out} is a folder" if out.is_dir()
-                          else f"{out} exists; pass --force to replace it")
+    inputs = source_paths(model, calibration)
+    check_output_file(out, force, inputs)  # fail before doing any work
     if max_samples is not None and max_samples < 1:
         raise OptionError("--samples must be at least 1")
     proto = load_model(source)
@@ -248,8 +249,6 @@ def quantize(model: str | Path, out: str | Path, calibration: str | Mapping[str,
     if max_samples is not None:
         arrays = {k: v[:max_samples] for k, v in arrays.items()}
     samples = split_samples(conform_arrays(arrays, model_input_specs(proto), name), name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f".{out.name}.tmp")
     # quantize_static writes side files (shape-inferred and augmented copies) next to its
     # input, so the work happens in a folder of its own.
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-quantize-") as tmp:
@@ -257,10 +256,8 @@ def quantize(model: str | Path, out: str | Path, calibration: str | Mapping[str,
         float_copy = work / "float.onnx"
         onnx.save(proto, str(float_copy))
         note = preprocess(float_copy, work / "preprocessed.onnx")
-        try:
-            quantize_file(work / "preprocessed.onnx", staging, samples, settings, work,
-                          progress)
-            staging.replace(out)
-        finally:
-            staging.unlink(missing_ok=True)
+        quantized = work / "quantized.onnx"
+        quantize_file(work / "preprocessed.onnx", quantized, samples, settings, work,
+                      progress)
+        write_output_with(out, lambda path: shutil.copyfile(quantized, path), force, inputs)
     return QuantizeResult(out, len(samples), settings, (note,) if note else ())

@@ -130,10 +130,11 @@ def test_build_cache_compiles_once(model_path: Path) -> None:
 def test_run_cli_writes_outputs_by_name(model_path: Path, tmp_path: Path) -> None:
     x = np.random.default_rng(0).uniform(-5, 5, (1, 2, 6, 6)).astype(np.float32)
     np.savez(tmp_path / "in.npz", x=x)
-    for _ in range(2):  # the second run reuses the cached build
+    for force in ([], ["--force"]):  # the second run reuses the cached build
         result = subprocess.run([sys.executable, "-m", "codegen.cli", "run", str(model_path),
                                  "--inputs", str(tmp_path / "in.npz"), "--output",
-                                 str(tmp_path / "out.npz")], capture_output=True, text=True)
+                                 str(tmp_path / "out.npz"), *force], capture_output=True,
+                                text=True)
         assert result.returncode == 0, result.stderr
     with np.load(tmp_path / "out.npz") as data:
         assert list(data.files) == ["y"]

@@ -191,3 +191,25 @@ def test_run_with_wrong_inputs(tmp_path: Path) -> None:
     result = cli("run", model, "--inputs", tmp_path / "in.npz", "--output", tmp_path / "o.npz")
     assert_clean_failure(result, "shape [1, 2, 5, 6]")
     assert not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2 ** 64)])
+def test_a_seed_out_of_range_is_one_line(seed: str, tmp_path: Path) -> None:
+    model = save(conv_model(), tmp_path / "m.onnx")
+    assert_clean_failure(cli("verify", model, "--seed", seed), "--seed must be from 0")
+
+
+@pytest.mark.parametrize("scale", [float("inf"), float("nan"), -2.0, 0.0])
+def test_resize_scales_that_are_not_finite_positive_numbers(scale: float,
+                                                              tmp_path: Path) -> None:
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize",
+                              mode="nearest")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [onnx.numpy_helper.from_array(np.array([1, 1, scale, 2], np.float32), "scales")])
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+                 tmp_path / "m.onnx")
+    assert_clean_failure(cli("generate", model, "-o", tmp_path / "out"),
+                         "node 'resize' (Resize", "scales")
+    assert not (tmp_path / "out").exists()

@@ -251,7 +251,10 @@ def test_output_names_that_look_internal() -> None:
 
 BAD_NAMES = ("../../x", "/tmp/x", "a/b", "x;rm -rf ~", "$(shell touch pwned)", "a b",
              "int", "main", "_Foo", "9lives", "", "ünï", "x" * 41, "startup", "Clean",
-             "q8_runtime", "Q8_COPY", "x\ny", "${CMAKE_COMMAND}", "a\\", "x" * 10_000)
+             "q8_runtime", "Q8_COPY", "x\ny", "${CMAKE_COMMAND}", "a\\", "x" * 10_000,
+             # their NAME.h/.c/.json would take the place of a system header or build file
+             "stdint", "string", "stdio", "stddef", "Math", "Makefile", "library",
+             "CMakeLists")
 
 
 def cli(*args: str, env: dict[str, str] | None = None,
@@ -279,7 +282,8 @@ def test_bad_name_is_refused_and_nothing_written(name: str, console: bool,
     ("tiny-cnn.qop", "tiny_cnn_qop"), ("int", "int_model"), ("main", "main_model"),
     ("_Foo", "Foo"), ("9lives", "model_9lives"), ("---", "model"),
     ("startup", "startup_model"), ("q8_runtime", "model_q8_runtime_model"),
-    ("ünï", "n"), ("x" * 300, "x" * 40)])
+    ("ünï", "n"), ("x" * 300, "x" * 40), ("string", "string_model"),
+    ("Makefile", "Makefile_model")])
 def test_default_names_are_valid(stem: str, expected: str) -> None:
     assert default_name(stem) == expected
     assert name_problem(default_name(stem)) is None
