@@ -38,7 +38,7 @@ from codegen.backend.project import (
     write_output_with,
 )
 from codegen.core.boards import list_boards
-from codegen.core.dataset import load_dataset, load_labels
+from codegen.core.dataset import load_dataset, load_labels, load_npz
 from codegen.core.limits import DEFAULT_LIMITS, Limits, format_bytes, parse_size
 from codegen.core.names import visible
 from codegen.core.progress import progress_bar
@@ -65,13 +65,7 @@ def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | 
 
 
 def _load_npz(path: str) -> dict[str, NDArray[Any]]:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise InputDataError(f"{path}: no such file") from None
-    except Exception as exc:
-        raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
+    return load_npz(path)
 
 
 def _size(text: str) -> int:

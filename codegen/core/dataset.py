@@ -30,14 +30,38 @@ def load_arrays(path: str) -> dict[str, NDArray[Any]]:
         return {f.stem: _load_npy(f) for f in files}
     if not where.exists():
         raise InputDataError(f"{path}: no such file or folder")
+    if _magic(where) == NPY_MAGIC:
+        raise InputDataError(f"{path}: a single array; a data set is an .npz keyed "
+                             "by input name, or a folder of NAME.npy files")
+    return load_npz(path)
+
+
+# The first bytes of a zip archive (an .npz; the second form is an empty archive) and of
+# a .npy array.
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def _magic(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            head = f.read(6)
+    except OSError as exc:
+        raise InputDataError(f"{path}: cannot read it ({exc.strerror})") from None
+    return head if head == NPY_MAGIC else head[:4]
+
+
+def load_npz(path: str) -> dict[str, NDArray[Any]]:
+    """The arrays of an .npz file, keyed by name (never a pickle)."""
+    where = Path(path)
+    if not where.is_file():
+        raise InputDataError(f"{path}: no such file")
+    if _magic(where) not in ZIP_MAGICS:
+        raise InputDataError(f"{path}: not an .npz file (not a zip archive of .npy arrays, "
+                             "as numpy.savez writes)")
     try:
         with np.load(where, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise InputDataError(f"{path}: a single array; a data set is an .npz keyed "
-                                     "by input name, or a folder of NAME.npy files")
             return {k: data[k] for k in data.files}
-    except InputDataError:
-        raise
     except Exception as exc:
         raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
 

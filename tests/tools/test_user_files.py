@@ -215,3 +215,15 @@ def test_the_harness_refuses_to_write_over_its_input(model: Path, tmp_path: Path
     result = subprocess.run([str(harness), str(samples), str(tmp_path / "out.bin")],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0 and (tmp_path / "out.bin").stat().st_size > 0
+
+
+@pytest.mark.parametrize("command", ["run", "verify"])
+def test_a_data_file_that_is_not_a_zip_is_named_so(command: str, model: Path,
+                                                   tmp_path: Path) -> None:
+    """Not "contains pickled data" (numpy's guess for any unknown bytes)."""
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip file at all")
+    args = (["--inputs", str(bad), "--output", str(tmp_path / "o.npz")] if command == "run"
+            else ["--dataset", str(bad)])
+    line = refused(run_cli(command, str(model), *args), "not an .npz file", "zip")
+    assert "pickle" not in line
