@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .limits import DEFAULT_LIMITS, Limits
+
 # dtype name -> (numpy dtype, C type, ONNX TensorProto code)
 DTYPES: dict[str, tuple[type[np.generic], str, int]] = {
     "float32": (np.float32, "float", 1),
@@ -116,3 +118,6 @@ class Graph:
     # What the importer decided for the user and they should hear about, one line each
     # (e.g. a dynamic batch axis taken as 1). Passes carry it over to the graphs they make.
     notes: list[str] = field(default_factory=list)
+    # The limits the model was imported under: operators whose specs hold tables as long
+    # as an output check the output against them before building those (Pad, Resize).
+    limits: Limits = DEFAULT_LIMITS

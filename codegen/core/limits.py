@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codegen.errors import LimitError
+from codegen.errors import LimitError, ShapeError, UnsupportedError
 
 KB, MB, GB = 2**10, 2**20, 2**30
 
@@ -48,6 +48,29 @@ def check_limit(what: str, size: int, limits: Limits, limit: str) -> None:
     if size > allowed:
         raise LimitError(f"{what} ({format_bytes(size)}), over the limit of "
                          f"{format_bytes(allowed)}; raise it with {OPTION[limit]}")
+
+
+MAX_ELEMENTS = 2**31 - 1  # kernels index tensors with 32-bit integers
+
+
+def check_shape(shape: tuple[int, ...], item_bytes: int, what: str, limits: Limits,
+                dtype: str = "") -> None:
+    """Refuse a tensor shape that is empty, negative, over 2^31 - 1 elements or over
+    --max-tensor-bytes: from the declared numbers, before anything of that size exists.
+    `what` names the tensor and says whose it is."""
+    if any(d == 0 for d in shape):
+        raise UnsupportedError(f"{what} has shape {list(shape)}: empty tensors are not "
+                               "supported")
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{what} has a negative dimension in its shape {list(shape)}")
+    elements = 1
+    for d in shape:
+        elements *= int(d)  # Python integers: no overflow, however absurd the shape
+    if elements > MAX_ELEMENTS:
+        raise ShapeError(f"{what} has {elements} elements; the limit is {MAX_ELEMENTS}")
+    kind = f"{dtype} " if dtype else ""
+    check_limit(f"{what} has {elements} {kind}elements", elements * item_bytes, limits,
+                "max_tensor_bytes")
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from codegen import ops
 from codegen.core.ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor, itemsize
-from codegen.core.limits import DEFAULT_LIMITS, Limits, check_limit, format_bytes
+from codegen.core.limits import DEFAULT_LIMITS, Limits, check_shape, format_bytes
 from codegen.errors import (
     ModelError,
     Onnx2McuError,
@@ -37,7 +37,6 @@ from .tensor_data import (
 
 # Each operator also checks its own version (see ops.OpDef.versions).
 MIN_OPSET, MAX_OPSET = 10, 28
-MAX_ELEMENTS = 2**31 - 1  # kernels index tensors with 32-bit integers
 # Protobuf cannot parse a message over 2 GB; bigger models keep weights in external data.
 MAX_PROTOBUF_BYTES = 2**31 - 1
 
@@ -155,7 +154,7 @@ def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] 
              for node in _nodes(g, sorted(kept), opsets, constants, tensors, limits)]
     graph = Graph(name=g.name or "model", inputs=inputs, outputs=[o.name for o in g.output],
                   nodes=[], tensors=tensors, constants=constants, opsets=opsets,
-                  doc=model.doc_string, notes=notes)
+                  doc=model.doc_string, notes=notes, limits=limits)
     if problems is None:
         _check_supported(nodes)
     for node in _topological_order(nodes, set(inputs) | set(constants)):
@@ -456,18 +455,7 @@ def _batch_note(name: str, dims: list[onnx.TensorShapeProto.Dimension]) -> str:
 
 
 def _check_size(shape: tuple[int, ...], dtype: str, what: str, limits: Limits) -> None:
-    if any(d == 0 for d in shape):
-        raise UnsupportedError(f"{what} has shape {list(shape)}: empty tensors are not "
-                               "supported")
-    if any(d < 0 for d in shape):
-        raise ShapeError(f"{what} has a negative dimension in its shape {list(shape)}")
-    elements = 1
-    for d in shape:
-        elements *= int(d)  # Python integers: no overflow, however absurd the shape
-    if elements > MAX_ELEMENTS:
-        raise ShapeError(f"{what} has {elements} elements; the limit is {MAX_ELEMENTS}")
-    check_limit(f"{what} has {elements} {dtype} elements", elements * itemsize(dtype),
-                limits, "max_tensor_bytes")
+    check_shape(shape, itemsize(dtype), what, limits, dtype)
 
 
 def _attribute(attr: onnx.AttributeProto, where: str, limits: Limits) -> Any:

@@ -9,7 +9,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.arith.requant import float32_mult_exp
-from codegen.core.ir import DTYPES, QUANT_RANGE, Graph, Node, QuantParams, Tensor
+from codegen.core.ir import DTYPES, QUANT_RANGE, Graph, Node, QuantParams, Tensor, itemsize
+from codegen.core.limits import check_shape
 from codegen.core.program import CArray, CRef, CStruct, CValue, Overlap
 from codegen.errors import ModelError, NotConstantError, UnsupportedError
 
@@ -265,3 +266,11 @@ def plane_overlap(x: Tensor, y: Tensor, whole_plane_first: bool) -> Overlap | No
     if whole_plane_first:
         return Overlap(0, min(hwi - hwo, c * (hwi - hwo)))
     return Overlap(0, min(-hwo, (c - 1) * hwi - c * hwo))
+
+
+def check_output_shape(node: Node, graph: Graph, shape: Sequence[int], dtype: str) -> None:
+    """An operator whose spec holds tables as long as its output checks the output's
+    shape against the model's limits first (the importer checks every output, but only
+    after inference has built the spec)."""
+    check_shape(tuple(int(d) for d in shape), itemsize(dtype),
+                f"{node.describe()}: output '{node.outputs[0]}'", graph.limits, dtype)

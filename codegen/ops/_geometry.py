@@ -25,6 +25,9 @@ class Window:
     output: tuple[int, ...]
 
 
+INT32_MAX = 2**31 - 1
+
+
 def _trunc_div(a: int, b: int) -> int:
     """C/C++ integer division (truncates toward zero), as ORT computes pads."""
     q = abs(a) // abs(b)
@@ -66,6 +69,10 @@ def sliding_window(node: Node, x_shape: tuple[int, ...], kernel: tuple[int, ...]
         raise ModelError(f"{node.describe()}: pads must be >= 0, got {list(pads)}")
     if min(kernel) < 1:
         raise ModelError(f"{node.describe()}: empty kernel {list(kernel)}")
+    for name, values in (("strides", strides), ("dilations", dilations), ("pads", pads)):
+        if max(values) > INT32_MAX:
+            raise ModelError(f"{node.describe()}: {name} {list(values)} go beyond 2^31 - 1, "
+                             "the range of the C int the kernels take them in")
 
     begin: list[int] = []
     end: list[int] = []
@@ -73,6 +80,10 @@ def sliding_window(node: Node, x_shape: tuple[int, ...], kernel: tuple[int, ...]
     for i in range(spatial):
         size, k, s, d = x_shape[2 + i], kernel[i], strides[i], dilations[i]
         dk = d * (k - 1) + 1
+        if dk > INT32_MAX or size + pads[i] + pads[spatial + i] > INT32_MAX:
+            raise ModelError(f"{node.describe()}: the dilated kernel ({dk}) or the padded "
+                             f"input on spatial axis {i} goes beyond 2^31 - 1, the range of "
+                             "the C int the kernels index with")
         if auto_pad in ("NOTSET", "VALID"):
             head, tail = (pads[i], pads[spatial + i]) if auto_pad == "NOTSET" else (0, 0)
             span = size + head + tail - dk

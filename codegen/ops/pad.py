@@ -34,6 +34,7 @@ from ._common import (
     attr_float,
     attr_ints,
     attr_str,
+    check_output_shape,
     constant_input,
     input_tensor,
     normalize_axis,
@@ -82,28 +83,26 @@ def pads_and_value(node: Node, graph: Graph, x: Tensor) -> tuple[list[int], list
 
 
 def axis_table(node: Node, mode: str, n: int, before: int, after: int) -> NDArray[Any]:
+    """The input index of each output index along one axis (-1: the constant), computed
+    on whole arrays (the output's length is checked against the limits before)."""
     out = n + before + after
     if out < 1:
         raise UnsupportedError(f"{node.describe()}: the output is empty")
-    table = []
-    for o in range(out):
-        i = o - before
-        if 0 <= i < n:
-            table.append(i)
-        elif mode == "constant":
-            table.append(-1)
-        elif mode == "edge":
-            table.append(min(max(i, 0), n - 1))
-        elif mode == "wrap":
-            table.append(i % n)
-        else:  # reflect, without repeating the edge
-            if n == 1:
-                table.append(0)
-                continue
-            period = 2 * (n - 1)
-            k = i % period
-            table.append(k if k < n else period - k)
-    return np.array(table, np.int32)
+    i = np.arange(-before, n + after, dtype=np.int64)
+    inside = (i >= 0) & (i < n)
+    if mode == "constant":
+        outside = np.full(out, -1, np.int64)
+    elif mode == "edge":
+        outside = np.clip(i, 0, n - 1)
+    elif mode == "wrap":
+        outside = i % n
+    elif n == 1:  # reflect, without repeating the edge
+        outside = np.zeros(out, np.int64)
+    else:
+        period = 2 * (n - 1)
+        k = i % period
+        outside = np.where(k < n, k, period - k)
+    return np.where(inside, i, outside).astype(np.int32)
 
 
 def infer_pad(node: Node, graph: Graph) -> Inferred:
@@ -119,6 +118,10 @@ def infer_pad(node: Node, graph: Graph) -> Inferred:
     if mode == "reflect" and any(n == 1 and (b or e) for n, b, e in
                                  zip(x.shape, begin, end, strict=True)):
         raise ModelError(f"{node.describe()}: reflect padding of an axis of length 1")
+    lengths = [n + b + e for n, b, e in zip(x.shape, begin, end, strict=True)]
+    if min(lengths) < 1:
+        raise UnsupportedError(f"{node.describe()}: the output is empty")
+    check_output_shape(node, graph, lengths, x.dtype)
     tables = tuple(axis_table(node, mode, n, b, e)
                    for n, b, e in zip(x.shape, begin, end, strict=True))
     shape = tuple(int(t.size) for t in tables)

@@ -35,7 +35,14 @@ from codegen.core.program import CArray, CRef, CStruct, KernelCall, Lowered
 from codegen.errors import ModelError, UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import attr_float, attr_int, attr_str, input_tensor, reject_unknown_attrs
+from ._common import (
+    attr_float,
+    attr_int,
+    attr_str,
+    check_output_shape,
+    input_tensor,
+    reject_unknown_attrs,
+)
 from ._export import export_through_int32
 from .kernels import kernel
 from .views import carried_quant
@@ -220,6 +227,7 @@ def infer_resize(node: Node, graph: Graph) -> Inferred:
                                "supported")
     if min(out) < 1:
         raise UnsupportedError(f"{node.describe()}: the output is empty")
+    check_output_shape(node, graph, out, x.dtype)
     output = Tensor(node.outputs[0], x.dtype, tuple(out), carried_quant(x))
     if mode == "linear" and len(x.shape) == 3:
         return Inferred([output], spec=TrilinearSpec(*(

@@ -72,6 +72,9 @@ CASES = {
     "operator version": ("opset28", ["node 'quant' (QuantizeLinear",
                                      "QuantizeLinear-28 (opset 28) is not supported"]),
     "kernel larger than input": ("tiny", ["node 'conv' (QLinearConv", "larger than"]),
+    # strides that the C int of the kernel's parameters cannot hold (the build failed)
+    "strides beyond int": ("strides", ["node 'conv' (QLinearConv", "2^31 - 1"]),
+    "dilations beyond int": ("dilations", ["node 'conv' (QLinearConv", "2^31 - 1"]),
 }
 
 
@@ -109,6 +112,9 @@ def broken_model(kind: object, tmp_path: Path) -> Path:
         return save(conv_model(opset=int(kind[-2:])), path)
     if kind == "tiny":
         return save(conv_model(x_shape=[1, 2, 2, 2]), path)
+    if kind in ("strides", "dilations"):
+        values = [2 ** 62, 2 ** 62] if kind == "strides" else [2 ** 30, 2 ** 30]
+        return save(conv_model(extra_attrs={kind: values}), path)
     raise AssertionError(kind)
 
 
@@ -212,4 +218,35 @@ def test_resize_scales_that_are_not_finite_positive_numbers(scale: float,
                  tmp_path / "m.onnx")
     assert_clean_failure(cli("generate", model, "-o", tmp_path / "out"),
                          "node 'resize' (Resize", "scales")
+    assert not (tmp_path / "out").exists()
+
+
+def _pad_or_resize(kind: str) -> onnx.ModelProto:
+    if kind == "pad":
+        node = helper.make_node("Pad", ["x", "pads"], ["y"], name="bomb", mode="reflect")
+        const = onnx.numpy_helper.from_array(
+            np.array([0, 0, 0, 10 ** 9, 0, 0, 0, 10 ** 9], np.int64), "pads")
+    else:
+        node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="bomb",
+                                mode="nearest")
+        const = onnx.numpy_helper.from_array(np.array([1, 1, 1e30, 1e30], np.float32),
+                                             "scales")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], [const])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("kind", ["pad", "resize"])
+def test_an_output_bomb_is_refused_from_its_declared_size(kind: str, tmp_path: Path) -> None:
+    """Pads of 10^9 and scales of 10^30: refused from the output's size before the
+    per-index tables are built (it had taken gigabytes and minutes), in well under a
+    second."""
+    import time
+
+    model = save(_pad_or_resize(kind), tmp_path / "m.onnx")
+    start = time.monotonic()
+    result = cli("generate", model, "-o", tmp_path / "out")
+    assert time.monotonic() - start < 10
+    assert_clean_failure(result, "node 'bomb'", "elements")
     assert not (tmp_path / "out").exists()
