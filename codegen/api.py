@@ -372,6 +372,7 @@ def verify(model: ModelSource, options: Options | None = None, *,
         raise InputDataError("labels go with the given samples, one each"
                              + (f" ({len(labels)} labels for {len(given)} samples)"
                                 if inputs is not None else ""))
+    truth = None if labels is None else labels_by_output(gen, labels)
     if integer_only:
         # ORT on the original model computes what --integer-only fuses in float; the
         # oracle is the model as `convert --integer-only` writes it.
@@ -444,19 +445,39 @@ def verify(model: ModelSource, options: Options | None = None, *,
                         layers=layer_reports(gen.graph, compared) if per_layer else None,
                         original=original, unoptimized_original=unoptimized,
                         differing=sorted(differing),
-                        accuracy=[] if labels is None else label_accuracy(gen, ours, labels))
+                        accuracy=[] if truth is None else label_accuracy(ours, truth))
 
 
-def label_accuracy(gen: Generated, ours: Samples,
-                   labels: NDArray[Any]) -> list[tuple[str, float]]:
-    """The top-1 accuracy of each float output that looks like class scores."""
-    from codegen.oracle.validate import top1
+def check_finite_samples(samples: Samples, source: str) -> None:
+    """validate measures errors against the float model: a NaN or inf in a sample would
+    make every figure NaN (and the top-1 agreement meaningless), so it is refused."""
+    for i, sample in enumerate(samples):
+        for name, array in sample.items():
+            values = np.asarray(array)
+            if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+                raise InputDataError(f"{source}: sample {i} of input '{name}' holds NaN or "
+                                     "inf; validate measures errors against the float "
+                                     "model, which such a sample makes meaningless")
+
+
+def labels_by_output(gen: Generated, labels: NDArray[Any]) -> dict[str, NDArray[np.int64]]:
+    """The labels as class indices of each float output that looks like class scores,
+    checked against its number of classes before anything runs."""
+    from codegen.core.dataset import class_indices
 
     entry = harness_entries(gen.program)[0]
     sizes = [int(np.prod(t.shape)) for t in entry.inputs]
-    truth = np.asarray(labels).reshape(-1)
-    return [(t.onnx_name, float(np.mean(top1(ours, t.onnx_name) == truth)))
-            for t in entry.outputs if is_classifier(t.shape, sizes)]
+    return {t.onnx_name: class_indices(labels, int(np.prod(t.shape)), t.onnx_name)
+            for t in entry.outputs if is_classifier(t.shape, sizes)}
+
+
+def label_accuracy(ours: Samples,
+                   truth: Mapping[str, NDArray[np.int64]]) -> list[tuple[str, float]]:
+    """The top-1 accuracy of each output that looks like class scores."""
+    from codegen.oracle.validate import top1
+
+    return [(name, float(np.mean(top1(ours, name) == labels)))
+            for name, labels in truth.items()]
 
 
 CONVERTED = "the model as converted by onnx2mcu (--integer-only, QOperator)"
@@ -528,11 +549,12 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
         {k: np.asarray(v) for k, v in dataset.items()}
     samples = split_samples(conform_arrays(arrays, model_input_specs(float_proto), source),
                             source)
-    truth = None if labels is None else (
-        load_labels(labels, len(samples)) if isinstance(labels, str) else
-        np.asarray(labels, dtype=np.int64).reshape(-1))
-    if truth is not None and len(truth) != len(samples):
-        raise InputDataError(f"{len(truth)} labels for {len(samples)} samples")
+    given = None if labels is None else (
+        load_labels(labels, len(samples)) if isinstance(labels, str) else np.asarray(labels))
+    if given is not None and len(given) != len(samples):
+        raise InputDataError(f"{len(given)} labels for {len(samples)} samples")
+    check_finite_samples(samples, source)
+    truth = None if given is None else labels_by_output(gen, given)
     say = progress or (lambda message: None)
     entry = harness_entries(gen.program)[0]
     names = [t.name for t in entry.inputs]
@@ -553,7 +575,8 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     outputs = tuple(
         validate_output(name, ours, quantized, floats, float_name,
                         is_classifier(next(t.shape for t in entry.outputs
-                                           if t.onnx_name == name), input_sizes), truth)
+                                           if t.onnx_name == name), input_sizes),
+                        None if truth is None else truth.get(name))
         for name, float_name in pairs)
     return ValidateReport(len(samples), gen.board.name, gen.program.requant, ort_version(),
                           reference.description, outputs,

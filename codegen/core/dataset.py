@@ -213,9 +213,10 @@ def _conform_dtype(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray
                          + (" values outside that range" if array.dtype.kind in "iu" else ""))
 
 
-def load_labels(path: str, count: int) -> NDArray[np.int64]:
+def load_labels(path: str, count: int) -> NDArray[Any]:
     """Class labels, one per sample: an .npy (or an .npz of one array) of integer class
-    indices [samples], or of one-hot or score rows [samples, classes] (their argmax)."""
+    indices [samples], or of one-hot or score rows [samples, classes]. Checked against
+    the model's outputs by class_indices."""
     where = Path(path)
     arrays = {where.stem: _load_npy(where)} if where.is_file() and where.suffix == ".npy" \
         else load_arrays(path)
@@ -223,14 +224,39 @@ def load_labels(path: str, count: int) -> NDArray[np.int64]:
         raise InputDataError(f"{path}: labels are one array (an .npy, or an .npz holding "
                              "one array) of class indices, one per sample")
     labels = next(iter(arrays.values()))
-    if labels.ndim == 2 and labels.shape[1] > 1:
-        labels = np.argmax(labels, axis=1)
-    elif labels.ndim == 2:
+    rows = labels.ndim == 2 and labels.shape[1] > 1
+    if labels.ndim == 2 and not rows:
         labels = labels[:, 0]
-    if labels.ndim != 1 or labels.dtype.kind not in "iub":
+    if not (rows and labels.dtype.kind in "iubf") and \
+            (labels.ndim != 1 or labels.dtype.kind not in "iub"):
         raise InputDataError(f"{path}: labels are integer class indices [samples] or "
                              f"one-hot rows [samples, classes], not {labels.dtype} "
                              f"{list(labels.shape)}")
+    if rows and not np.all(np.isfinite(labels)):
+        raise InputDataError(f"{path}: the label rows hold NaN or inf")
     if labels.shape[0] != count:
         raise InputDataError(f"{path}: {labels.shape[0]} labels for {count} samples")
-    return labels.reshape(-1).astype(np.int64)
+    return labels
+
+
+def class_indices(labels: NDArray[Any], classes: int, output: str) -> NDArray[np.int64]:
+    """The labels as class indices of an output of `classes` classes: indices from 0 to
+    classes - 1, or one-hot or score rows of `classes` columns (their argmax). Anything
+    else would give a meaningless accuracy, so it is refused."""
+    labels = np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] > 1:
+        if labels.shape[1] != classes:
+            raise InputDataError(f"labels: rows of {labels.shape[1]} columns for output "
+                                 f"'{output}' of {classes} classes")
+        chosen: NDArray[np.int64] = np.argmax(labels, axis=1).astype(np.int64)
+        return chosen
+    if labels.dtype.kind not in "iub":
+        raise InputDataError(f"labels: class indices are integers, not {labels.dtype}")
+    indices = labels.reshape(-1).astype(np.int64)
+    outside = np.flatnonzero((indices < 0) | (indices >= classes))
+    if outside.size:
+        first = int(outside[0])
+        raise InputDataError(f"labels: {outside.size} label(s) outside output '{output}''s "
+                             f"{classes} classes (0 to {classes - 1}), the first {indices[first]}"
+                             f" of sample {first}")
+    return indices

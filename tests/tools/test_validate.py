@@ -170,3 +170,54 @@ def test_labels_that_do_not_fit_are_refused(stripes_quantized: Path, tmp_path: P
                  "--labels", str(labels)]) == 2
     assert capsys.readouterr().err.strip() == \
         f"onnx2mcu: error: {labels}: 7 labels for 200 samples"
+
+
+@pytest.mark.parametrize("labels, needle", [
+    (np.full(200, -7, np.int64), "200 label(s) outside output 'scores''s 4 classes "
+                                 "(0 to 3), the first -7 of sample 0"),
+    (np.r_[np.zeros(199, np.int64), 10 ** 12], "1 label(s) outside output 'scores''s 4 "
+                                               "classes (0 to 3), the first 1000000000000"),
+    (np.eye(5, dtype=np.float32)[np.zeros(200, np.int64)],
+     "rows of 5 columns for output 'scores' of 4 classes")])
+@pytest.mark.parametrize("command", ["validate", "verify"])
+def test_labels_outside_the_classes_are_refused(stripes_quantized: Path, tmp_path: Path,
+                                                labels: np.ndarray, needle: str, command: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Not "accuracy 0.00%" with exit code 0: labels the model's classes cannot match are
+    refused before anything runs."""
+    path = tmp_path / "labels.npy"
+    np.save(path, labels)
+    args = (["--float-model", str(STRIPES / "stripes_cnn.onnx")] if command == "validate"
+            else [])
+    assert main([command, str(stripes_quantized), *args, "--dataset",
+                 str(STRIPES / "stripes.npz"), "--labels", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("onnx2mcu: error: labels: ") and needle in err, err
+    assert "\n" not in err
+
+
+def test_one_hot_labels_of_the_right_width_are_taken(stripes_quantized: Path,
+                                                     tmp_path: Path) -> None:
+    indices = np.load(STRIPES / "stripes_labels.npy")
+    one_hot = tmp_path / "one_hot.npy"
+    np.save(one_hot, np.eye(4, dtype=np.float32)[indices])
+    args = (str(stripes_quantized), str(STRIPES / "stripes_cnn.onnx"),
+            str(STRIPES / "stripes.npz"))
+    by_index = api.validate(*args, labels=str(STRIPES / "stripes_labels.npy"))
+    by_row = api.validate(*args, labels=str(one_hot))
+    assert by_row.outputs == by_index.outputs
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_samples_with_nan_or_inf_are_refused(stripes_quantized: Path, tmp_path: Path,
+                                             bad: float,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Not NaN metrics and "top-1 agreement 100%" with exit code 0."""
+    images = np.load(STRIPES / "stripes.npz")["image"][:8].copy()
+    images[3].flat[5] = bad
+    data = tmp_path / "bad.npz"
+    np.savez(data, image=images)
+    assert main(["validate", str(stripes_quantized), "--float-model",
+                 str(STRIPES / "stripes_cnn.onnx"), "--dataset", str(data)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "sample 3 of input 'image' holds NaN or inf" in err and "\n" not in err
