@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -329,8 +330,13 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
 def printable(text: str) -> str:
-    """The name with control characters (and what XML 1.0 cannot hold) replaced by '?'."""
-    return _CONTROL.sub("?", text)
+    """The name with control characters, invisible format characters (the bidirectional
+    overrides such as U+202E, which reorder what a terminal or browser shows, zero-width
+    characters) and what XML 1.0 cannot hold replaced by '?'."""
+    text = _CONTROL.sub("?", text)
+    if text.isprintable():
+        return text
+    return "".join("?" if unicodedata.category(ch) == "Cf" else ch for ch in text)
 
 
 def xml_escape(text: str) -> str:

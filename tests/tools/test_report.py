@@ -147,6 +147,19 @@ def test_hostile_names_are_escaped(tmp_path: Path) -> None:
     assert len(table_rows(format_report_text(report))) == len(report.layers)
 
 
+def test_bidirectional_overrides_are_not_printed(tmp_path: Path) -> None:
+    """U+202E (right-to-left override) in a name would reorder what the terminal shows of
+    the rest of the line: report replaces it, as the other commands escape it."""
+    model = quantized_model("lenet5", "i8-pc")
+    conv = next(n for n in model.graph.node if n.op_type == "QLinearConv")
+    conv.name = "conv\u200b\u202e1"
+    report = build_report(generate_sources(model, Options()))
+    for render in (format_report_text, render_arena_svg, render_report_html):
+        text = render(report)
+        assert "\u202e" not in text and "\u200b" not in text
+    assert "conv??1" in format_report_text(report)
+
+
 def test_never_clobbers_existing_files(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     model = save(quantized_model("lenet5", "u8-pt"), tmp_path / "m.onnx")
