@@ -22,6 +22,8 @@ from codegen.backend.project import (
 )
 from codegen.core.boards import Board
 from codegen.core.dataset import conform_arrays, fit_batch_axis, split_samples
+from codegen.core.ir import itemsize
+from codegen.core.limits import Limits, check_limit
 from codegen.core.progress import progress_bar
 from codegen.frontend.importer import ModelSource
 from codegen.oracle.validate import ValidateReport, is_classifier, validate_output
@@ -373,6 +375,8 @@ def verify(model: ModelSource, options: Options | None = None, *,
                              + (f" ({len(labels)} labels for {len(given)} samples)"
                                 if inputs is not None else ""))
     truth = None if labels is None else labels_by_output(gen, labels)
+    if inputs is None:
+        check_sample_bytes(gen, samples, options.limits)
     if integer_only:
         # ORT on the original model computes what --integer-only fuses in float; the
         # oracle is the model as `convert --integer-only` writes it.
@@ -446,6 +450,16 @@ def verify(model: ModelSource, options: Options | None = None, *,
                         original=original, unoptimized_original=unoptimized,
                         differing=sorted(differing),
                         accuracy=[] if truth is None else label_accuracy(ours, truth))
+
+
+def check_sample_bytes(gen: Generated, samples: int, limits: Limits) -> None:
+    """verify --samples N makes N samples and keeps their outputs: checked against
+    --max-data-bytes before any is made."""
+    per_sample = sum(int(np.prod(t.shape)) * itemsize(t.dtype)
+                     for entry in harness_entries(gen.program)
+                     for t in (*entry.inputs, *entry.outputs))
+    check_limit(f"--samples {samples} of {per_sample} bytes of inputs and outputs each",
+                samples * per_sample, limits, "max_data_bytes")
 
 
 def check_finite_samples(samples: Samples, source: str) -> None:
@@ -545,12 +559,13 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     gen = generate_explained(model, options)
     float_proto = load_model(float_model, options.limits)
     source = dataset if isinstance(dataset, str) else "the data set"
-    arrays = load_arrays(dataset) if isinstance(dataset, str) else \
+    arrays = load_arrays(dataset, options.limits) if isinstance(dataset, str) else \
         {k: np.asarray(v) for k, v in dataset.items()}
     samples = split_samples(conform_arrays(arrays, model_input_specs(float_proto), source),
                             source)
     given = None if labels is None else (
-        load_labels(labels, len(samples)) if isinstance(labels, str) else np.asarray(labels))
+        load_labels(labels, len(samples), options.limits) if isinstance(labels, str) else
+        np.asarray(labels))
     if given is not None and len(given) != len(samples):
         raise InputDataError(f"{len(given)} labels for {len(samples)} samples")
     check_finite_samples(samples, source)

@@ -64,8 +64,8 @@ def _input_shapes(values: Sequence[str] | None) -> dict[str, tuple[int, ...]] | 
     return dict(parse_input_shape(v) for v in values)
 
 
-def _load_npz(path: str) -> dict[str, NDArray[Any]]:
-    return load_npz(path)
+def _load_npz(path: str, args: argparse.Namespace) -> dict[str, NDArray[Any]]:
+    return load_npz(path, _limits(args))
 
 
 def _size(text: str) -> int:
@@ -80,7 +80,9 @@ def _limit_options(p: argparse.ArgumentParser) -> None:
     for option, field, what in (
             ("--max-tensor-bytes", "max_tensor_bytes", "a tensor (weights included)"),
             ("--max-arena-bytes", "max_arena_bytes", "the activation arena"),
-            ("--max-source-bytes", "max_source_bytes", "the generated C sources")):
+            ("--max-source-bytes", "max_source_bytes", "the generated C sources"),
+            ("--max-data-bytes", "max_data_bytes", "the samples of a data file (by the "
+             "sizes its .npy headers declare) or of --samples, with their outputs")):
         default = getattr(DEFAULT_LIMITS, field)
         p.add_argument(option, type=_size, default=default, metavar="SIZE",
                        help=f"refuse a model when {what} would take more than SIZE "
@@ -90,7 +92,8 @@ def _limit_options(p: argparse.ArgumentParser) -> None:
 def _limits(args: argparse.Namespace) -> Limits:
     return Limits(max_tensor_bytes=args.max_tensor_bytes,
                   max_arena_bytes=args.max_arena_bytes,
-                  max_source_bytes=args.max_source_bytes)
+                  max_source_bytes=args.max_source_bytes,
+                  max_data_bytes=args.max_data_bytes)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -245,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--board", default="host",
                    help="the board the summary is for (see `onnx2mcu boards`)")
     q.add_argument("--force", action="store_true", help="replace an existing file")
+    _limit_options(q)
 
     va = sub.add_parser("validate", help="the generated C against the float model on a data "
                                          "set: error, cosine, SNR, top-1 agreement, accuracy")
@@ -405,7 +409,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "(for verify, use verify --per-layer)")
     if counting:
         options = _options(args, counting=True)
-        report = api.count_instructions(args.model, _load_npz(args.inputs), options,
+        report = api.count_instructions(args.model, _load_npz(args.inputs, args), options,
                                         per_layer=args.per_layer, cycles=args.count_cycles)
         print_counts(report)
         return 0
@@ -415,7 +419,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     target = npz_path(Path(args.output))
     inputs = source_paths(args.model, args.inputs)
     check_output_file(target, args.force, inputs)  # refuse before any work
-    result = api.run_model(args.model, _load_npz(args.inputs), options)
+    result = api.run_model(args.model, _load_npz(args.inputs, args), options)
     out = save_npz(target, result.outputs, args.force, inputs)
     print_notes(result.notes)
     print(f"wrote {out} ({visible(', '.join(result.outputs))})")
@@ -496,7 +500,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     sources = source_paths(args.model, args.inputs)
     for target in targets:  # refuse before any work: a report can take a while
         check_output_file(target, args.force, sources)
-    inputs = _load_npz(args.inputs) if args.inputs else None
+    inputs = _load_npz(args.inputs, args) if args.inputs else None
     report = api.report(args.model, options, count=counting, inputs=inputs,
                         cycles=args.count_cycles)
     text = FORMATS[args.format](report)
@@ -522,10 +526,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.labels and not args.dataset:
         raise InputDataError("--labels goes with --dataset (one label per sample)")
     inputs: dict[str, NDArray[Any]] | list[dict[str, Any]] | None = (
-        _load_npz(args.inputs) if args.inputs else
-        load_dataset(args.dataset) if args.dataset else None)
-    labels = load_labels(args.labels, len(inputs)) if args.labels and inputs is not None \
-        else None
+        _load_npz(args.inputs, args) if args.inputs else
+        load_dataset(args.dataset, _limits(args)) if args.dataset else None)
+    labels = load_labels(args.labels, len(inputs), _limits(args)) \
+        if args.labels and inputs is not None else None
     report = api.verify(args.model, options, inputs=inputs, samples=args.samples,
                         seed=args.seed, per_layer=args.per_layer,
                         progress=_terminal_progress(), ort_level=args.ort_level, labels=labels)
@@ -555,7 +559,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
                                 activations=args.activations, per_channel=not args.per_tensor)
     board = resolve_target(Options(board=args.board)).board  # fails before any work
     result = quantize(args.model, args.output, args.calibration, settings,
-                      max_samples=args.samples, force=args.force,
+                      max_samples=args.samples, force=args.force, limits=_limits(args),
                       progress=_progress_bar("calibrating"))
     _terminal_progress_done()
     print_notes(result.notes)

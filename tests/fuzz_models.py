@@ -508,13 +508,49 @@ def two_gigabyte_tensor(m: onnx.ModelProto, ctx: Context) -> str | None:
     return f"initializer '{init.name}' 3 GB external"
 
 
+def output_bomb(m: onnx.ModelProto, ctx: Context) -> str | None:
+    """A Pad or Resize appended to a 4-D float output, with pads of 10^9 (or 2^40) or
+    scales of 10^30 (or inf): an output far over the limits, whose per-index tables were
+    built before any size check."""
+    outputs = [o for o in m.graph.output
+               if o.type.tensor_type.elem_type == TensorProto.FLOAT
+               and len(o.type.tensor_type.shape.dim) == 4]
+    if not outputs:
+        return None
+    out = _pick(ctx, outputs)
+    assert isinstance(out, onnx.ValueInfoProto)
+    name = out.name
+    bombed = f"{name}_bomb"
+    if ctx.rng.random() < 0.5:
+        size = int(_pick(ctx, (10**9, HUGE)))  # type: ignore[call-overload]
+        pads = numpy_helper.from_array(np.array([0, 0, 0, size, 0, 0, 0, size], np.int64),
+                                       f"{bombed}_pads")
+        m.graph.initializer.append(pads)
+        node = helper.make_node("Pad", [name, pads.name], [bombed], name=bombed,
+                                mode=str(_pick(ctx, ("constant", "edge", "reflect"))))
+        step = f"Pad of {size} after output '{name}'"
+    else:
+        scale = float(_pick(ctx, (1e30, float("inf"), 3e9)))  # type: ignore[arg-type]
+        scales = numpy_helper.from_array(np.array([1, 1, scale, scale], np.float32),
+                                         f"{bombed}_scales")
+        m.graph.initializer.append(scales)
+        node = helper.make_node("Resize", [name, "", scales.name], [bombed], name=bombed,
+                                mode="nearest")
+        step = f"Resize by {scale} after output '{name}'"
+    m.graph.node.append(node)
+    out.name = bombed
+    out.type.tensor_type.ClearField("shape")
+    ctx.must_refuse = True
+    return step
+
+
 PROTO_MUTATORS: tuple[Mutator, ...] = (
     drop_initializer, duplicate_initializer, dangling_input, initializer_dtype, value_dtype,
     initializer_dims, input_dims, huge_declared_tensor, absurd_int_values, bad_float_values,
     window_attribute, window_attribute, scalar_attribute, scalar_attribute, make_cycle,
     conv_group, tiny_input,
     reorder_nodes, drop_or_duplicate_node, node_arity, op_type, domains_and_opsets,
-    graph_outputs, clear_tensor_data, external_data, two_gigabyte_tensor,
+    graph_outputs, clear_tensor_data, external_data, two_gigabyte_tensor, output_bomb,
 )
 
 

@@ -4,10 +4,11 @@ A sample may leave out an input's leading axes of 1 (fit_batch_axis)."""
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import onnx
@@ -17,23 +18,31 @@ from onnx import helper
 from codegen.errors import InputDataError
 
 from .ir import Tensor
+from .limits import DEFAULT_LIMITS, Limits, check_limit
 
 
-def load_arrays(path: str) -> dict[str, NDArray[Any]]:
-    """The arrays of an .npz file or of a folder's .npy files (keyed by file stem)."""
+def load_arrays(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[Any]]:
+    """The arrays of an .npz file or of a folder's .npy files (keyed by file stem), their
+    declared sizes checked against --max-data-bytes before any is read."""
     where = Path(path)
     if where.is_dir():
         files = sorted(where.glob("*.npy"))
         if not files:
             raise InputDataError(f"{path}: a folder without .npy files (one NAME.npy per "
                                  "model input, the first axis counting the samples)")
-        return {f.stem: _load_npy(f) for f in files}
+        for f in files:
+            if not f.is_file():  # a FIFO or a device would block or never end
+                raise InputDataError(f"{f}: not a regular file")
+        declared = sum(_declared_bytes(f, _npy_header(f)) for f in files)
+        check_limit(f"{path}: the .npy files declare {declared} bytes", declared, limits,
+                    "max_data_bytes")
+        return {f.stem: _load_npy(f, limits) for f in files}
     if not where.exists():
         raise InputDataError(f"{path}: no such file or folder")
     if _magic(where) == NPY_MAGIC:
         raise InputDataError(f"{path}: a single array; a data set is an .npz keyed "
                              "by input name, or a folder of NAME.npy files")
-    return load_npz(path)
+    return load_npz(path, limits)
 
 
 # The first bytes of a zip archive (an .npz; the second form is an empty archive) and of
@@ -43,6 +52,8 @@ NPY_MAGIC = b"\x93NUMPY"
 
 
 def _magic(path: Path) -> bytes:
+    if not path.is_file():
+        raise InputDataError(f"{path}: not a regular file")
     try:
         with path.open("rb") as f:
             head = f.read(6)
@@ -51,14 +62,58 @@ def _magic(path: Path) -> bytes:
     return head if head == NPY_MAGIC else head[:4]
 
 
-def load_npz(path: str) -> dict[str, NDArray[Any]]:
-    """The arrays of an .npz file, keyed by name (never a pickle)."""
+def _read_header(stream: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The shape and dtype a .npy stream declares, from its header alone."""
+    try:
+        version = np.lib.format.read_magic(stream)
+        shape, _, dtype = (np.lib.format.read_array_header_1_0(stream) if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0(stream))
+    except Exception as exc:
+        raise InputDataError(f"{where}: not a readable .npy array ({exc})") from None
+    if dtype.hasobject:
+        raise InputDataError(f"{where}: holds Python objects (a pickle), which onnx2mcu "
+                             "never loads")
+    return tuple(int(d) for d in shape), dtype
+
+
+def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    try:
+        with path.open("rb") as f:
+            return _read_header(f, str(path))
+    except OSError as exc:
+        raise InputDataError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def _declared_bytes(where: object, header: tuple[tuple[int, ...], np.dtype[Any]]) -> int:
+    shape, dtype = header
+    elements = 1
+    for d in shape:
+        elements *= d  # Python integers: no overflow
+    return elements * dtype.itemsize
+
+
+def load_npz(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[Any]]:
+    """The arrays of an .npz file, keyed by name (never a pickle), their declared sizes
+    checked against --max-data-bytes before any is decompressed."""
     where = Path(path)
-    if not where.is_file():
+    if not where.exists():
         raise InputDataError(f"{path}: no such file")
     if _magic(where) not in ZIP_MAGICS:
         raise InputDataError(f"{path}: not an .npz file (not a zip archive of .npy arrays, "
                              "as numpy.savez writes)")
+    try:
+        with zipfile.ZipFile(where) as archive:
+            declared = 0
+            for member in archive.namelist():
+                with archive.open(member) as stream:
+                    declared += _declared_bytes(member, _read_header(
+                        stream, f"{path}: array '{member.removesuffix('.npy')}'"))
+    except InputDataError:
+        raise
+    except Exception as exc:
+        raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
+    check_limit(f"{path}: its arrays declare {declared} bytes", declared, limits,
+                "max_data_bytes")
     try:
         with np.load(where, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
@@ -66,7 +121,10 @@ def load_npz(path: str) -> dict[str, NDArray[Any]]:
         raise InputDataError(f"{path}: not a readable .npz file ({exc})") from None
 
 
-def _load_npy(path: Path) -> NDArray[Any]:
+def _load_npy(path: Path, limits: Limits = DEFAULT_LIMITS) -> NDArray[Any]:
+    declared = _declared_bytes(path, _npy_header(path))
+    check_limit(f"{path}: its array declares {declared} bytes", declared, limits,
+                "max_data_bytes")
     try:
         return np.asarray(np.load(path, allow_pickle=False))
     except Exception as exc:
@@ -93,9 +151,9 @@ def split_samples(arrays: Mapping[str, NDArray[Any]], source: str) -> list[dict[
     return [{name: array[i] for name, array in arrays.items()} for i in range(count)]
 
 
-def load_dataset(path: str) -> list[dict[str, Any]]:
+def load_dataset(path: str, limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
     """The samples of the data set at `path`."""
-    return split_samples(load_arrays(path), path)
+    return split_samples(load_arrays(path, limits), path)
 
 
 def with_leading_axes(shape: tuple[int, ...],
@@ -213,13 +271,13 @@ def _conform_dtype(array: NDArray[Any], spec: InputSpec, source: str) -> NDArray
                          + (" values outside that range" if array.dtype.kind in "iu" else ""))
 
 
-def load_labels(path: str, count: int) -> NDArray[Any]:
+def load_labels(path: str, count: int, limits: Limits = DEFAULT_LIMITS) -> NDArray[Any]:
     """Class labels, one per sample: an .npy (or an .npz of one array) of integer class
     indices [samples], or of one-hot or score rows [samples, classes]. Checked against
     the model's outputs by class_indices."""
     where = Path(path)
-    arrays = {where.stem: _load_npy(where)} if where.is_file() and where.suffix == ".npy" \
-        else load_arrays(path)
+    arrays = {where.stem: _load_npy(where, limits)} if where.is_file() and \
+        where.suffix == ".npy" else load_arrays(path, limits)
     if where.is_dir() or len(arrays) != 1:
         raise InputDataError(f"{path}: labels are one array (an .npy, or an .npz holding "
                              "one array) of class indices, one per sample")

@@ -20,13 +20,16 @@ class Limits:
     max_arena_bytes: int = 256 * MB
     # The generated C sources, estimated from the constants before they are printed.
     max_source_bytes: int = 1 * GB
+    # The samples read from data files (--inputs, --dataset, --calibration, --labels,
+    # declared in their .npy headers) or made (verify --samples), with their outputs.
+    max_data_bytes: int = 1 * GB
 
 
 DEFAULT_LIMITS = Limits()
 
 # Which CLI option raises each limit, for the error messages.
 OPTION = {"max_tensor_bytes": "--max-tensor-bytes", "max_arena_bytes": "--max-arena-bytes",
-          "max_source_bytes": "--max-source-bytes"}
+          "max_source_bytes": "--max-source-bytes", "max_data_bytes": "--max-data-bytes"}
 
 
 def format_bytes(n: int) -> str:

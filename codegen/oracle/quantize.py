@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from codegen.backend.project import check_output_file, source_paths, write_output_with
 from codegen.core.dataset import conform_arrays, model_input_specs, split_samples
+from codegen.core.limits import DEFAULT_LIMITS, Limits
 from codegen.errors import ModelError, OptionError
 from codegen.frontend.importer import load_model
 from codegen.frontend.model_kind import QUANTIZED_OPS, is_float_model
@@ -228,7 +229,8 @@ def check_float_model(model: onnx.ModelProto, name: str) -> None:
 
 def quantize(model: str | Path, out: str | Path, calibration: str | Mapping[str, Any],
              settings: QuantizeSettings = QuantizeSettings(), *, max_samples: int | None = None,
-             force: bool = False, progress: Progress | None = None) -> QuantizeResult:
+             force: bool = False, progress: Progress | None = None,
+             limits: Limits = DEFAULT_LIMITS) -> QuantizeResult:
     """Quantize the float model at `model` with the samples of `calibration` (a data set
     path, or arrays keyed by input name with the samples on the first axis) and write the
     quantized model to `out`, atomically (never half-written, never over a file without
@@ -241,10 +243,10 @@ def quantize(model: str | Path, out: str | Path, calibration: str | Mapping[str,
     check_output_file(out, force, inputs)  # fail before doing any work
     if max_samples is not None and max_samples < 1:
         raise OptionError("--samples must be at least 1")
-    proto = load_model(source)
+    proto = load_model(source, limits)
     check_float_model(proto, source.name.removesuffix(".onnx"))
     name = str(calibration) if not isinstance(calibration, Mapping) else "calibration data"
-    arrays = load_arrays(calibration) if not isinstance(calibration, Mapping) else \
+    arrays = load_arrays(calibration, limits) if not isinstance(calibration, Mapping) else \
         {k: np.asarray(v) for k, v in calibration.items()}
     if max_samples is not None:
         arrays = {k: v[:max_samples] for k, v in arrays.items()}

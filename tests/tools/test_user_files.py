@@ -227,3 +227,46 @@ def test_a_data_file_that_is_not_a_zip_is_named_so(command: str, model: Path,
             else ["--dataset", str(bad)])
     line = refused(run_cli(command, str(model), *args), "not an .npz file", "zip")
     assert "pickle" not in line
+
+
+def npz_bomb(path: Path, shape: tuple[int, ...]) -> Path:
+    """An .npz whose one array declares `shape` float32 in its header and holds a few
+    bytes (what a compressed zero array of that shape would decompress to, without it)."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("input.npy", header.getvalue() + bytes(64))
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "verify", "validate", "quantize"])
+def test_a_data_file_bomb_is_refused_from_its_header(command: str, model: Path,
+                                                     tmp_path: Path) -> None:
+    """A small .npz whose array declares 4 GB: refused from the .npy header, before any
+    decompression (verify --dataset died in a MemoryError after 7.4 GB)."""
+    bomb = npz_bomb(tmp_path / "bomb.npz", (1024, 1024, 1024))
+    args = {"run": ["run", str(model), "--inputs", str(bomb), "--output",
+                    str(tmp_path / "o.npz")],
+            "verify": ["verify", str(model), "--dataset", str(bomb)],
+            "validate": ["validate", str(model), "--float-model", str(model), "--dataset",
+                         str(bomb)],
+            "quantize": ["quantize", str(REPO / "examples" / "stripes" / "stripes_cnn.onnx"),
+                         "-o", str(tmp_path / "q.onnx"), "--calibration", str(bomb)]}
+    refused(run_cli(*args[command]), "declare 4294967296 bytes", "--max-data-bytes")
+    assert not (tmp_path / "o.npz").exists() and not (tmp_path / "q.onnx").exists()
+
+
+def test_a_fifo_in_a_data_set_folder_is_refused(model: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    os.mkfifo(folder / "input.npy")
+    refused(run_cli("verify", str(model), "--dataset", str(folder)), "not a regular file")
+
+
+def test_samples_beyond_the_data_limit_are_refused(model: Path) -> None:
+    refused(run_cli("verify", str(model), "--samples", "1000000000"),
+            "--samples 1000000000", "--max-data-bytes")
