@@ -231,14 +231,61 @@ def place_first_fit(order: list[str], lifetimes: dict[str, tuple[int, int]],
     """Each tensor, in `order`, at the lowest offset free during its whole lifetime
     (around the `fixed` placements)."""
     placed: list[Placement] = list(fixed)
+    by_time = TimeIndex()
+    for p in placed:
+        by_time.add(p)
     for name in order:
         first, last = lifetimes[name]
         size = sizes[name]
-        intervals = [interval for p in placed if p.first <= last and first <= p.last
+        intervals = [interval for p in by_time.live(first, last)
                      for interval in forbidden_starts(name, size, p, pairs or {})]
-        placed.append(Placement(name, lowest_free_start(intervals, alignment), size, first,
-                                last))
+        placement = Placement(name, lowest_free_start(intervals, alignment), size, first,
+                              last)
+        placed.append(placement)
+        by_time.add(placement)
     return placed
+
+
+def live_bytes_by_step(lifetimes: dict[str, tuple[int, int]], sizes: dict[str, int],
+                       steps: int) -> list[int]:
+    """The bytes live at each step: each lifetime adds its size where it starts and
+    takes it back after it ends (one pass, not a sum over all tensors per step)."""
+    change = [0] * (steps + 1)
+    for name, (a, b) in lifetimes.items():
+        first, last = max(a, 0), min(b, steps - 1)
+        if first <= last:
+            change[first] += sizes[name]
+            change[last + 1] -= sizes[name]
+    live, total = [], 0
+    for step in range(steps):
+        total += change[step]
+        live.append(total)
+    return live
+
+
+class TimeIndex:
+    """Placements by the spans of steps they live in: the ones live during a lifetime
+    are found among those of its buckets, not among all placed so far (which made
+    planning quadratic in the number of tensors: 10,000 layers took most of a minute).
+    The result does not depend on the order they are found in (lowest_free_start sorts)."""
+
+    BUCKET = 32  # steps
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, list[Placement]] = {}
+
+    def add(self, p: Placement) -> None:
+        for bucket in range(p.first // self.BUCKET, p.last // self.BUCKET + 1):
+            self.buckets.setdefault(bucket, []).append(p)
+
+    def live(self, first: int, last: int) -> list[Placement]:
+        """The placements live at some step from first to last, each once."""
+        found: dict[int, Placement] = {}
+        for bucket in range(first // self.BUCKET, last // self.BUCKET + 1):
+            for p in self.buckets.get(bucket, ()):
+                if p.first <= last and first <= p.last:
+                    found.setdefault(id(p), p)
+        return list(found.values())
 
 
 # Placement orders tried (the smallest arena wins; ties keep the earlier one): first fit
@@ -291,8 +338,7 @@ def plan_arena(program: Program, alignment: int = ALIGNMENT, in_place: bool = Tr
         best.append(Placement(whole, 0, sizes[whole], *buffers[whole]))
         best_total = max(best_total, sizes[whole])
     steps = len(program.calls)
-    live_bytes = [sum(sizes[n] for n, (a, b) in lifetimes.items() if a <= s <= b)
-                  for s in range(steps)]
+    live_bytes = live_bytes_by_step(lifetimes, sizes, steps)
     offsets = {p.tensor: p.offset for p in best}
     placements = {name: Placement(name, offsets[storage.get(name, name)], sizes[name], a, b)
                   for name, (a, b) in lifetimes.items()}

@@ -121,3 +121,42 @@ class Graph:
     # The limits the model was imported under: operators whose specs hold tables as long
     # as an output check the output against them before building those (Pad, Resize).
     limits: Limits = DEFAULT_LIMITS
+    # producer() and readers() answer from an index of the node list, rebuilt whenever
+    # the graph holds another list or the list another length (passes replace the list or
+    # append to it; none replaces a node in place). Without it, every operator asking who
+    # reads or writes a tensor scanned the whole graph: quadratic in its size.
+    _index: NodeIndex | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _node_index(self) -> NodeIndex:
+        index = self._index
+        if index is None or index.nodes is not self.nodes or index.length != len(self.nodes):
+            index = NodeIndex.of(self.nodes)
+            self._index = index
+        return index
+
+    def producer(self, tensor: str) -> Node | None:
+        """The first node (in graph order) with `tensor` among its outputs."""
+        return self._node_index().producers.get(tensor)
+
+    def readers(self, tensor: str) -> list[Node]:
+        """The nodes reading `tensor`, in graph order, once per input slot that reads it."""
+        return list(self._node_index().readers.get(tensor, ()))
+
+
+@dataclass(frozen=True)
+class NodeIndex:
+    nodes: list[Node]  # the very list indexed (kept, so that its id cannot be reused)
+    length: int
+    producers: dict[str, Node]
+    readers: dict[str, list[Node]]
+
+    @staticmethod
+    def of(nodes: list[Node]) -> NodeIndex:
+        producers: dict[str, Node] = {}
+        readers: dict[str, list[Node]] = {}
+        for node in nodes:
+            for name in node.outputs:
+                producers.setdefault(name, node)
+            for name in node.inputs:
+                readers.setdefault(name, []).append(node)
+        return NodeIndex(nodes, len(nodes), producers, readers)

@@ -77,7 +77,7 @@ def absorbed_clamp(node: Node, graph: Graph) -> tuple[int, int] | None:
     if opdef is None or not opdef.absorbs_clamp or out in graph.outputs or \
             graph.tensors[out].dtype not in QDQ_RANGE:
         return None
-    readers = [n for n in graph.nodes for name in n.inputs if name == out]
+    readers = graph.readers(out)
     if len(readers) != 1 or readers[0].domain or readers[0].op_type not in ("Relu", "Clip") \
             or readers[0].inputs[0] != out:
         return None
@@ -104,7 +104,7 @@ def clamp_output_table(table: NDArray[Any], node: Node, graph: Graph) -> NDArray
 
 
 def is_absorbed(node: Node, graph: Graph) -> bool:
-    source = next((n for n in graph.nodes if node.inputs[0] in n.outputs), None)
+    source = graph.producer(node.inputs[0])
     return source is not None and absorbed_clamp(source, graph) is not None
 
 

@@ -6,10 +6,25 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen.backend.planner import ALIGNMENT, plan_arena, tensor_lifetimes
+from codegen.backend.planner import (
+    ALIGNMENT,
+    Placement,
+    forbidden_starts,
+    live_bytes_by_step,
+    lowest_free_start,
+    place_first_fit,
+    plan_arena,
+    tensor_lifetimes,
+)
 from codegen.core.ir import Graph, Node, Tensor
 from codegen.core.program import KernelCall, Program
-from codegen.transform.schedule import peak_live_bytes, schedule_for_memory
+from codegen.transform.schedule import (
+    activation_bytes,
+    consumers,
+    greedy_memory_order,
+    peak_live_bytes,
+    schedule_for_memory,
+)
 
 
 def chain_program(sizes: list[int], reads: list[list[int]]) -> Program:
@@ -126,3 +141,114 @@ def test_schedule_runs_branches_depth_first_when_that_lowers_the_peak() -> None:
     assert peak_live_bytes(scheduled, scheduled.nodes) == 4020
     deep = branching_graph("deep")
     assert schedule_for_memory(deep).nodes == deep.nodes  # already best: file order kept
+
+
+# ------------------------------------------------------------------ linear-time forms
+# The planner and the scheduler answer from indexes (issue 35: a 10,000-layer chain took
+# most of a minute). Each is checked here against the quadratic form it replaced.
+
+def first_fit_by_scan(order: list[str], lifetimes: dict[str, tuple[int, int]],
+                      sizes: dict[str, int]) -> list[Placement]:
+    placed: list[Placement] = []
+    for name in order:
+        first, last = lifetimes[name]
+        intervals = [interval for p in placed if p.first <= last and first <= p.last
+                     for interval in forbidden_starts(name, sizes[name], p, {})]
+        placed.append(Placement(name, lowest_free_start(intervals, ALIGNMENT), sizes[name],
+                                first, last))
+    return placed
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 120), st.integers(1, 900)),
+                min_size=1, max_size=60))
+def test_first_fit_by_time_buckets_is_first_fit(spans: list[tuple[int, int, int]]) -> None:
+    lifetimes = {f"t{i}": (a, a + d) for i, (a, d, _) in enumerate(spans)}
+    sizes = {f"t{i}": s for i, (_, _, s) in enumerate(spans)}
+    order = sorted(lifetimes, key=lambda n: (-sizes[n], n))
+    assert place_first_fit(order, lifetimes, sizes) == first_fit_by_scan(order, lifetimes,
+                                                                          sizes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2, 40), st.integers(0, 30), st.integers(0, 500)),
+                max_size=40), st.integers(1, 45))
+def test_live_bytes_by_step_is_the_sum_per_step(spans: list[tuple[int, int, int]],
+                                                steps: int) -> None:
+    lifetimes = {f"t{i}": (a, a + d) for i, (a, d, _) in enumerate(spans)}
+    sizes = {f"t{i}": s for i, (_, _, s) in enumerate(spans)}
+    assert live_bytes_by_step(lifetimes, sizes, steps) == [
+        sum(sizes[n] for n, (a, b) in lifetimes.items() if a <= s <= b) for s in range(steps)]
+
+
+def greedy_by_scan(graph: Graph) -> list[Node]:
+    """The greedy order as it was computed before: the min over every ready node."""
+    sizes = activation_bytes(graph)
+    producer = {out: i for i, node in enumerate(graph.nodes) for out in node.outputs}
+    waiting = [sum(1 for t in set(node.inputs) if t in producer) for node in graph.nodes]
+    readers: dict[str, list[int]] = {}
+    for i, node in enumerate(graph.nodes):
+        for t in set(node.inputs):
+            if t in producer:
+                readers.setdefault(t, []).append(i)
+    remaining = consumers(graph)
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    order: list[Node] = []
+    while ready:
+        def growth(i: int) -> tuple[int, int]:
+            node = graph.nodes[i]
+            freed = sum(sizes.get(t, 0) for t in set(node.inputs)
+                        if t and remaining[t] == node.inputs.count(t))
+            return sum(sizes.get(t, 0) for t in node.outputs) - freed, i
+        best = min(ready, key=growth)
+        ready.remove(best)
+        node = graph.nodes[best]
+        order.append(node)
+        for t in node.inputs:
+            if t:
+                remaining[t] -= 1
+        for out in node.outputs:
+            for reader in readers.get(out, []):
+                waiting[reader] -= 1
+                if waiting[reader] == 0:
+                    ready.append(reader)
+    return order
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> Graph:
+    """Random DAGs of nodes reading up to three earlier tensors (some twice) and writing
+    one or two tensors of random sizes, some of them graph outputs."""
+    n = draw(st.integers(1, 30))
+    tensors = {"x": Tensor("x", "uint8", (4,))}
+    nodes, names = [], ["x"]
+    outputs = []
+    for i in range(n):
+        reads = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))
+        writes = [f"n{i}_{k}" for k in range(draw(st.integers(1, 2)))]
+        for w in writes:
+            tensors[w] = Tensor(w, "uint8", (draw(st.integers(1, 64)),))
+            if draw(st.booleans()) and draw(st.booleans()):
+                outputs.append(w)
+        nodes.append(Node(f"n{i}", "Op", "", tuple(reads), tuple(writes)))
+        names += writes
+    outputs = outputs or [names[-1]]
+    return Graph("g", ["x"], outputs, nodes, tensors, {}, {"": 13})
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_the_greedy_order_by_heap_is_the_greedy_order(graph: Graph) -> None:
+    assert [n.name for n in greedy_memory_order(graph)] == \
+        [n.name for n in greedy_by_scan(graph)]
+
+
+def test_graph_node_index_follows_the_node_list() -> None:
+    a = Node("a", "Op", "", ("x",), ("y",))
+    b = Node("b", "Op", "", ("y", "y"), ("z",))
+    graph = Graph("g", ["x"], ["z"], [a], {}, {}, {"": 13})
+    assert graph.producer("y") is a and graph.readers("y") == []
+    graph.nodes.append(b)  # appended: the index follows
+    assert graph.readers("y") == [b, b] and graph.producer("z") is b
+    graph.nodes = [b]  # replaced: so does it
+    assert graph.producer("y") is None and graph.readers("y") == [b, b]

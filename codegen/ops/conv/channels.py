@@ -81,7 +81,7 @@ class ConstantChannels:
 def conv_producer(graph: Graph, x: Tensor) -> tuple[Node, Tensor, ConvSpec] | None:
     """The 2-D QLinearConv with constant weights whose first output is x: (the node, its
     input, its spec), or None."""
-    producer = next((n for n in graph.nodes if x.name in n.outputs), None)
+    producer = graph.producer(x.name)
     if (producer is None or producer.op_type != "QLinearConv" or
             producer.domain not in ("", "ai.onnx") or producer.outputs[0] != x.name):
         return None
