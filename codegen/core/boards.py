@@ -189,16 +189,29 @@ def load_board(name: str) -> Board:
     return load_board_file(path)
 
 
+# A board file is a few hundred bytes; anything far larger is not one.
+MAX_BOARD_FILE_BYTES = 1 << 20
+
+
 def load_board_file(path: Path) -> Board:
+    if path.exists() and not path.is_file():
+        raise OptionError(f"board file {path} is not a regular file")
     try:
         with path.open("rb") as f:
-            data = tomllib.load(f)
+            text = f.read(MAX_BOARD_FILE_BYTES + 1)
     except FileNotFoundError:
         raise OptionError(f"board file {path} does not exist") from None
     except OSError as error:
         raise OptionError(f"board file {path} cannot be read: {error.strerror}") from None
+    if len(text) > MAX_BOARD_FILE_BYTES:
+        raise OptionError(f"board file {path} is over {MAX_BOARD_FILE_BYTES} bytes; a board "
+                          "file is a short TOML table")
+    try:
+        data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise OptionError(f"board file {path} is not valid TOML: {error}") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise OptionError(f"board file {path} nests its values too deeply") from None
     name = path.stem
     if not re.match(r"^[A-Za-z0-9_.-]{1,64}$", name):
         raise OptionError(f"board file {path}: its name (the file's stem) must be letters, "

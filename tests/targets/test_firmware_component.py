@@ -368,6 +368,10 @@ def test_a_board_file_of_your_own(tmp_path: Path) -> None:
     (("description", "colour = 1\ndescription"), "unknown field 'colour'"),
     (("cpu = \"cortex-m4\"", "cpu = \"cortex-m3\""), "field 'dsp': cortex-m3 has no DSP"),
     (("[memory]", "[memory"), "is not valid TOML"),
+    # values nested 5,000 deep (tomllib's recursion), a file of megabytes
+    (("description", "x = " + "[" * 5000 + "]" * 5000 + "\ndescription"),
+     "nests its values too deeply"),
+    (("description", "# " + "x" * (1 << 20) + "\ndescription"), "is over 1048576 bytes"),
 ])
 def test_a_bad_board_file_names_each_bad_field(change: tuple[str, str], message: str,
                                                tmp_path: Path,
@@ -381,6 +385,16 @@ def test_a_bad_board_file_names_each_bad_field(change: tuple[str, str], message:
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_board_file_that_is_a_fifo_is_refused(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    board = tmp_path / "fifo.toml"
+    os.mkfifo(board)
+    model = tmp_path / "m.onnx"
+    model.write_bytes(quantized_model("lenet5", "u8-pt").SerializeToString())
+    assert main(["inspect", str(model), "--board", str(board)]) == 2
+    assert "is not a regular file" in capsys.readouterr().err
 
 
 def test_every_shipped_board_passes_its_own_checks() -> None:
