@@ -122,3 +122,23 @@ def test_outputs_follow_the_umask(umask: int, folder_mode: int, file_mode: int,
         assert len(written) > len(folders) > 1  # the runtime/ subfolder and files
     for name in ("converted.onnx", "r.html", "arena.svg", "out.npz"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == file_mode, name
+
+
+def test_ctrl_c_while_still_importing_is_one_line() -> None:
+    """SIGINT while the console script is still importing numpy, onnx and the rest: the
+    one line and status 130 of any interrupted command, no traceback."""
+    import shutil
+    import signal
+    import time
+
+    script = shutil.which("onnx2mcu", path=str(Path(sys.executable).parent))
+    assert script is not None
+    process = subprocess.Popen([script, "boards"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # the interpreter has started; the imports take about a second
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    if process.returncode == 0:
+        pytest.skip("the imports had finished before the signal (a very fast machine)")
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert err.strip() == "onnx2mcu: interrupted by SIGINT"
