@@ -661,8 +661,13 @@ def interrupt_handling() -> Iterator[None]:
 
 def interrupted_status(exc: KeyboardInterrupt) -> int:
     signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-    print(f"onnx2mcu: interrupted by {signal.Signals(signum).name} (temporary files removed)",
-          file=sys.stderr)
+    name = signal.Signals(signum).name
+    completed = getattr(exc, "completed_output", None)
+    if completed is not None:  # arrived as the finished output was being moved in place
+        print(f"onnx2mcu: interrupted by {name} after {completed} was written whole",
+              file=sys.stderr)
+    else:
+        print(f"onnx2mcu: interrupted by {name} (temporary files removed)", file=sys.stderr)
     return 128 + signum
 
 

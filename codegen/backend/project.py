@@ -197,6 +197,7 @@ def _replace_folder(out: Path, files: Mapping[str, bytes]) -> None:
     remove_dead_temporaries(out)
     staging = new_folder(out.parent, temporary_prefix(out, "tmp"))
     old: Path | None = None
+    swapped = False
     try:
         write_files(staging, files)
         with signals_deferred():
@@ -205,10 +206,15 @@ def _replace_folder(out: Path, files: Mapping[str, bytes]) -> None:
                 os.rmdir(old)
                 os.rename(out, old)
             os.rename(staging, out)
+            swapped = True
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
                 old = None
-    except BaseException:
+    except BaseException as exc:
+        if swapped and isinstance(exc, KeyboardInterrupt):
+            # A signal held back during the swap arrives as it ends: the output is whole,
+            # and the message says so (cli.interrupted_status).
+            exc.completed_output = out  # type: ignore[attr-defined]
         if old is not None and old.exists() and not out.exists():
             os.rename(old, out)
             old = None

@@ -270,3 +270,27 @@ def test_a_fifo_in_a_data_set_folder_is_refused(model: Path, tmp_path: Path) -> 
 def test_samples_beyond_the_data_limit_are_refused(model: Path) -> None:
     refused(run_cli("verify", str(model), "--samples", "1000000000"),
             "--samples 1000000000", "--max-data-bytes")
+
+
+def test_a_signal_held_back_during_the_swap_says_the_output_is_whole(
+        model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGINT/SIGTERM are held back while the finished folder is moved in place and
+    arrive as that ends: the output is whole, and the message says so."""
+    import contextlib
+    from collections.abc import Iterator
+
+    from codegen.backend import project
+
+    @contextlib.contextmanager
+    def delivered_at_the_end() -> Iterator[None]:
+        yield
+        raise KeyboardInterrupt  # the held-back signal, delivered on unblocking
+
+    monkeypatch.setattr(project, "signals_deferred", delivered_at_the_end)
+    out = tmp_path / "out"
+    result = run_cli("generate", str(model), "-o", str(out))
+    assert result.returncode == 130
+    assert result.stderr.strip() == \
+        f"onnx2mcu: interrupted by SIGINT after {out} was written whole"
+    assert (out / "m.c").is_file() and (out / "Makefile").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models", "out"]
