@@ -316,3 +316,95 @@ def test_a_model_file_over_2_gb_is_refused_before_parsing(tmp_path: Path) -> Non
     with pytest.raises(ModelError, match=r"2684354560 bytes \(2.5 GB\); an ONNX file over 2 GB"):
         generate_sources(path, Options())
     assert time.monotonic() - start < 5
+
+
+# --------------------------------------------------------------------------------------
+# Board files and data files: random mutations of their own (issue 35), each read by the
+# loader the commands use. Every case is read or refused with an onnx2mcu error, at once.
+# --------------------------------------------------------------------------------------
+
+BOARD_TEXT = (Path(__file__).resolve().parents[2] / "boards" / "cortex-m4f.toml").read_text()
+
+
+def mutated_board(rng: np.random.Generator) -> str:
+    """A shipped board file with nesting bombs, garbage, truncation or huge values."""
+    text = BOARD_TEXT
+    kind = int(rng.integers(6))
+    depth = int(rng.choice([10, 1000, 5000, 50_000]))
+    if kind == 0:
+        text = f"x = {'[' * depth}{']' * depth}\n" + text
+    elif kind == 1:
+        text = f"x = {'{ a = ' * depth}1{' }' * depth}\n" + text
+    elif kind == 2:
+        text = text[:int(rng.integers(len(text)))]
+    elif kind == 3:
+        text = text.replace("=", "= " + str(int(rng.choice([-1, 2**63, 10**30]))) + " #", 1)
+    elif kind == 4:
+        spot = int(rng.integers(len(text)))
+        text = text[:spot] + bytes(rng.integers(0, 256, 8, dtype=np.uint8)).decode(
+            "latin-1") + text[spot:]
+    else:
+        text = "[" * depth + text
+    return text
+
+
+def test_mutated_board_files_are_read_or_refused(tmp_path: Path) -> None:
+    from codegen.core.boards import load_board_file
+    from codegen.errors import Onnx2McuError
+
+    rng = np.random.default_rng(SEED)
+    start = time.monotonic()
+    for case in range(150):
+        board = tmp_path / f"b{case}.toml"
+        board.write_text(mutated_board(rng), encoding="latin-1")
+        try:
+            load_board_file(board)
+        except Onnx2McuError as error:
+            assert "\n" not in str(error), case
+    assert time.monotonic() - start < 60
+
+
+def mutated_npz(rng: np.random.Generator, path: Path) -> None:
+    """An .npz with an array header declaring a random shape and dtype (huge, negative,
+    object, structured), its data short, or an archive cut short."""
+    import io
+    import zipfile
+
+    shape = tuple(int(d) for d in rng.choice([0, 1, 3, 2**20, 2**31, 2**40, -1],
+                                             size=int(rng.integers(0, 4))))
+    descr = str(rng.choice(["<f4", "|u1", "<i8", "|O", "<c16", "|V7"]))
+    header = io.BytesIO()
+    try:
+        np.lib.format.write_array_header_1_0(
+            header, {"descr": descr, "fortran_order": bool(rng.integers(2)),
+                     "shape": shape})
+    except ValueError:
+        header = io.BytesIO(b"\x93NUMPY\x01\x00" + bytes(rng.integers(0, 256, 40,
+                                                                       dtype=np.uint8)))
+    data = header.getvalue() + bytes(int(rng.integers(0, 64)))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(str(rng.choice(["x.npy", "input.npy", "../up.npy"])), data)
+    raw = buffer.getvalue()
+    if rng.integers(4) == 0:
+        raw = raw[:int(rng.integers(len(raw)))]
+    path.write_bytes(raw)
+
+
+def test_mutated_data_files_are_read_or_refused(tmp_path: Path) -> None:
+    from codegen.core.dataset import load_arrays, load_npz
+    from codegen.errors import Onnx2McuError
+
+    rng = np.random.default_rng(SEED + 1)
+    start = time.monotonic()
+    for case in range(300):
+        path = tmp_path / f"d{case}.npz"
+        mutated_npz(rng, path)
+        for load in (load_npz, load_arrays):
+            try:
+                arrays = load(str(path))
+            except Onnx2McuError as error:
+                assert "\n" not in str(error), case
+            else:
+                assert sum(a.nbytes for a in arrays.values()) <= Limits().max_data_bytes
+    assert time.monotonic() - start < 60
