@@ -15,6 +15,7 @@ from codegen.core.program import (
     Alias,
     CDouble,
     CFloat,
+    CInts,
     ComputedConstant,
     CStruct,
     CValue,
@@ -85,6 +86,34 @@ def check_finite(node: Node, item: Lowered) -> None:
         if bad_field is not None:
             raise ModelError(f"{node.describe()}: a derived kernel parameter is {bad_field} "
                              "(its quantization scales are too far apart for float32)")
+        wide = _int_out_of_range(item.params, item.params.ctype)
+        if wide is not None:
+            raise ModelError(f"{node.describe()}: kernel parameter {wide[0]} = {wide[1]} is "
+                             "beyond the 32-bit integers the kernel takes it in")
+
+
+# The kernels' parameter structs hold 32-bit integers (int32_t, int, uint32_t), never
+# wider scalars: an attribute that reaches one (a stride, a size, a shift) must fit.
+INT_FIELD_RANGE = (-2**31, 2**32 - 1)
+
+
+def _int_out_of_range(value: CValue, where: str) -> tuple[str, int] | None:
+    """The first integer of a parameter struct (its fields, nested structs, integer
+    lists) outside INT_FIELD_RANGE, with the field's name, or None."""
+    low, high = INT_FIELD_RANGE
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if low <= value <= high else (where, value)
+    if isinstance(value, CInts):
+        bad = next((v for v in value.values if not low <= int(v) <= high), None)
+        return None if bad is None else (where, int(bad))
+    if isinstance(value, CStruct):
+        for name, field in value.fields:
+            found = _int_out_of_range(field, f"{where}.{name}")
+            if found is not None:
+                return found
+    return None
 
 
 def _graph_outputs(graph: Graph, program: Program) -> tuple[list[Tensor], list[KernelCall]]:
