@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -139,25 +140,59 @@ def test_a_dangling_link_into_nowhere_is_refused(model: Path, tmp_path: Path) ->
     assert link.is_symlink() and not (tmp_path / "no").exists()
 
 
-@pytest.mark.skipif(ROOT, reason="root may write into any folder")
-def test_read_only_places_are_refused_in_one_line(model: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder onnx2mcu may not write into. As root (CI runs as root), permissions do not
+    stop anything, so the two system calls that would refuse are made to refuse there."""
     locked = tmp_path / "locked"
     locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        refused(run_cli("generate", str(model), "-o", str(locked / "out")), "cannot write")
-        assert not list(locked.iterdir())
-        old = tmp_path / "old"
+    if not ROOT:
+        locked.chmod(0o555)
+        yield locked
+        locked.chmod(0o755)
+        return
+    from codegen.backend import project
+
+    real_access, real_mkdir = os.access, Path.mkdir
+
+    def access(path: object, mode: int, **keywords: object) -> bool:
+        inside = Path(os.fsdecode(path)).resolve()  # type: ignore[arg-type]
+        if (inside == locked or locked in inside.parents) and mode & os.W_OK:
+            return False
+        return real_access(path, mode)  # type: ignore[arg-type]
+
+    def mkdir(self: Path, *args: object, **keywords: object) -> None:
+        if self.absolute().parent == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        real_mkdir(self, *args, **keywords)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(project.os, "access", access)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    yield locked
+
+
+def test_read_only_places_are_refused_in_one_line(model: Path, read_only: Path,
+                                                  tmp_path: Path) -> None:
+    """-o inside a read-only folder (PermissionError, an internal error before); --force
+    over a folder whose subfolder is read-only (its old copy was left half-removed)."""
+    refused(run_cli("generate", str(model), "-o", str(read_only / "out")), "cannot write")
+    assert not list(read_only.iterdir())
+    old = read_only / "old"
+    if ROOT:
+        os.makedirs(old / "sub")  # Path.mkdir refuses inside the locked folder now
+    else:
+        read_only.chmod(0o755)
         (old / "sub").mkdir(parents=True)
-        (old / "sub" / "keep.c").write_text("int x;\n")
+    (old / "sub" / "keep.c").write_text("int x;\n")
+    if not ROOT:
         (old / "sub").chmod(0o555)
+    try:
         refused(run_cli("generate", str(model), "-o", str(old), "--force"), "read-only")
         assert (old / "sub" / "keep.c").is_file()
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["locked", "models", "old"]
+        assert sorted(p.name for p in read_only.iterdir()) == ["old"]
     finally:
-        locked.chmod(0o755)
-        if (tmp_path / "old" / "sub").exists():
-            (tmp_path / "old" / "sub").chmod(0o755)
+        if not ROOT:
+            (old / "sub").chmod(0o755)
 
 
 def test_temporaries_of_dead_processes_go_on_the_next_write(model: Path,
@@ -277,7 +312,6 @@ def test_a_signal_held_back_during_the_swap_says_the_output_is_whole(
     """SIGINT/SIGTERM are held back while the finished folder is moved in place and
     arrive as that ends: the output is whole, and the message says so."""
     import contextlib
-    from collections.abc import Iterator
 
     from codegen.backend import project
 
