@@ -481,8 +481,13 @@ def labels_by_output(gen: Generated, labels: NDArray[Any]) -> dict[str, NDArray[
 
     entry = harness_entries(gen.program)[0]
     sizes = [int(np.prod(t.shape)) for t in entry.inputs]
-    return {t.onnx_name: class_indices(labels, int(np.prod(t.shape)), t.onnx_name)
-            for t in entry.outputs if is_classifier(t.shape, sizes)}
+    truth = {t.onnx_name: class_indices(labels, int(np.prod(t.shape)), t.onnx_name)
+             for t in entry.outputs if is_classifier(t.shape, sizes)}
+    if not truth:  # labels nothing is scored against would be silently ignored
+        shapes = ", ".join(f"'{t.onnx_name}' {list(t.shape)}" for t in entry.outputs)
+        raise InputDataError(f"labels: no output looks like class scores (one axis of 2 to "
+                             f"1000 classes) to score them against: {shapes}")
+    return truth
 
 
 def label_accuracy(ours: Samples,

@@ -221,3 +221,4 @@ def test_samples_with_nan_or_inf_are_refused(stripes_quantized: Path, tmp_path: 
                  str(STRIPES / "stripes_cnn.onnx"), "--dataset", str(data)]) == 2
     err = capsys.readouterr().err.strip()
     assert "sample 3 of input 'image' holds NaN or inf" in err and "\n" not in err
+
