@@ -68,6 +68,16 @@ def _load_npz(path: str, args: argparse.Namespace) -> dict[str, NDArray[Any]]:
     return load_npz(path, _limits(args))
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -87,13 +97,19 @@ def _limit_options(p: argparse.ArgumentParser) -> None:
         p.add_argument(option, type=_size, default=default, metavar="SIZE",
                        help=f"refuse a model when {what} would take more than SIZE "
                             f"(bytes, or with a K/M/G suffix; default {format_bytes(default)})")
+    for option, field, what in (("--max-nodes", "max_nodes", "nodes"),
+                                ("--max-outputs", "max_outputs", "graph outputs")):
+        default = getattr(DEFAULT_LIMITS, field)
+        p.add_argument(option, type=_count, default=default, metavar="N",
+                       help=f"refuse a model with more than N {what} (default {default})")
 
 
 def _limits(args: argparse.Namespace) -> Limits:
     return Limits(max_tensor_bytes=args.max_tensor_bytes,
                   max_arena_bytes=args.max_arena_bytes,
                   max_source_bytes=args.max_source_bytes,
-                  max_data_bytes=args.max_data_bytes)
+                  max_data_bytes=args.max_data_bytes, max_nodes=args.max_nodes,
+                  max_outputs=args.max_outputs)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

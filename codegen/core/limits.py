@@ -23,13 +23,19 @@ class Limits:
     # The samples read from data files (--inputs, --dataset, --calibration, --labels,
     # declared in their .npy headers) or made (verify --samples), with their outputs.
     max_data_bytes: int = 1 * GB
+    # Nodes and graph outputs: generation is linear in them, but a graph of millions of
+    # nodes is a bomb, not a model for a microcontroller (the largest real exports have
+    # thousands).
+    max_nodes: int = 100_000
+    max_outputs: int = 10_000
 
 
 DEFAULT_LIMITS = Limits()
 
 # Which CLI option raises each limit, for the error messages.
 OPTION = {"max_tensor_bytes": "--max-tensor-bytes", "max_arena_bytes": "--max-arena-bytes",
-          "max_source_bytes": "--max-source-bytes", "max_data_bytes": "--max-data-bytes"}
+          "max_source_bytes": "--max-source-bytes", "max_data_bytes": "--max-data-bytes",
+          "max_nodes": "--max-nodes", "max_outputs": "--max-outputs"}
 
 
 def format_bytes(n: int) -> str:
@@ -42,6 +48,13 @@ def format_bytes(n: int) -> str:
         if value < 1024 or unit == "EB":
             return f"{value:.1f} {unit}"
     raise AssertionError("unreachable")
+
+
+def check_count(what: str, count: int, limits: Limits, limit: str) -> None:
+    """Refuse `count` things when over the named limit (nodes, outputs)."""
+    allowed: int = getattr(limits, limit)
+    if count > allowed:
+        raise LimitError(f"{what}, over the limit of {allowed}; raise it with {OPTION[limit]}")
 
 
 def check_limit(what: str, size: int, limits: Limits, limit: str) -> None:

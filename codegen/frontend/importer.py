@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from codegen import ops
 from codegen.core.ir import DTYPES, ONNX_TO_DTYPE, Graph, Node, QuantParams, Tensor, itemsize
-from codegen.core.limits import DEFAULT_LIMITS, Limits, check_shape, format_bytes
+from codegen.core.limits import DEFAULT_LIMITS, Limits, check_count, check_shape, format_bytes
 from codegen.errors import (
     ModelError,
     Onnx2McuError,
@@ -114,6 +114,10 @@ def survey_model(model: onnx.ModelProto,
 def _import(model: onnx.ModelProto, input_shapes: Mapping[str, tuple[int, ...]] | None,
             problems: list[tuple[str, Onnx2McuError]] | None, limits: Limits) -> Graph:
     # Sizes first: the checker's own messages about absurd tensors name no limit.
+    check_count(f"the graph has {len(model.graph.node)} nodes", len(model.graph.node),
+                limits, "max_nodes")
+    check_count(f"the graph has {len(model.graph.output)} outputs", len(model.graph.output),
+                limits, "max_outputs")
     for tensor, where in model_tensors(model):
         check_declared_size(tensor, where, limits)
     _refuse_int64_units(model)

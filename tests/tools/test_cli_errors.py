@@ -250,3 +250,34 @@ def test_an_output_bomb_is_refused_from_its_declared_size(kind: str, tmp_path: P
     assert time.monotonic() - start < 10
     assert_clean_failure(result, "node 'bomb'", "elements")
     assert not (tmp_path / "out").exists()
+
+
+
+def two_outputs() -> onnx.ModelProto:
+    """Quantize, then two DequantizeLinear outputs: 3 nodes, 2 outputs."""
+    inits = [onnx.numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             onnx.numpy_helper.from_array(np.array(128, np.uint8), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y0"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y1"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, 4]) for i in (0, 1)],
+        inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("option, needle", [
+    ("--max-nodes", "the graph has 3 nodes, over the limit of 2; raise it with --max-nodes"),
+    ("--max-outputs", "the graph has 2 outputs, over the limit of 1; raise it with "
+                      "--max-outputs"),
+])
+def test_node_and_output_counts_have_limits(option: str, needle: str,
+                                            tmp_path: Path) -> None:
+    """Counted from the file before anything is built from it (issue 35); the defaults
+    (100,000 nodes, 10,000 outputs) are far above real exports."""
+    model = save(two_outputs(), tmp_path / "m.onnx")
+    limit = "2" if option == "--max-nodes" else "1"
+    assert_clean_failure(cli("generate", model, "-o", tmp_path / "out", option, limit), needle)
+    assert not (tmp_path / "out").exists()
+    assert cli("generate", model, "-o", tmp_path / "out", option, "3").returncode == 0
