@@ -241,10 +241,7 @@ def write_output_file(out: Path, data: bytes, force: bool = False,
                       inputs: Sequence[Path] = ()) -> Path:
     """Write one file atomically: a temporary sibling renamed into place, so a failure
     never leaves half a file (nor an old file half-replaced)."""
-    def write(path: Path) -> None:
-        with path.open("wb") as f:
-            f.write(data)
-    return write_output_with(out, write, force, inputs)
+    return write_output_with(out, lambda path: path.write_bytes(data), force, inputs)
 
 
 def write_output_with(out: Path, write: Callable[[Path], object], force: bool = False,

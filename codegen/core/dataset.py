@@ -33,16 +33,17 @@ def load_arrays(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray
         for f in files:
             if not f.is_file():  # a FIFO or a device would block or never end
                 raise InputDataError(f"{f}: not a regular file")
-        declared = sum(_declared_bytes(f, _npy_header(f)) for f in files)
+        declared = sum(_declared_bytes(_npy_header(f)) for f in files)
         check_limit(f"{path}: the .npy files declare {declared} bytes", declared, limits,
                     "max_data_bytes")
-        return {f.stem: _load_npy(f, limits) for f in files}
+        return {f.stem: _read_npy(f) for f in files}
     if not where.exists():
         raise InputDataError(f"{path}: no such file or folder")
-    if _magic(where) == NPY_MAGIC:
+    magic = _magic(where)
+    if magic == NPY_MAGIC:
         raise InputDataError(f"{path}: a single array; a data set is an .npz keyed "
                              "by input name, or a folder of NAME.npy files")
-    return load_npz(path, limits)
+    return _load_zip(path, magic, limits)
 
 
 # The first bytes of a zip archive (an .npz; the second form is an empty archive) and of
@@ -84,7 +85,7 @@ def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype[Any]]:
         raise InputDataError(f"{path}: cannot read it ({exc.strerror})") from None
 
 
-def _declared_bytes(where: object, header: tuple[tuple[int, ...], np.dtype[Any]]) -> int:
+def _declared_bytes(header: tuple[tuple[int, ...], np.dtype[Any]]) -> int:
     shape, dtype = header
     elements = 1
     for d in shape:
@@ -98,7 +99,13 @@ def load_npz(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[An
     where = Path(path)
     if not where.exists():
         raise InputDataError(f"{path}: no such file")
-    if _magic(where) not in ZIP_MAGICS:
+    return _load_zip(path, _magic(where), limits)
+
+
+def _load_zip(path: str, magic: bytes, limits: Limits) -> dict[str, NDArray[Any]]:
+    """load_npz of a file whose first bytes are `magic`."""
+    where = Path(path)
+    if magic not in ZIP_MAGICS:
         raise InputDataError(f"{path}: not an .npz file (not a zip archive of .npy arrays, "
                              "as numpy.savez writes)")
     try:
@@ -106,7 +113,7 @@ def load_npz(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[An
             declared = 0
             for member in archive.namelist():
                 with archive.open(member) as stream:
-                    declared += _declared_bytes(member, _read_header(
+                    declared += _declared_bytes(_read_header(
                         stream, f"{path}: array '{member.removesuffix('.npy')}'"))
     except InputDataError:
         raise
@@ -122,9 +129,14 @@ def load_npz(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, NDArray[An
 
 
 def _load_npy(path: Path, limits: Limits = DEFAULT_LIMITS) -> NDArray[Any]:
-    declared = _declared_bytes(path, _npy_header(path))
+    declared = _declared_bytes(_npy_header(path))
     check_limit(f"{path}: its array declares {declared} bytes", declared, limits,
                 "max_data_bytes")
+    return _read_npy(path)
+
+
+def _read_npy(path: Path) -> NDArray[Any]:
+    """The array of a .npy file whose declared size was checked."""
     try:
         return np.asarray(np.load(path, allow_pickle=False))
     except Exception as exc:

@@ -12,7 +12,14 @@ from codegen.core.program import Alias, CStruct, KernelCall
 from codegen.errors import UnsupportedError
 
 from . import Inferred, LoweringOptions, OpDef, register
-from ._common import attr_int, check_dtype, input_tensor, plane_overlap, reject_unknown_attrs
+from ._common import (
+    attr_int,
+    check_dtype,
+    input_tensor,
+    kernel_suffix,
+    plane_overlap,
+    reject_unknown_attrs,
+)
 from ._export import export_through_type
 from ._geometry import Window, ceil_mode, dims_struct, pool_kernel, sliding_window, window_struct
 from .kernels import kernel
@@ -52,10 +59,8 @@ def lower_maxpool(node: Node, graph: Graph, spec: MaxPoolSpec,
     params = CStruct("q8_pool_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(spec.window))))
-    suffix = {"uint8": "u8", "int8": "s8", "uint16": "u16", "int16": "s16",
-              "float32": "f32"}[x.dtype]
     # One plane at a time: an output plane may overwrite the input planes before it.
-    function = kernel("maxpool").symbol(x=suffix)
+    function = kernel("maxpool").symbol(x=kernel_suffix(x.dtype))
     return [KernelCall(function, node.name, (x.name,), (y.name,), params, (),
                        ("maxpool.c",), overlap=plane_overlap(x, y, whole_plane_first=False))]
 

@@ -82,12 +82,11 @@ def pads_and_value(node: Node, graph: Graph, x: Tensor) -> tuple[list[int], list
     return begin, end, value
 
 
-def axis_table(node: Node, mode: str, n: int, before: int, after: int) -> NDArray[Any]:
+def axis_table(mode: str, n: int, before: int, after: int) -> NDArray[Any]:
     """The input index of each output index along one axis (-1: the constant), computed
-    on whole arrays (the output's length is checked against the limits before)."""
+    on whole arrays (infer_pad checks the output's length first: not empty, within the
+    limits)."""
     out = n + before + after
-    if out < 1:
-        raise UnsupportedError(f"{node.describe()}: the output is empty")
     i = np.arange(-before, n + after, dtype=np.int64)
     inside = (i >= 0) & (i < n)
     if mode == "constant":
@@ -122,7 +121,7 @@ def infer_pad(node: Node, graph: Graph) -> Inferred:
     if min(lengths) < 1:
         raise UnsupportedError(f"{node.describe()}: the output is empty")
     check_output_shape(node, graph, lengths, x.dtype)
-    tables = tuple(axis_table(node, mode, n, b, e)
+    tables = tuple(axis_table(mode, n, b, e)
                    for n, b, e in zip(x.shape, begin, end, strict=True))
     shape = tuple(int(t.size) for t in tables)
     raw = np.array(value, DTYPES[x.dtype][0]).reshape(1).view(np.uint8)

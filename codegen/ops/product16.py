@@ -41,6 +41,7 @@ from ._common import (
     check_scales,
     constant_input,
     input_tensor,
+    kernel_suffix,
     quant_params,
     reject_unknown_attrs,
     scalar_constant,
@@ -220,10 +221,6 @@ def _arrays(weights: NDArray[Any], bias: NDArray[Any] | None,
     return tuple(arrays)
 
 
-def _suffix(dtype: str) -> str:
-    return "s16" if dtype == "int16" else "u16"
-
-
 def _output_fields(node: Node, graph: Graph, quant: Wide16Quant) -> tuple[tuple[str, Any], ...]:
     """The output's zero point and range, narrowed by a Relu/Clip the unit absorbs."""
     lo, hi = output_range(node, graph, quant.dtype)
@@ -269,7 +266,7 @@ def im2col_call(node: Node, graph: Graph, x: Tensor, y: Tensor, x_shape: tuple[i
     arrays = (CArray("weights", "int8_t", interleaved.reshape(-1)),
               CArray("bias", "int64_t", folded),
               CArray("multiplier", "q8_exact_multiplier", multiplier_array(multipliers)))
-    axes = {"x": _suffix(quant.dtype)}
+    axes = {"x": kernel_suffix(quant.dtype)}
     return KernelCall(CONV16_IM2COL.symbol(**axes), node.name, (x.name,), (y.name,), params,
                       arrays, (CONV16_IM2COL.file(**axes),), int(np.prod(y_shape)) * taps,
                       scratch_bytes=CONV16_IM2COL.scratch_bytes(params))
@@ -291,7 +288,7 @@ def lower_conv16(node: Node, graph: Graph, spec: Conv16Spec,
         ("bias", CRef("bias") if spec.bias is not None else None),
         ("multiplier", CRef("multiplier"))))
     macs = y.numel * int(np.prod(spec.weights.shape[1:]))
-    axes = {"x": _suffix(q.dtype)}
+    axes = {"x": kernel_suffix(q.dtype)}
     return [KernelCall(CONV16.symbol(**axes), node.name, (x.name,), (y.name,), params,
                        _arrays(spec.weights, spec.bias, spec.multipliers),
                        (CONV16.file(**axes),), macs)]
@@ -316,7 +313,7 @@ def lower_matmul16(node: Node, graph: Graph, spec: MatMul16Spec,
         ("w", CRef("weights")),
         ("bias", CRef("bias") if spec.bias is not None else None),
         ("multiplier", CRef("multiplier"))))
-    axes = {"x": _suffix(q.dtype)}
+    axes = {"x": kernel_suffix(q.dtype)}
     # The kernel reads the weights as [N][K].
     weights = np.ascontiguousarray(spec.weights.T)
     return [KernelCall(FC16.symbol(**axes), node.name, (a.name,), (y.name,), params,

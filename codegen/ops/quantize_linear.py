@@ -25,6 +25,7 @@ from ._common import (
     check_scales,
     constant_input,
     input_tensor,
+    kernel_suffix,
     normalize_axis,
     quant_params,
     reject_unknown_attrs,
@@ -34,7 +35,6 @@ from ._export import export_wide_qdq
 
 SOURCES_Q = ("quantize_linear.c",)
 SOURCES_DQ = ("dequantize_linear.c",)
-SUFFIX = {"uint8": "u8", "int8": "s8", "uint16": "u16", "int16": "s16", "int32": "s32"}
 QUANTIZED_TYPES = tuple(QDQ_RANGE)
 
 
@@ -101,7 +101,7 @@ def _qdq_call(node: Node, graph: Graph, spec: QdqSpec, kernel: str,
     y = graph.tensors[node.outputs[0]]
     integer = y if x.dtype == "float32" else x
     params, arrays = _qdq_params(x, spec.axis, spec.scale, spec.zero_point)
-    return KernelCall(f"{kernel}_{SUFFIX[integer.dtype]}", node.name, (x.name,), (y.name,),
+    return KernelCall(f"{kernel}_{kernel_suffix(integer.dtype)}", node.name, (x.name,), (y.name,),
                       params, arrays, sources)
 
 
