@@ -173,3 +173,19 @@ def scale_axis(q: Quantized, graph: Graph) -> int | None:
         return None
     rank = len(graph.tensors[q.q].shape)
     return int(q.node.attrs.get("axis", 1)) % rank
+
+
+def computes_in_float(node: Node, graph: Graph) -> bool:
+    """Does `node` compute in float32 inside the network? Every node reading or writing a
+    float32 tensor that is not a constant, except the QuantizeLinear and DequantizeLinear
+    at the float side of a quantized value (they convert, they do not compute). The one
+    count of float work that inspect, verify and the float-model note give."""
+    if is_quantize(node) or is_dequantize(node):
+        return False
+    return any(t and t in graph.tensors and t not in graph.constants
+               and graph.tensors[t].dtype == "float32" for t in (*node.inputs, *node.outputs))
+
+
+def float_nodes(graph: Graph) -> list[Node]:
+    """The nodes that compute in float32 (computes_in_float), in graph order."""
+    return [node for node in graph.nodes if computes_in_float(node, graph)]

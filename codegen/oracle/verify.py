@@ -23,6 +23,7 @@ from onnx import helper, numpy_helper
 
 from codegen import ops
 from codegen.core.ir import QDQ_RANGE, QUANT_RANGE, Graph, Node, Tensor
+from codegen.core.pattern import float_nodes
 from codegen.errors import Onnx2McuError
 
 from .cpu import SATURATION_ENV as SATURATION_ENV  # re-exported: tests force the probe
@@ -605,10 +606,9 @@ def cpu_notes(graph: Graph, profile: CpuProfile) -> CpuNotes:
     """A short note on the float islands, and one per kernel family (codegen.oracle.cpu) that
     ORT computes with other kernels on this CPU; the details name the profile and say,
     for every family the graph uses, whether ORT runs the kernels the C follows."""
-    islands = [n for n in graph.nodes if (opdef := ops.lookup(n)) is not None
-               and opdef.float_island]
-    notes = [f"{len(islands)} float island(s) computed in float32 as ORT's x86-64 kernels "
-             "do, on one thread"] if islands else []
+    islands = float_nodes(graph)  # counted as inspect counts them
+    notes = [f"float islands: {len(islands)} node(s) computed in float32 as ORT's x86-64 "
+             "kernels do, on one thread"] if islands else []
     details = [profile.describe()] + ([FLOAT_ISLAND_DETAIL] if islands else [])
     details += [use.detail(profile) for use in family_uses(graph)]
     differing = differences(graph, profile)

@@ -11,7 +11,7 @@ import numpy as np
 from codegen import ops
 from codegen.core.ir import Graph, Node, QuantParams, Tensor
 from codegen.core.names import visible
-from codegen.core.pattern import is_dequantize, is_quantize
+from codegen.core.pattern import float_nodes
 from codegen.core.program import ComputedConstant, KernelCall
 from codegen.errors import UnsupportedError
 from codegen.frontend.importer import ModelSource, load_model, survey_model
@@ -153,24 +153,18 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
         return Inspection(recipes.graph, summarize_unlowered(recipes.graph, lowering),
                           tuple(messages), recipes.rewrites, target.requant, None, None,
                           target.board.name, islands)
-    gen = generate_explained(model, target)
+    gen = generate_explained(model, target, shown=source)
     return Inspection(gen.graph, summarize_program(gen), (), gen.rewrites, target.requant,
                       gen.plan.size, gen.plan.lower_bound, target.board.name, islands,
                       gen.program.weight_bytes)
 
 
 def float_islands(graph: Graph, x86: bool) -> list[str]:
-    """Every operator computing in float inside the network (not the QuantizeLinear of a
-    graph input nor the DequantizeLinear of a graph output), with the reason."""
+    """Every operator computing in float inside the network (core.pattern.float_nodes:
+    not the QuantizeLinear of a graph input nor the DequantizeLinear of a graph output),
+    with the reason."""
     islands = []
-    for node in graph.nodes:
-        if is_quantize(node) or is_dequantize(node):
-            continue
-        floats = [t for t in (*node.inputs, *node.outputs)
-                  if t and t in graph.tensors and t not in graph.constants
-                  and graph.tensors[t].dtype == "float32"]
-        if not floats:
-            continue
+    for node in float_nodes(graph):
         opdef = ops.lookup(node)
         why = (fusion_refusal(graph, node, x86) + "; "
                if opdef is not None and opdef.float_island else "")

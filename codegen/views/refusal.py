@@ -4,12 +4,14 @@ really takes the model (checked by generating it so, never guessed)."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
 import onnx
 
 from codegen.core.names import quoted
+from codegen.core.pattern import float_nodes
 from codegen.errors import (
     FloatIslandError,
     Onnx2McuError,
@@ -30,10 +32,10 @@ def float_model_message(source: ModelSource, model: onnx.ModelProto) -> str:
                 "on its inputs, QuantizeLinear on its outputs, as tf2onnx --dequantize writes "
                 "them): its weights and activations are float; convert the TFLite model "
                 "without --dequantize, or quantize the float model with "
-                "`onnx2mcu quantize MODEL.onnx -o QUANTIZED.onnx --calibration DATA`")
+                f"`{quantize_command(source)}`")
     return (f"model {quoted(name)} is a float model, not quantized: quantize it with "
-            "`onnx2mcu quantize MODEL.onnx -o QUANTIZED.onnx --calibration DATA` (ONNX "
-            "Runtime's quantizer, with samples of your data)")
+            f"`{quantize_command(source)}` (ONNX Runtime's quantizer, with samples of your "
+            "data)")
 
 
 def integer_only_takes(model: onnx.ModelProto, options: Options) -> bool:
@@ -83,13 +85,44 @@ def explain_adapter_refusal(error: UnsupportedError, source: ModelSource,
     return error
 
 
-def generate_explained(source: ModelSource, options: Options | Target) -> Generated:
+def quantize_command(source: ModelSource) -> str:
+    """The `onnx2mcu quantize` command line that quantizes the model at `source`."""
+    if isinstance(source, str | Path):
+        path = Path(source)
+        return (f"onnx2mcu quantize {shlex.quote(str(path))} -o "
+                f"{shlex.quote(str(path.with_name(path.stem + '_int8.onnx')))} "
+                "--calibration DATA")
+    return "onnx2mcu quantize MODEL.onnx -o MODEL_int8.onnx --calibration DATA"
+
+
+def float_model_note(gen: Generated, source: ModelSource) -> str:
+    """What a model with no quantization at all costs, and the command that quantizes it:
+    said once on every command that builds it (a float model is accepted: its float
+    kernels are bit-exact with ORT's, but an MCU should not run it)."""
+    nodes = len(float_nodes(gen.graph))
+    name = Path(source).stem if isinstance(source, str | Path) else gen.name
+    software = ("; this board has no FPU, so each float operation is a software "
+                "floating-point call" if gen.board.is_cortex_m and not gen.board.fpu else "")
+    return (f"model {quoted(name)} is not quantized: its {nodes} node(s) run in float32 "
+            f"(arena {gen.plan.size} bytes, weights {gen.program.weight_bytes} bytes: about 4 "
+            f"times what int8 takes, and the float kernels are several times slower than "
+            f"the integer ones{software}); quantize it with samples of your data: "
+            f"{quantize_command(source)}")
+
+
+def generate_explained(source: ModelSource, options: Options | Target,
+                       shown: ModelSource | None = None) -> Generated:
     """Every stage in memory (pipeline.generate_sources), and an unsupported operator or
-    float island reported with what would work."""
+    float island reported with what would work; a float model is generated with a note
+    (float_model_note) naming the command that quantizes `shown` (default: `source`)."""
     target = options if isinstance(options, Target) else resolve_target(options)
     try:
-        return generate_sources(source, target)
+        gen = generate_sources(source, target)
     except (UnsupportedOperatorError, FloatIslandError) as error:
         raise explain_refusal(error, source, target.options) from None
     except UnsupportedError as error:  # a float network behind 8-bit I/O adapters
         raise explain_adapter_refusal(error, source, target.options) from None
+    if not (is_float_model(gen.model) or is_float_model_with_adapters(gen.model)):
+        return gen
+    note = float_model_note(gen, shown if shown is not None else source)
+    return replace(gen, graph=replace(gen.graph, notes=[*gen.graph.notes, note]))

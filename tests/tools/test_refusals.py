@@ -175,9 +175,10 @@ def refusal(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0].removeprefix("onnx2mcu: error: ")
 
 
-FLOAT_MODEL = ("is a float model, not quantized: quantize it with `onnx2mcu quantize "
-               "MODEL.onnx -o QUANTIZED.onnx --calibration DATA` (ONNX Runtime's quantizer, "
-               "with samples of your data)")
+def float_model(path: Path) -> str:
+    return ("is a float model, not quantized: quantize it with `onnx2mcu quantize "
+            f"{path} -o {path.with_name(path.stem + '_int8.onnx')} --calibration DATA` (ONNX "
+            "Runtime's quantizer, with samples of your data)")
 
 
 @pytest.mark.parametrize("build,name", [(plain_float_cnn, "float_cnn"),
@@ -190,12 +191,52 @@ def test_a_float_model_is_told_to_be_quantized(build: Any, name: str, tmp_path: 
                          (run_cli, ["verify", path]),
                          (run_cli, ["generate", path, "-o", tmp_path / "out",
                                     "--integer-only"])):
-        assert refusal(run(*command)) == f"model '{name}' {FLOAT_MODEL}"
+        assert refusal(run(*command)) == f"model '{name}' {float_model(path)}"
     assert not (tmp_path / "out").exists()
     inspected = run_cli("inspect", path)
     assert inspected.returncode == 2, inspected.stderr
     assert inspected.stdout.splitlines()[-2:] == [
-        "unsupported: 1 node(s)", f"  model '{name}' {FLOAT_MODEL}"], inspected.stdout
+        "unsupported: 1 node(s)", f"  model '{name}' {float_model(path)}"], inspected.stdout
+
+
+def generatable_float_cnn() -> onnx.ModelProto:
+    """A float model onnx2mcu generates (every kernel reproduces ORT's float one)."""
+    b = Builder()
+    y = b.node("Conv", ["x", b.const("w1", b.weights((4, 3, 3, 3))),
+                        b.const("b1", np.zeros(4, F32))], "conv1", pads=[1] * 4)
+    y = b.node("Relu", [y], "relu1")
+    return b.model("float_cnn", y, [1, 4, 8, 8])
+
+
+def test_a_generated_float_model_is_noted_once_on_every_command(tmp_path: Path) -> None:
+    """A float model is accepted (bit-exact with ORT), and every command that builds it
+    says once what that costs and how to quantize it; inspect and verify count its float
+    nodes alike."""
+    path = tmp_path / "float_cnn.onnx"
+    onnx.save(generatable_float_cnn(), path)
+    np.savez(tmp_path / "in.npz", x=np.ones(SHAPE, F32))
+    command = f"onnx2mcu quantize {path} -o {tmp_path / 'float_cnn_int8.onnx'} " \
+              "--calibration DATA"
+    runs = {"inspect": run_cli("inspect", path),
+            "generate": run_cli("generate", path, "-o", tmp_path / "out"),
+            "verify": run_cli("verify", path, "--samples", "2"),
+            "report": run_cli("report", path),
+            "run": run_cli("run", path, "--inputs", tmp_path / "in.npz", "--output",
+                           tmp_path / "out.npz")}
+    for name, result in runs.items():
+        assert result.returncode == 0, (name, result.stderr)
+        notes = [line for line in result.stdout.splitlines() if "is not quantized" in line]
+        assert len(notes) == 1, (name, result.stdout)
+        assert notes[0].startswith("note: model 'float_cnn' is not quantized: its 2 node(s) "
+                                   "run in float32 (arena "), notes[0]
+        assert notes[0].endswith(command), notes[0]
+    assert "float islands: 2 node(s)" in runs["inspect"].stdout
+    assert "note: float islands: 2 node(s) computed in float32" in runs["verify"].stdout
+    soft = run_cli("inspect", path, "--board", "cortex-m0plus")
+    assert "this board has no FPU, so each float operation is a software floating-point " \
+           "call" in soft.stdout
+    quantized = run_cli("inspect", Path(__file__).parents[2] / "examples" / "tiny_cnn_qop.onnx")
+    assert "is not quantized" not in quantized.stdout
 
 
 def test_tf2onnx_dequantized_with_int8_io_is_refused_as_a_float_model(tmp_path: Path) -> None:
