@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from codegen.backend.emitter import emit_shared_runtime, own_runtime_files
 from codegen.backend.interface import shared_runtime_path
-from codegen.backend.io_boundary import Entry, graph_feeds, harness_entries
+from codegen.backend.io_boundary import Entry, dequantized, graph_feeds, harness_entries
 from codegen.backend.project import (
     check_output_dir,
     check_output_file,
@@ -21,11 +21,13 @@ from codegen.backend.project import (
     write_project,
 )
 from codegen.core.boards import Board
-from codegen.core.dataset import conform_arrays, fit_batch_axis, split_samples
-from codegen.core.ir import itemsize
+from codegen.core.dataset import conform_arrays, split_samples
+from codegen.core.ir import Tensor, itemsize
 from codegen.core.limits import Limits, check_limit
+from codegen.core.program import Program
 from codegen.core.progress import progress_bar
 from codegen.frontend.importer import ModelSource
+from codegen.oracle.entry_data import entry_sample, entry_samples, split_given
 from codegen.oracle.validate import ValidateReport, is_classifier, validate_output
 from codegen.oracle.verify import (
     Distance,
@@ -161,18 +163,6 @@ def write_runtime(out: str | Path, force: bool = False) -> tuple[str, ...]:
     return tuple(sorted(files))
 
 
-def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, Any]:
-    """Arrays keyed by input name, or positional arr_0, arr_1, ... as np.savez writes."""
-    if all(n in data for n in inputs):
-        return {n: data[n] for n in inputs}
-    positional = [f"arr_{i}" for i in range(len(inputs))]
-    if len(data) == len(inputs) and all(p in data for p in positional):
-        return {n: data[p] for n, p in zip(inputs, positional, strict=True)}
-    missing = next(n for n in inputs if n not in data)
-    raise InputDataError(f"no data for model input '{missing}' (given: "
-                         f"{', '.join(sorted(data)) or 'nothing'})")
-
-
 @dataclass(frozen=True)
 class ConvertResult:
     out: Path
@@ -239,10 +229,9 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples,
     if cycles:
         check_cycle_board(target.board)
     gen = generate_explained(model, target)
-    names = [t.name for t in counted_entry(gen).inputs]
     given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-    return count_generated(gen, [match_inputs(sample, names) for sample in given], per_layer,
-                           cycles)
+    return count_generated(gen, entry_samples(gen.program, counted_entry(gen), given),
+                           per_layer, cycles)
 
 
 def check_counting_board(board: Board) -> None:
@@ -301,8 +290,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
     counts = data = None
     if count:
         entry = counted_entry(gen)
-        names = [t.name for t in entry.inputs]
-        data = match_inputs(inputs, names) if inputs is not None else \
+        data = entry_sample(gen.program, entry, inputs) if inputs is not None else \
             random_inputs(entry.inputs, 1, seed, input_quantizations(gen.graph))[0]
         counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
     # The other --memory mode, measured the same way, for the side by side.
@@ -326,17 +314,28 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
 
 @dataclass(frozen=True)
 class RunResult:
-    outputs: dict[str, NDArray[Any]]  # keyed by ONNX output name
+    # Keyed by ONNX output name; of several samples, stacked on a new first axis.
+    outputs: dict[str, NDArray[Any]]
     notes: tuple[str, ...]  # what the import assumed (a dynamic batch taken as 1)
+    samples: int = 1
 
 
 def run_model(model: ModelSource, inputs: Mapping[str, Any], options: Options | None = None,
               *, cflags: Sequence[str] = (), **keywords: Unpack[OptionKeywords]) -> RunResult:
-    """Generate, compile (cached) and run the model on one set of inputs, keyed by name."""
-    gen = generate_explained(model, with_keywords(options, keywords))
-    names = [t.name for t in gen.program.inputs]
-    outputs = run_generated(gen, [match_inputs(inputs, names)], cflags)[0]
-    return RunResult(outputs, tuple(gen.graph.notes))
+    """Generate, compile (cached) and run the model on the inputs, keyed by name: one
+    sample, or many on a first axis in front of each input's shape (all run in one
+    process; the outputs then have that axis too). With --io quantized, float data is
+    quantized as the model's QuantizeLinear would (oracle/entry_data.py)."""
+    options = with_keywords(options, keywords)
+    gen = generate_explained(model, options)
+    entry = harness_entries(gen.program)[0]
+    given = split_given(gen.program, entry, inputs)
+    check_sample_bytes(gen, len(given), options.limits)
+    results = run_generated(gen, entry_samples(gen.program, entry, given), cflags, entry)
+    if len(results) == 1:
+        return RunResult(results[0], tuple(gen.graph.notes))
+    stacked = {name: np.stack([r[name] for r in results]) for name in results[0]}
+    return RunResult(stacked, tuple(gen.graph.notes), len(results))
 
 
 def run(model: ModelSource, inputs: Mapping[str, Any], options: Options | None = None, *,
@@ -395,10 +394,9 @@ def verify(model: ModelSource, options: Options | None = None, *,
     for entry in harness_entries(gen.program):
         if inputs is None:
             data = random_inputs(entry.inputs, samples, seed, input_quantizations(gen.graph))
-        else:
-            names = [t.name for t in entry.inputs]
-            data = [fit_batch_axis(match_inputs(sample, names), entry.inputs)
-                    for sample in given]
+        else:  # a file of inputs holds one sample or many on a first axis
+            data = entry_samples(gen.program, entry, given if not isinstance(inputs, Mapping)
+                                 else split_given(gen.program, entry, inputs))
         what = " (quantized entry point)" if entry.quantized else ""
         report(f"building and running the generated C{what} on {len(data)} sample(s)")
         entry_ours = run_generated(gen, data, [*cflags, *entry.cflags], entry)
@@ -474,17 +472,20 @@ def check_finite_samples(samples: Samples, source: str) -> None:
                                      "model, which such a sample makes meaningless")
 
 
-def labels_by_output(gen: Generated, labels: NDArray[Any]) -> dict[str, NDArray[np.int64]]:
-    """The labels as class indices of each float output that looks like class scores,
-    checked against its number of classes before anything runs."""
+def labels_by_output(gen: Generated, labels: NDArray[Any],
+                     outputs: Sequence[Tensor] | None = None) -> dict[str, NDArray[np.int64]]:
+    """The labels as class indices of each output that looks like class scores (of
+    `outputs`, default the first entry point's), checked against its number of classes
+    before anything runs."""
     from codegen.core.dataset import class_indices
 
     entry = harness_entries(gen.program)[0]
     sizes = [int(np.prod(t.shape)) for t in entry.inputs]
+    scored = entry.outputs if outputs is None else outputs
     truth = {t.onnx_name: class_indices(labels, int(np.prod(t.shape)), t.onnx_name)
-             for t in entry.outputs if is_classifier(t.shape, sizes)}
+             for t in scored if is_classifier(t.shape, sizes)}
     if not truth:  # labels nothing is scored against would be silently ignored
-        shapes = ", ".join(f"'{t.onnx_name}' {list(t.shape)}" for t in entry.outputs)
+        shapes = ", ".join(f"'{t.onnx_name}' {list(t.shape)}" for t in scored)
         raise InputDataError(f"labels: no output looks like class scores (one axis of 2 to "
                              f"1000 classes) to score them against: {shapes}")
     return truth
@@ -552,11 +553,15 @@ def distance_to_original(gen: Generated, feeds: Samples, ours: Samples,
 def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mapping[str, Any],
              options: Options | None = None, *, labels: str | NDArray[Any] | None = None,
              cflags: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+             max_samples: int | None = None,
              **keywords: Unpack[OptionKeywords]) -> ValidateReport:
     """The generated C of the quantized `model` against the float model it was made from,
     on every sample of `dataset` (a data set path, or arrays keyed by input name with the
-    samples on the first axis): see codegen.oracle.validate for the figures. On a Cortex-M board
-    the C runs in QEMU."""
+    samples on the first axis; the first max_samples of them): see codegen.oracle.validate
+    for the figures. On a Cortex-M board the C runs in QEMU. With --io quantized the
+    entry point the firmware ships runs: each sample quantized as the model's
+    QuantizeLinear would (oracle/entry_data.py), each output dequantized as its
+    DequantizeLinear would."""
     from codegen.core.dataset import load_arrays, load_labels, model_input_specs
     from codegen.frontend.importer import load_model
 
@@ -573,16 +578,23 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
         np.asarray(labels))
     if given is not None and len(given) != len(samples):
         raise InputDataError(f"{len(given)} labels for {len(samples)} samples")
+    if max_samples is not None:
+        if max_samples > len(samples):
+            raise InputDataError(f"--samples {max_samples}: {source} holds {len(samples)} "
+                                 "samples")
+        samples = samples[:max_samples]
+        given = None if given is None else given[:max_samples]
     check_finite_samples(samples, source)
-    truth = None if given is None else labels_by_output(gen, given)
     say = progress or (lambda message: None)
-    entry = harness_entries(gen.program)[0]
-    names = [t.name for t in entry.inputs]
-    data = [fit_batch_axis(match_inputs(s, names), entry.inputs) for s in samples]
+    entry = harness_entries(gen.program)[-1]  # with --io both, the quantized one
+    truth = None if given is None else \
+        labels_by_output(gen, given, graph_output_tensors(gen.program, entry))
+    data = entry_samples(gen.program, entry, samples)
     where = f"in QEMU ({gen.board.name}; slower than the host)" if gen.board.is_cortex_m \
         else "on the host"
     say(f"building and running the generated C {where} on {len(data)} sample(s)")
-    ours = run_generated(gen, data, cflags, entry)
+    ours = graph_outputs(gen.program, entry,
+                         run_generated(gen, data, [*cflags, *entry.cflags], entry))
     reference = reference_model(gen.model, gen.graph, gen.qdq_rules)
     feeds = graph_feeds(gen.program, entry, data)
     quantized = run_ort(reference.model, feeds, "all",
@@ -592,15 +604,31 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
                      lambda i, n: say(progress_bar("ONNX Runtime, float model", i + 1, n)))
     pairs = output_pairs(gen, float_proto)
     input_sizes = [int(np.prod(t.shape)) for t in entry.inputs]
+    shapes = {t.onnx_name: t.shape for t in graph_output_tensors(gen.program, entry)}
     outputs = tuple(
         validate_output(name, ours, quantized, floats, float_name,
-                        is_classifier(next(t.shape for t in entry.outputs
-                                           if t.onnx_name == name), input_sizes),
+                        is_classifier(shapes[name], input_sizes),
                         None if truth is None else truth.get(name))
         for name, float_name in pairs)
     return ValidateReport(len(samples), gen.board.name, gen.program.requant, ort_version(),
                           reference.description, outputs,
                           (*gen.graph.notes, *reference.notes))
+
+
+def graph_output_tensors(program: Program, entry: Entry) -> tuple[Tensor, ...]:
+    """The graph's outputs that `entry`'s outputs stand for."""
+    if entry.quantized and program.boundary is not None:
+        return program.boundary.float_outputs
+    return entry.outputs
+
+
+def graph_outputs(program: Program, entry: Entry, results: Samples) -> Samples:
+    """`entry`'s results as the graph's outputs: a quantized output dequantized exactly
+    as the model's DequantizeLinear computes it in ORT (io_boundary.dequantized)."""
+    pairs = list(zip(graph_output_tensors(program, entry), entry.outputs, strict=True))
+    return [{f.onnx_name: (r[q.onnx_name] if f.name == q.name
+                           else dequantized(r[q.onnx_name], q)) for f, q in pairs}
+            for r in results]
 
 
 def output_pairs(gen: Generated, float_model: Any) -> list[tuple[str, str]]:

@@ -174,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="generate, compile and run on given inputs")
     _common(r)
-    r.add_argument("--inputs", required=True, help=".npz with one array per model input")
+    r.add_argument("--inputs", required=True,
+                   help=".npz with one array per model input, keyed by input name: one "
+                        "sample, or many on a first axis (all are run; the outputs then "
+                        "have that axis too)")
     r.add_argument("--output", help=".npz to write, keyed by output name")
     r.add_argument("--force", action="store_true", help="replace an existing file")
     r.add_argument("--count-instructions", action="store_true",
@@ -197,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --dataset: class labels (.npy of class indices, one per "
                         "sample, or one-hot rows); prints the accuracy of each output that "
                         "looks like class scores")
-    v.add_argument("--samples", type=int, default=10, help="random samples (default 10)")
+    v.add_argument("--samples", type=_count, metavar="N",
+                   help="random samples (default 10); with --dataset, its first N samples "
+                        "(default: all)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     v.add_argument("--ort-level", choices=sorted(ORT_LEVELS), default="all",
                    help="ONNX Runtime's graph optimization level for the reference (default "
@@ -277,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--labels", metavar="LABELS",
                     help="class labels (.npy of class indices, one per sample, or one-hot "
                          "rows): adds the accuracy of the float model, of the C and of ORT")
+    va.add_argument("--samples", type=_count, metavar="N",
+                    help="the first N samples of the data set (default: all)")
     va.add_argument("--format", choices=sorted(VALIDATION_FORMATS), default="text",
                     help="text (default) or json (the same numbers)")
 
@@ -377,13 +384,9 @@ def _options(args: argparse.Namespace, counting: bool = False) -> Options:
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
-    print(f"{'board':<15} {'core':<14} {'requant':<7} {'RAM':>9} {'flash':>9}  {'QEMU':<11} "
-          "description")
-    for b in list_boards():
-        ram = f"{b.memory.ram_length // 1024} KB" if b.memory else "-"
-        flash = f"{b.memory.flash_length // 1024} KB" if b.memory else "-"
-        print(f"{b.name:<15} {b.cpu:<14} {b.requant:<7} {ram:>9} {flash:>9}  "
-              f"{b.qemu_machine or '-':<11} {b.description}")
+    from codegen.views.boards import format_board_table
+
+    sys.stdout.write(format_board_table(list_boards()))
     return 0
 
 
@@ -438,7 +441,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = api.run_model(args.model, _load_npz(args.inputs, args), options)
     out = save_npz(target, result.outputs, args.force, inputs)
     print_notes(result.notes)
-    print(f"wrote {out} ({visible(', '.join(result.outputs))})")
+    count = f"; {result.samples} samples on the first axis" if result.samples > 1 else ""
+    print(f"wrote {out} ({visible(', '.join(result.outputs))}{count})")
     return 0
 
 
@@ -539,6 +543,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.inputs and args.dataset:
         raise InputDataError("--inputs and --dataset: give one (--inputs is one sample, "
                              "--dataset many)")
+    if args.inputs and args.samples is not None:
+        raise InputDataError("--samples goes with random inputs or --dataset (--inputs runs "
+                             "every sample of its file)")
     if args.labels and not args.dataset:
         raise InputDataError("--labels goes with --dataset (one label per sample)")
     inputs: dict[str, NDArray[Any]] | list[dict[str, Any]] | None = (
@@ -546,12 +553,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
         load_dataset(args.dataset, _limits(args)) if args.dataset else None)
     labels = load_labels(args.labels, len(inputs), _limits(args)) \
         if args.labels and inputs is not None else None
-    report = api.verify(args.model, options, inputs=inputs, samples=args.samples,
+    if isinstance(inputs, list) and args.samples is not None:
+        inputs = first_samples(inputs, args.samples, args.dataset)
+        labels = None if labels is None else labels[:args.samples]
+    report = api.verify(args.model, options, inputs=inputs,
+                        samples=10 if args.samples is None else args.samples,
                         seed=args.seed, per_layer=args.per_layer,
                         progress=_terminal_progress(), ort_level=args.ort_level, labels=labels)
     _terminal_progress_done()
     print_report(report, verbose=args.verbose)
     return 0 if report.ok else 1
+
+
+def first_samples(samples: list[dict[str, Any]], count: int,
+                  source: str) -> list[dict[str, Any]]:
+    """--samples N of a data set: its first N samples, which it must have."""
+    if count > len(samples):
+        raise InputDataError(f"--samples {count}: {source} holds {len(samples)} samples")
+    return samples[:count]
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -619,12 +638,9 @@ def _progress_bar(what: str) -> Callable[[int, int], None] | None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    options = _options(args)
-    if options.interface.io != "float" or options.interface.arena != "static":
-        raise InputDataError("validate runs the float entry point: use it with the default "
-                             "--io float and --arena static")
-    report = api.validate(args.model, args.float_model, args.dataset, options,
-                          labels=args.labels, progress=_terminal_progress())
+    report = api.validate(args.model, args.float_model, args.dataset, _options(args),
+                          labels=args.labels, progress=_terminal_progress(),
+                          max_samples=args.samples)
     _terminal_progress_done()
     sys.stdout.write(VALIDATION_FORMATS[args.format](report))
     return 0 if report.bit_exact else 1

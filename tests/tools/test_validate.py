@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 
 from codegen import api
+from codegen.backend.interface import Interface
 from codegen.cli import main
 from codegen.options import Options
 from codegen.oracle.quantize import quantize
@@ -222,3 +223,91 @@ def test_samples_with_nan_or_inf_are_refused(stripes_quantized: Path, tmp_path: 
     err = capsys.readouterr().err.strip()
     assert "sample 3 of input 'image' holds NaN or inf" in err and "\n" not in err
 
+
+
+# ---------------------------------------------------------------- the interface you ship
+
+def quantize_like_the_model(values: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """ORT's QuantizeLinear to int8, written out: a float32 division, clamp, round half
+    to even (docs/ort-arithmetic.md)."""
+    q = (values.astype(np.float32) / np.float32(scale)).astype(np.float32)
+    q = np.clip(q, np.float32(-128 - zero_point), np.float32(127 - zero_point))
+    return (np.rint(q).astype(np.int64) + zero_point).astype(np.int8)
+
+
+@pytest.mark.parametrize("io", [["--io", "quantized", "--arena", "caller"], ["--io", "both"]])
+def test_validate_and_verify_run_the_interface_you_ship(stripes_quantized: Path, io: list[str],
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """The stripes example's float data, given to the quantized entry point: quantized
+    as the model's own QuantizeLinear does, so the figures are those of float I/O (every
+    input quantizes identically, the same inference) and the C is bit-exact."""
+    common = ["--dataset", str(STRIPES / "stripes.npz"),
+              "--labels", str(STRIPES / "stripes_labels.npy")]
+    validate = ["validate", str(stripes_quantized), "--float-model",
+                str(STRIPES / "stripes_cnn.onnx"), *common, "--format", "json"]
+    assert main(validate) == 0
+    floats = json.loads(capsys.readouterr().out)
+    assert main([*validate, *io]) == 0
+    shipped = json.loads(capsys.readouterr().out)
+    assert shipped["bit_exact"] is True and shipped["samples"] == 200
+    assert shipped["outputs"] == floats["outputs"]
+    assert main(["verify", str(stripes_quantized), *common]) == 0
+    float_text = capsys.readouterr().out
+    assert main(["verify", str(stripes_quantized), *common, *io]) == 0
+    text = capsys.readouterr().out
+    assert "result: BIT-EXACT" in text
+    accuracy = [line.split(" (")[0] for line in float_text.splitlines()
+                if line.startswith("accuracy:")]
+    assert accuracy == ["accuracy: 91.50% of 200 samples"]
+    assert [line.split(" (")[0] for line in text.splitlines()
+            if line.startswith("accuracy:")][-1:] == accuracy
+
+
+def test_quantized_data_is_taken_as_it_is(stripes_quantized: Path, tmp_path: Path) -> None:
+    """Integer data for the quantized entry point is the quantized input itself: the
+    float data quantized by hand gives the same outputs as the float data."""
+    gen = generate_sources(str(stripes_quantized), Options(
+        interface=Interface(io="quantized")))
+    (tensor,) = gen.program.inputs
+    assert tensor.quant is not None and tensor.dtype == "int8"
+    data = np.load(STRIPES / "stripes.npz")["image"][:16]
+    by_hand = quantize_like_the_model(data, tensor.quant.scale[0], tensor.quant.zero_point[0])
+    options = Options(interface=Interface(io="quantized"))
+    from_floats = api.run_model(str(stripes_quantized), {"image": data}, options)
+    from_integers = api.run_model(str(stripes_quantized), {"image": by_hand}, options)
+    assert from_floats.samples == from_integers.samples == 16
+    (name,) = from_floats.outputs
+    assert from_floats.outputs[name].dtype == np.int8
+    assert np.array_equal(from_floats.outputs[name], from_integers.outputs[name])
+    report = api.verify(str(stripes_quantized), options,
+                        inputs=[{"image": x} for x in by_hand])
+    assert report.ok and report.samples == 16
+
+
+def test_samples_takes_the_first_n_and_run_takes_every_sample(stripes_quantized: Path,
+                                                              tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    dataset = ["--dataset", str(STRIPES / "stripes.npz"),
+               "--labels", str(STRIPES / "stripes_labels.npy")]
+    assert main(["verify", str(stripes_quantized), *dataset, "--samples", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "20 sample(s), given inputs" in out and "accuracy: " in out and " of 20 " in out
+    assert main(["validate", str(stripes_quantized), "--float-model",
+                 str(STRIPES / "stripes_cnn.onnx"), *dataset, "--samples", "7"]) == 0
+    assert "7 sample(s)" in capsys.readouterr().out
+    assert main(["verify", str(stripes_quantized), *dataset, "--samples", "201"]) == 2
+    assert "--samples 201: " in capsys.readouterr().err
+    assert main(["run", str(stripes_quantized), "--inputs", str(STRIPES / "stripes.npz"),
+                 "--output", str(tmp_path / "all.npz")]) == 0
+    assert "200 samples on the first axis" in capsys.readouterr().out
+    every = np.load(tmp_path / "all.npz")["scores"]
+    images = np.load(STRIPES / "stripes.npz")["image"]
+    assert every.shape == (200, 1, 4)
+    one = api.run(str(stripes_quantized), {"image": images[3]})["scores"]
+    assert np.array_equal(every[3], one)
+    np.savez(tmp_path / "one.npz", image=images[0])
+    assert main(["verify", str(stripes_quantized), "--inputs", str(tmp_path / "one.npz"),
+                 "--samples", "3"]) == 2
+    assert "--samples goes with random inputs or --dataset" in capsys.readouterr().err

@@ -1,0 +1,117 @@
+"""The samples an entry point of the generated C takes, made from the data a user has.
+
+A user's data is keyed by the graph's input names (or positional, as np.savez writes it),
+in the model's float domain, as the float model takes it. The quantized entry point of
+--io quantized|both takes the quantized tensors instead. For each of its inputs the data
+is found under the graph input's name (or the quantized tensor's own name):
+- an integer array is taken as it is: the quantized values (their range is checked when
+  the sample is encoded);
+- a float array is quantized with the input's own scale and zero point exactly as the
+  model's QuantizeLinear computes it in ORT (MLAS: a float32 division, clamp, round half
+  to even), so the quantized entry point computes, bit for bit, what the float one
+  computes on the same data.
+
+A file given to `run` may hold one sample or many on a first axis: split_given tells them
+apart by the inputs' shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from codegen.arith.numerics import quantize_constant_like_ort
+from codegen.backend.io_boundary import Entry
+from codegen.core.dataset import fit_batch_axis, with_leading_axes
+from codegen.core.ir import Tensor
+from codegen.core.program import Program
+from codegen.errors import InputDataError
+
+
+def match_inputs(data: Mapping[str, Any], inputs: Sequence[str]) -> dict[str, Any]:
+    """Arrays keyed by input name, or positional arr_0, arr_1, ... as np.savez writes."""
+    if all(n in data for n in inputs):
+        return {n: data[n] for n in inputs}
+    positional = [f"arr_{i}" for i in range(len(inputs))]
+    if len(data) == len(inputs) and all(p in data for p in positional):
+        return {n: data[p] for n, p in zip(inputs, positional, strict=True)}
+    missing = next(n for n in inputs if n not in data)
+    raise InputDataError(f"no data for model input '{missing}' (given: "
+                         f"{', '.join(sorted(data)) or 'nothing'})")
+
+
+def graph_inputs(program: Program, entry: Entry) -> list[tuple[Tensor, Tensor]]:
+    """Each input of `entry` with the graph input it stands for (itself for the float
+    entry point and for a graph input that is already integer)."""
+    if entry.quantized and program.boundary is not None:
+        return list(zip(program.boundary.float_inputs, entry.inputs, strict=True))
+    return [(t, t) for t in entry.inputs]
+
+
+def keyed(data: Mapping[str, Any], pairs: Sequence[tuple[Tensor, Tensor]]) -> dict[str, Any]:
+    """The arrays of `data` keyed by the entry's input names: found under the graph
+    input's name or the entry tensor's own, else positionally."""
+    found: dict[str, Any] = {}
+    for graph_input, tensor in pairs:
+        for key in dict.fromkeys((graph_input.onnx_name, graph_input.name, tensor.onnx_name,
+                                  tensor.name)):
+            if key in data:
+                found[tensor.name] = data[key]
+                break
+    if len(found) == len(pairs):
+        return found
+    names = [g.onnx_name for g, _ in pairs]
+    by_graph_name = match_inputs(data, names)  # positional, or the error naming the input
+    return {t.name: by_graph_name[g.onnx_name] for g, t in pairs}
+
+
+def quantized_like_ort(array: NDArray[Any], tensor: Tensor) -> NDArray[Any]:
+    """A float array as the graph input's QuantizeLinear quantizes it in ORT."""
+    quant = tensor.quant
+    assert quant is not None
+    values = np.asarray(array, np.float32)
+    axis = None if quant.per_tensor else quant.axis
+    return quantize_constant_like_ort(values, np.asarray(quant.scale, np.float32),
+                                      np.asarray(quant.zero_point, np.int64), axis,
+                                      tensor.dtype)
+
+
+def entry_sample(program: Program, entry: Entry, sample: Mapping[str, Any]) -> dict[str, Any]:
+    """One sample of the user's data as `entry` takes it (see the module's docstring)."""
+    pairs = graph_inputs(program, entry)
+    fitted = fit_batch_axis(keyed(sample, pairs), entry.inputs)
+    for graph_input, tensor in pairs:
+        array = np.asarray(fitted[tensor.name])
+        if graph_input is not tensor and graph_input.dtype == "float32" \
+                and array.dtype.kind == "f" and tensor.shape == tuple(array.shape):
+            fitted[tensor.name] = quantized_like_ort(array, tensor)
+    return fitted
+
+
+def entry_samples(program: Program, entry: Entry,
+                  samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [entry_sample(program, entry, sample) for sample in samples]
+
+
+def split_given(program: Program, entry: Entry,
+                data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The samples of one file of inputs: one sample when every array has its input's
+    shape (its leading axes of 1 may be left out), else as many as the first axis counts
+    when every array has that axis in front of its input's shape."""
+    pairs = graph_inputs(program, entry)
+    arrays = {name: np.asarray(value) for name, value in keyed(data, pairs).items()}
+    shapes = {t.name: t.shape for _, t in pairs}
+    if all(with_leading_axes(tuple(a.shape), shapes[n]) is not None
+           for n, a in arrays.items()):
+        return [arrays]
+    counts = {a.shape[0] for a in arrays.values() if a.ndim}
+    if len(counts) == 1 and all(a.ndim and with_leading_axes(tuple(a.shape[1:]), shapes[n])
+                                is not None for n, a in arrays.items()):
+        count = counts.pop()
+        if count == 0:
+            raise InputDataError("the inputs hold no sample (their first axis is 0)")
+        return [{n: a[i] for n, a in arrays.items()} for i in range(count)]
+    return [arrays]  # encoding the sample names the input whose shape does not fit
