@@ -6,6 +6,8 @@
 #   make fuzz   a long fuzz campaign of broken models (FUZZ_COUNT, FUZZ_SEED)
 #   make test-cpu-profiles   the CPU-sensitive tests under each forced CPU profile
 #   make docs   regenerate docs/operators.md and docs/cli.md (a test fails when they are stale)
+#   make firmware-example   a firmware of your own (examples/firmware): two models, one shared
+#               runtime, one arena, built with CMake and run in QEMU on a Cortex-M4F
 # The suite, its layers and these targets: docs/testing.md.
 
 PYTHON ?= python3
@@ -18,7 +20,7 @@ FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
 .PHONY: demo test test-fast lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
-	test-interfaces docs
+	test-interfaces docs firmware-example
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -120,6 +122,12 @@ stripes: $(VENV)/.installed cortex-m-tools
 # The reference pages generated from the operator registry and the argument parser.
 docs: $(VENV)/.installed
 	$(BIN)/python docs/generate_reference.py
+
+# examples/firmware (docs/firmware-example.md): generates the shared runtime and two models
+# into build/firmware-example, builds the firmware, runs it in QEMU; prints both outputs.
+firmware-example: $(VENV)/.installed cortex-m-tools
+	$(MAKE) -C examples/firmware BUILD=$(CURDIR)/build/firmware-example \
+		ONNX2MCU=$(CURDIR)/$(BIN)/onnx2mcu PYTHON=$(CURDIR)/$(BIN)/python
 
 # Rebuild the shipped example model (needs only this package's dependencies).
 example: $(VENV)/.installed
