@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,21 +48,29 @@ from codegen.oracle.verify import (
 from codegen.target.build import build_host, run_binary
 from codegen.target.cycles import cycle_model_for
 from codegen.target.firmware import (
+    NO_RESERVE,
     Budget,
+    Reserve,
+    SizeProject,
+    build_combined_size,
     build_firmware,
     check_budget,
     cross_toolchain_available,
     format_budget,
     measure_budget,
+    measure_combined,
 )
 from codegen.target.qemu import InstructionCounts, run_firmware
 from codegen.target.qemu import count_instructions as qemu_count
 from codegen.views.refusal import generate_explained
 from codegen.views.report import Report, build_report, memory_mode
 
-from .errors import BudgetError, InputDataError, OptionError
-from .options import OptionKeywords, Options, resolve_target, with_keywords
+from .errors import BudgetError, InputDataError, OptionError, ToolchainError
+from .options import OptionKeywords, Options, model_name, resolve_target, with_keywords
 from .pipeline import Generated
+
+if TYPE_CHECKING:
+    from codegen.views.budget import FirmwareBudget
 
 Samples = Sequence[Mapping[str, NDArray[Any]]]
 
@@ -85,16 +93,18 @@ def io_bytes(gen: Generated) -> int:
     return gen.program.caller_io_bytes
 
 
-def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
+def firmware_budget(gen: Generated, check: bool,
+                    reserve: Reserve = NO_RESERVE) -> tuple[Budget | None, str]:
     """Measure what the model costs on a Cortex-M board, and refuse it when it does not
-    fit (unless check is False). Without the cross compiler, the arena, I/O and weight
-    sizes are checked as lower bounds."""
+    fit (unless check is False) in the board's memory less `reserve`. Without the cross
+    compiler, the arena, I/O and weight sizes are checked as lower bounds."""
     board = gen.board
     assert board.memory is not None
     if not cross_toolchain_available():
         ram = gen.plan.size + io_bytes(gen)
         flash = sum(int(np.asarray(v).nbytes) for v in gen.program.constants.values())
-        if check and (ram > board.memory.ram_length or flash > board.memory.flash_length):
+        if check and (ram > board.memory.ram_length - reserve.ram
+                      or flash > board.memory.flash_length - reserve.flash):
             raise BudgetError(f"model '{gen.name}' does not fit board '{board.name}': needs at "
                               f"least {ram} bytes of RAM (board has {board.memory.ram_length})"
                               f" and {flash} bytes of flash (board has "
@@ -106,11 +116,10 @@ def firmware_budget(gen: Generated, check: bool) -> tuple[Budget | None, str]:
     files = {**own_runtime_files(gen.name, gen.program.sources), **gen.files}
     build = build_firmware(files, gen.name, board, harness=False)
     # With quantized I/O in the arena the caller runs NAME_invoke: its stack is the cost.
-    entry = f"{gen.name}_invoke" if gen.program.io == "quantized" else f"{gen.name}_run"
-    budget = measure_budget(build, entry, gen.plan.size, io_bytes(gen))
+    budget = measure_budget(build, firmware_entry(gen), gen.plan.size, io_bytes(gen))
     if check:
-        check_budget(budget, board, gen.name)
-    return budget, format_budget(budget, board)
+        check_budget(budget, board, gen.name, reserve)
+    return budget, format_budget(budget, board, reserve)
 
 
 def generate(model: ModelSource, out: str | Path, options: Options | None = None, *,
@@ -130,14 +139,39 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
             interface, runtime=shared_runtime_path(Path(interface.runtime), out)))
     gen = generate_explained(model, options)
     try:
-        budget, note = firmware_budget(gen, budget_check) if gen.board.is_cortex_m else \
-            (None, "")
+        budget, note = firmware_budget(gen, budget_check, reserve_of(options)) \
+            if gen.board.is_cortex_m else (None, "")
     except BudgetError as error:
-        raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
+        narrow = narrow_weights_fallback(model, gen, options)
+        if narrow is None:
+            raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
+        gen, budget, note = narrow
     write_project(out, gen.files, force=force, inputs=inputs)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
                           tuple(gen.graph.notes))
+
+
+def narrow_weights_fallback(model: ModelSource, gen: Generated, options: Options
+                            ) -> tuple[Generated, Budget | None, str] | None:
+    """--weights auto chooses int16 weights from the weights' bytes alone; where the build
+    then does not fit and int8 weights do, the model is generated with int8 weights
+    (said in the budget note). None when that is no help."""
+    if options.weights != "auto":
+        return None
+    narrow = generate_explained(model, replace(options, weights="int8"))
+    if narrow.files == gen.files:
+        return None
+    try:
+        budget, note = firmware_budget(narrow, True, reserve_of(options))
+    except BudgetError:
+        return None
+    return narrow, budget, (f"{note}; weights int8 (--weights auto: with int16 weights "
+                            "the model would not fit)")
+
+
+def reserve_of(options: Options) -> Reserve:
+    return Reserve(options.reserve_flash, options.reserve_ram)
 
 
 def min_memory_hint(model: ModelSource, gen: Generated, options: Options) -> str:
@@ -151,7 +185,8 @@ def min_memory_hint(model: ModelSource, gen: Generated, options: Options) -> str
     budget, _ = firmware_budget(small, check=False)
     ram = budget.ram_bytes if budget is not None else small.plan.size + io_bytes(small)
     assert gen.board.memory is not None
-    fits = "fits" if ram <= gen.board.memory.ram_length else "does not fit either"
+    fits = "fits" if ram <= gen.board.memory.ram_length - options.reserve_ram \
+        else "does not fit either"
     return f"; with --memory min (layers in row bands) it needs {ram} bytes of RAM: {fits}"
 
 
@@ -161,6 +196,51 @@ def write_runtime(out: str | Path, force: bool = False) -> tuple[str, ...]:
     files = emit_shared_runtime()
     write_project(Path(out), files, force=force)
     return tuple(sorted(files))
+
+
+def firmware_entry(gen: Generated) -> str:
+    """The function the application calls: with quantized I/O in the arena, NAME_invoke."""
+    return f"{gen.name}_invoke" if gen.program.io == "quantized" else f"{gen.name}_run"
+
+
+def budget_of_models(models: Sequence[ModelSource], options: Options | None = None, *,
+                     shared_arena: bool = False) -> FirmwareBudget:
+    """Flash and RAM of several models in one firmware on a Cortex-M board: each alone
+    (as `report` measures it), and all of them linked together in one image, the kernels
+    they share once (codegen.target.firmware.build_combined_size), with the reserves of
+    `options` for the rest of the firmware. The models take C names from their files
+    (made distinct)."""
+    from codegen.views.budget import FirmwareBudget, ModelCost
+
+    options = options or Options()
+    target = resolve_target(options)
+    if not target.board.is_cortex_m or target.board.memory is None:
+        raise OptionError("a budget across models needs a Cortex-M --board (see "
+                          "`onnx2mcu boards`)")
+    if not cross_toolchain_available():
+        raise ToolchainError("a budget across models links them with arm-none-eabi-gcc, "
+                             "which is not installed")
+    names: list[str] = []
+    for model in models:
+        name = model_name(model, None)
+        while name in names:
+            name += "_2"
+        names.append(name)
+    gens = [generate_explained(model, replace(options, name=name))
+            for model, name in zip(models, names, strict=True)]
+    costs = []
+    for model, gen in zip(models, gens, strict=True):
+        budget, _ = firmware_budget(gen, check=False)
+        assert budget is not None
+        costs.append(ModelCost(gen.name, str(model) if isinstance(model, str | Path) else "",
+                               budget, gen.program.weight_bytes))
+    projects = [SizeProject(gen.name, {**own_runtime_files(gen.name, gen.program.sources),
+                                       **gen.files}, firmware_entry(gen)) for gen in gens]
+    build = build_combined_size(projects, target.board)
+    together = measure_combined(build, projects, [gen.plan.size for gen in gens],
+                                sum(io_bytes(gen) for gen in gens), shared_arena)
+    return FirmwareBudget(target.board, tuple(costs), together, shared_arena,
+                          reserve_of(options))
 
 
 @dataclass(frozen=True)
@@ -267,7 +347,8 @@ def count_generated(gen: Generated, data: Samples, per_layer: bool,
     _, counts = qemu_count(build.elf, gen.board, entry.inputs, entry.outputs,
                            data, len(calls) if per_layer else None, cycle_model=model)
     return CountReport(counts, sum(c.macs for c in calls),
-                       tuple((c.node, c.function, c.macs) for c in calls), gen.board.name,
+                       tuple((c.layer or c.node, c.function, c.macs) for c in calls),
+                       gen.board.name,
                        tuple(gen.graph.notes), gen.board.clock_hz)
 
 
@@ -286,7 +367,9 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
     if cycles:
         check_cycle_board(target.board)
     gen = generate_explained(model, target)
-    budget, note = firmware_budget(gen, check=False) if gen.board.is_cortex_m else (None, "")
+    reserve = reserve_of(target.options)
+    budget, note = firmware_budget(gen, check=False, reserve=reserve) \
+        if gen.board.is_cortex_m else (None, "")
     counts = data = None
     if count:
         entry = counted_entry(gen)
@@ -309,7 +392,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
                    key=lambda m: m.memory != "fast")
     source = str(model) if isinstance(model, str | Path) else ""
     return build_report(gen, source=source, budget=budget, budget_note=note, counts=counts,
-                        memory=memory, modes=tuple(modes))
+                        memory=memory, modes=tuple(modes), reserve=reserve)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from codegen.core.progress import progress_bar
 from codegen.frontend.importer import parse_input_shape
 from codegen.oracle.quantize import ACTIVATION_TYPES, CALIBRATION_METHODS, QUANT_FORMATS
 from codegen.oracle.validate import VALIDATION_FORMATS
-from codegen.oracle.verify import ORT_LEVELS, Distance, VerifyReport, ort_version
+from codegen.oracle.verify import ORT_LEVELS, VerifyReport, ort_version
 from codegen.target.cycles import ASSUMPTIONS
 
 from . import api
@@ -112,8 +112,12 @@ def _limits(args: argparse.Namespace) -> Limits:
                   max_outputs=args.max_outputs)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="quantized ONNX model (.onnx)")
+def _common(p: argparse.ArgumentParser, several: bool = False) -> None:
+    if several:
+        p.add_argument("model", nargs="+", help="quantized ONNX model (.onnx); several: "
+                                                "their budget together in one firmware")
+    else:
+        p.add_argument("model", help="quantized ONNX model (.onnx)")
     p.add_argument("--board", default="host", help="target board (see `onnx2mcu boards`)")
     p.add_argument("--requant", choices=["float", "int"],
                    help="requantization arithmetic: float32 as ORT (default on FPU boards) or "
@@ -146,7 +150,17 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "caller: every entry point takes your arena as its first argument")
     p.add_argument("--arena-section", metavar="SECTION",
                    help="put the static arena in this linker section (e.g. .sram2)")
+    _reserve_options(p)
     _limit_options(p)
+
+
+def _reserve_options(p: argparse.ArgumentParser) -> None:
+    """What the rest of the firmware takes of the board (the application, other models)."""
+    for what in ("flash", "RAM"):
+        p.add_argument(f"--reserve-{what.lower()}", type=_size, default=0, metavar="SIZE",
+                       help=f"{what} the rest of the firmware takes (bytes, or with a K/M "
+                            f"suffix): the budget check and --weights auto hold the model to "
+                            f"what is left of the board's {what}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,8 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_options(c)
 
     rp = sub.add_parser("report", help="per-layer costs, flash and RAM against the board's "
-                                       "budget, and a picture of the arena over time")
-    _common(rp)
+                                       "budget, and a picture of the arena over time; of "
+                                       "several models, their budget together")
+    _common(rp, several=True)
+    rp.add_argument("--shared-arena", action="store_true",
+                    help="with several models: one arena for all, the largest (they run one "
+                         "after the other in one caller-owned buffer)")
     rp.add_argument("--format", choices=["text", "json", "html"], default="text",
                     help="text (default), json (every number) or html (table and picture)")
     rp.add_argument("--output", help="file to write (default: standard output)")
@@ -310,61 +328,9 @@ def _terminal_progress_done() -> None:
 
 
 def print_report(report: VerifyReport, verbose: bool = False) -> None:
-    print(f"reference: onnxruntime {report.ort_version} (CPUExecutionProvider, "
-          f"1 thread, {ORT_LEVELS[report.ort_level]}) on {report.reference}")
-    for note in report.notes:
-        print(f"note: {note}")
-    for detail in report.details if verbose else []:
-        print(f"detail: {detail}")
-    source = "random inputs, seed " + str(report.seed) if report.seed is not None else \
-        "given inputs"
-    print(f"generated C: board {report.board}, requant {report.requant}; "
-          f"{report.samples} sample(s), {source}")
-    width = max([len(visible(o.name)) for o in report.outputs] + [6])
-    print(f"{'output':<{width}}  {'dtype':<7}  {'elements':>10}  {'mismatches':>10}  "
-          f"{'max_abs_diff':>12}")
-    for o in report.outputs:
-        print(f"{visible(o.name):<{width}}  {o.dtype:<7}  {o.elements:>10}  {o.mismatches:>10}  "
-              f"{o.max_abs_diff:>12.6g}")
-    total = sum(o.elements for o in report.outputs)
-    if report.layers is not None:
-        first = report.first_mismatch
-        if first is None:
-            print(f"per-layer: all {len(report.layers)} intermediate tensors are bit-exact")
-        else:
-            print(f"per-layer: first difference at node '{visible(first.node)}' "
-                  f"({first.op_type}), tensor '{visible(first.tensor)}': {first.mismatches} of "
-                  f"{first.elements} elements differ, max abs diff {first.max_abs_diff:g}")
-    if report.original is not None:
-        print_distance(report.original)
-    if report.unoptimized_original is not None:
-        print_distance(report.unoptimized_original)
-    for name, share in report.accuracy:
-        print(f"accuracy: {100.0 * share:.2f}% of {report.samples} samples (top-1 of output "
-              f"'{visible(name)}' against the labels)")
-    if report.differing:
-        print(f"samples: {len(report.differing)} of {report.samples} differ from ONNX "
-              f"Runtime, the first sample {report.differing[0]} (counting from 0)")
-    if not total:
-        print("result: NOTHING COMPARED (no output element was compared with ONNX Runtime)")
-    elif report.ok:
-        print(f"result: BIT-EXACT ({total} output elements identical to ONNX Runtime)")
-    else:
-        bad = sum(o.mismatches for o in report.outputs)
-        print(f"result: MISMATCH ({bad} of {total} output elements differ from ONNX Runtime)")
+    from codegen.views.verify_text import verify_lines
 
-
-def print_distance(distance: Distance) -> None:
-    """The informational comparison with a second reference (verify --integer-only: ORT
-    on the original model); it does not decide the result."""
-    print(f"against ORT on {distance.reference} (informational, not part of the result):")
-    for o in distance.outputs:
-        if not o.mismatches:
-            print(f"  {visible(o.name)}: all {o.elements} elements identical")
-            continue
-        how = (f"at most {o.max_steps} quantization step{'s' if o.max_steps != 1 else ''}"
-               if o.max_steps is not None else f"max abs diff {o.max_abs_diff:g}")
-        print(f"  {visible(o.name)}: {o.mismatches} of {o.elements} elements differ, {how}")
+    print("\n".join(verify_lines(report, verbose)))
 
 
 def _options(args: argparse.Namespace, counting: bool = False) -> Options:
@@ -373,7 +339,8 @@ def _options(args: argparse.Namespace, counting: bool = False) -> Options:
                       requant=args.requant, input_shapes=_input_shapes(args.input_shape),
                       integer_only=args.integer_only, qdq_rules=args.qdq_rules,
                       weights=args.weights, native=args.native, limits=_limits(args),
-                      memory=args.memory,
+                      memory=args.memory, reserve_flash=args.reserve_flash,
+                      reserve_ram=args.reserve_ram,
                       interface=Interface(io=args.io, arena=args.arena,
                                           arena_section=args.arena_section,
                                           runtime=getattr(args, "runtime", None)))
@@ -492,25 +459,34 @@ def print_counts(report: api.CountReport) -> None:
     if counts.per_layer is None:
         return
     layer_cycles = cycles.per_layer if cycles is not None else None
+    names = [visible(node) for node, _, _ in report.layers]
+    width = max([len(n) for n in names] + [len("(entry and exit)")])
+    kernel_width = max([len(k) for _, k, _ in report.layers] + [len("kernel")])
     extra = f" {'cycles':>12} {'per MAC':>8}" if layer_cycles is not None else ""
-    print(f"{'layer':<40} {'kernel':<26} {'instructions':>12} {'MACs':>10} {'per MAC':>8}"
-          + extra)
-    for i, ((node, kernel, macs), count) in enumerate(zip(report.layers, counts.per_layer,
-                                                          strict=True)):
+    print(f"{'layer':<{width}} {'kernel':<{kernel_width}} {'instructions':>12} {'MACs':>10} "
+          f"{'per MAC':>8}" + extra)
+    for i, ((_, kernel, macs), count) in enumerate(zip(report.layers, counts.per_layer,
+                                                       strict=True)):
         ratio = f"{count / macs:.2f}" if macs else "-"
-        line = f"{visible(node)[:40]:<40} {kernel[:26]:<26} {count:>12} {macs:>10} {ratio:>8}"
+        line = f"{names[i]:<{width}} {kernel:<{kernel_width}} {count:>12} {macs:>10} " \
+               f"{ratio:>8}"
         if layer_cycles is not None:
             c = layer_cycles[i]
             line += f" {c:>12} {f'{c / macs:.2f}' if macs else '-':>8}"
         print(line)
     tail = f" {'':>10} {'':>8} {cycles.overhead:>12}" if cycles is not None else ""
-    print(f"{'(entry and exit)':<40} {'':<26} {counts.overhead:>12}" + tail)
+    print(f"{'(entry and exit)':<{width}} {'':<{kernel_width}} {counts.overhead:>12}" + tail)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from codegen.views.report import FORMATS, render_arena_svg
 
     counting = args.count_instructions or args.count_cycles
+    if len(args.model) > 1:
+        return report_several(args)
+    if args.shared_arena:
+        raise InputDataError("--shared-arena goes with several models")
+    args.model = args.model[0]
     if args.inputs and not counting:
         raise InputDataError("--inputs goes with --count-instructions or --count-cycles")
     options = _options(args, counting=counting)
@@ -536,6 +512,32 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.svg:
             print(f"wrote {args.svg}", file=sys.stderr)
     return 0
+
+
+def report_several(args: argparse.Namespace) -> int:
+    """report A.onnx B.onnx ...: the budget of the models together in one firmware."""
+    from codegen.views.budget import BUDGET_FORMATS
+
+    given = [o for o, on in (("--svg", args.svg), ("--inputs", args.inputs),
+                             ("--count-instructions", args.count_instructions),
+                             ("--count-cycles", args.count_cycles)) if on]
+    if given or args.format not in BUDGET_FORMATS:
+        what = ", ".join(given) or f"--format {args.format}"
+        raise InputDataError(f"{what}: with several models, report gives their budget "
+                             "together (--format text or json); report each model alone "
+                             "for the rest")
+    options = _options(args)
+    sources = source_paths(*args.model)
+    if args.output:
+        check_output_file(Path(args.output), args.force, sources)
+    budget = api.budget_of_models(args.model, options, shared_arena=args.shared_arena)
+    text = BUDGET_FORMATS[args.format](budget)
+    if args.output:
+        write_output_file(Path(args.output), text.encode(), args.force, sources)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0 if budget.fits else 1
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -602,7 +604,11 @@ def cmd_quantize(args: argparse.Namespace) -> int:
           f"(onnxruntime.quantization {ort_version()})")
     inspection = inspect_model(result.out, Options(board=args.board))
     print(format_inspection_summary(inspection))
-    for line in board_fit_lines(inspection, board):
+    fit = board_fit_lines(inspection, board)
+    if fit and "does NOT fit" in fit[0] and inspection.arena_bytes is not None:
+        banded = inspect_model(result.out, Options(board=args.board, memory="min"))
+        fit.insert(1, min_memory_line(banded, board))
+    for line in fit:
         print(line)
     return 1 if inspection.problems or inspection.arena_bytes is None else 0
 
@@ -623,6 +629,17 @@ def board_fit_lines(inspection: Inspection, board: Board) -> list[str]:
         lines.append(f"board {board.name} has no FPU: each float island runs in software "
                      "floating point")
     return lines
+
+
+def min_memory_line(banded: Inspection, board: Board) -> str:
+    """What `--memory min` makes of a quantized model too big for its board."""
+    assert board.memory is not None
+    arena, weights = banded.arena_bytes, banded.weight_bytes or 0
+    if arena is None:
+        return "with --memory min: not generated either"
+    fits = arena <= board.memory.ram_length and weights <= board.memory.flash_length
+    return (f"with --memory min (layers in row bands) the arena is {arena} bytes: "
+            + ("fits; generate with --memory min" if fits else "does not fit either"))
 
 
 def _progress_bar(what: str) -> Callable[[int, int], None] | None:

@@ -72,6 +72,10 @@ class Options:
     limits: Limits = DEFAULT_LIMITS
     # Where the arena lives and which runtime the project links (the C interface).
     interface: Interface = DEFAULT_INTERFACE
+    # Flash and RAM the rest of the firmware takes (the application, other models): the
+    # budget check and --weights auto hold the model to what is left of the board's.
+    reserve_flash: int = 0
+    reserve_ram: int = 0
 
 
 def model_name(source: ModelSource, requested: str | None) -> str:
@@ -128,6 +132,7 @@ def resolve_target(options: Options) -> Target:
     check_interface(options.interface)
     if options.name is not None:
         model_name("", options.name)
+    check_reserves(board, options.reserve_flash, options.reserve_ram)
     dsp = board.dsp if options.dsp is None else options.dsp
     # The DSP layouts' portable C runs anywhere on the host (the tests use it); a
     # Cortex-M core without the extension cannot execute their SMLAD/SXTB16.
@@ -135,6 +140,27 @@ def resolve_target(options: Options) -> Target:
         raise OptionError(f"board '{board.name}' ({board.cpu}) has no DSP extension: its "
                           "kernels cannot use the DSP layouts")
     return Target(board, requant, kernels, weights, dsp, options)
+
+
+def check_reserves(board: Board, flash: int, ram: int) -> None:
+    """--reserve-flash/--reserve-ram: for a board with a budget, less than it has."""
+    memory = board.memory  # what the budget check holds a model to
+    for option, value, total in (
+            ("--reserve-flash", flash, memory.flash_length if memory else None),
+            ("--reserve-ram", ram, memory.ram_length if memory else None)):
+        if value < 0:
+            raise OptionError(f"{option} {value}: must not be negative")
+        if value and total is None:
+            raise OptionError(f"{option}: board '{board.name}' has no memory budget")
+        if total is not None and value >= total:
+            raise OptionError(f"{option} {value}: board '{board.name}' has {total} bytes in "
+                              "all, nothing would be left for the model")
+
+
+def available_flash(target: Target) -> int | None:
+    """The board's flash less what --reserve-flash keeps for the rest of the firmware."""
+    total = target.board.flash_bytes
+    return None if total is None else total - target.options.reserve_flash
 
 
 # The estimated cycles int16 weights save per MAC on a DSP core, by layer kind: the least
@@ -183,7 +209,8 @@ def weight_layers(graph: Graph) -> list[WeightLayer]:
     return layers
 
 
-def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str] | None:
+def wide_weight_nodes(choice: str, graph: Graph, board: Board,
+                      flash_bytes: int | None = None) -> frozenset[str] | None:
     """The layers whose weights are stored as int16; None: every layer.
 
     int8 and int16 are the weights choices; auto: int16 for every layer when the 8-bit
@@ -192,7 +219,8 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
     int8); otherwise for the layers the cycle model expects to save the most cycles per
     added byte first (WIDE_GAIN_PER_MAC times their MACs per weight: convolutions over
     many pixels before fully connected layers, a first layer over three channels late)
-    while they fit, and none it expects no saving from. Never on a Cortex-M core without
+    while they fit, and none it expects no saving from. `flash_bytes` is the flash left to
+    the model (default the board's; less with --reserve-flash). Never on a Cortex-M core without
     the DSP extension, whose byte kernels are both smaller and faster (the AD autoencoder
     on M0+: 2.36 M estimated cycles and 287 KB of flash, against 3.01 M and 551 KB with
     int16 weights)."""
@@ -200,11 +228,12 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
         return None if choice == "int16" else frozenset()
     if board.is_cortex_m and not board.dsp:
         return frozenset()
-    if board.flash_bytes is None:
+    flash = board.flash_bytes if flash_bytes is None else flash_bytes
+    if flash is None:
         return None
     eight_bit = sum(int(v.nbytes) for v in graph.constants.values()
                     if v.dtype in (np.int8, np.uint8))
-    budget = WIDE_WEIGHTS_FLASH_SHARE * board.flash_bytes - eight_bit
+    budget = WIDE_WEIGHTS_FLASH_SHARE * flash - eight_bit
     if eight_bit <= budget:
         return None
     chosen = []
@@ -219,7 +248,7 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board) -> frozenset[str]
 
 def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     """How `graph` is lowered for `target`: the one place kernel choices are made."""
-    wide = wide_weight_nodes(target.weights, graph, target.board)
+    wide = wide_weight_nodes(target.weights, graph, target.board, available_flash(target))
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
                            wide_weights=wide is None or bool(wide), wide_nodes=wide,
                            cortex_m=target.board.is_cortex_m, thumb1=target.board.is_thumb1)
@@ -243,6 +272,8 @@ class OptionKeywords(TypedDict, total=False):
     native: bool
     limits: Limits
     interface: Interface
+    reserve_flash: int
+    reserve_ram: int
 
 
 def with_keywords(options: Options | None, keywords: Mapping[str, Any]) -> Options:

@@ -476,7 +476,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
                 param_symbols[text] = symbol
                 definitions.append(f"static const {call.params.ctype} {symbol}_params = {init};")
         calls.append({"comment": c_comment(call.node, 100), "function": call.function,
-                      "literal": c_string(literal_text(call.node)[0]),
+                      "literal": c_string(literal_text(call.layer or call.node)[0]),
                       "statement": _call_statement(i, call, buffers, symbol)})
 
     used = {name for call in program.calls for name in (*call.inputs, *call.outputs)}
@@ -619,7 +619,8 @@ def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int
         "arena_bytes": plan.size,
         "arena_lower_bound_bytes": plan.lower_bound,
         "weight_bytes": weight_bytes,
-        "kernels": [{"node": c.node, "function": c.function, "macs": c.macs}
+        "kernels": [{"node": c.node, "name": c.layer or c.node, "function": c.function,
+                     "macs": c.macs}
                     for c in program.calls],
     }
     return json.dumps(manifest, indent=2) + "\n"

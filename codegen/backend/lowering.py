@@ -45,7 +45,7 @@ def lower_graph(graph: Graph, name: str, options: LoweringOptions) -> Program:
             elif isinstance(item, Intermediate):
                 tensors[item.tensor.name] = item.tensor
             else:
-                calls.append(replace(item, node=ops.layer_description(node)))
+                calls.append(replace(item, node=ops.layer_description(node), layer=node.name))
     program = Program(name=name, inputs=[tensors[i] for i in graph.inputs], outputs=[],
                       tensors=tensors, calls=calls, requant=options.requant, aliases=aliases)
     program.outputs, copies = _graph_outputs(graph, program)

@@ -128,6 +128,9 @@ class KernelCall:
     # zero, filled with their constant): what `report` says was removed.
     skipped_macs: int = 0
     skipped_weight_bytes: int = 0
+    # The ONNX node's own name, which the per-layer profiling hook passes ("" for the
+    # output copies lowering adds, named by `node`).
+    layer: str = ""
 
 
 @dataclass(frozen=True)

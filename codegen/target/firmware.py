@@ -141,6 +141,110 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
                          folder / "build" / f"{name}_size.elf", cached)
 
 
+# ---------------------------------------------------------------- several models
+
+
+@dataclass(frozen=True)
+class SizeProject:
+    """One model of a firmware measured with others: its project's files (its runtime
+    included) and the function the application calls."""
+
+    name: str
+    files: Mapping[str, bytes]
+    entry: str  # NAME_run, or NAME_invoke with quantized I/O
+
+
+def combined_size_main(names: Sequence[str]) -> str:
+    """The application of the combined size build: every model once, one after the
+    other, as a firmware runs them (each NAME_size.c's main renamed NAME_size_main)."""
+    lines = ["/* Every model's size build once, one after the other: onnx2mcu report A B. */"]
+    lines += [f"int {name}_size_main(void);" for name in names]
+    lines += ["", "int main(void)", "{", "    int status = 0;"]
+    lines += [f"    status |= {name}_size_main();" for name in names]
+    lines += ["    return status;", "}", ""]
+    return "\n".join(lines)
+
+
+def combined_files(projects: Sequence[SizeProject]) -> dict[str, bytes]:
+    """One folder with every model's sources beside one runtime/ under the plain link
+    names, so that the kernels the models share are compiled and linked once, as in a
+    firmware on a shared runtime (`onnx2mcu runtime`)."""
+    out: dict[str, bytes] = {}
+    for project in projects:
+        for rel, data in with_plain_link_names(project.files).items():
+            if rel.startswith("runtime/"):
+                if out.setdefault(rel, data) != data:
+                    raise ToolchainError(f"the models' runtimes differ in {rel}: generate "
+                                         "them with one onnx2mcu")
+            elif rel in (f"{project.name}.c", f"{project.name}.h", f"{project.name}_size.c"):
+                out[rel] = data
+    first = projects[0]
+    out["startup.c"] = first.files["startup.c"]
+    out["combined.ld"] = first.files[f"{first.name}.ld"]
+    out["combined_size.c"] = combined_size_main([p.name for p in projects]).encode()
+    return out
+
+
+def build_combined_size(projects: Sequence[SizeProject], board: Board) -> FirmwareBuild:
+    """The size build of several models in one image (cached): their sources, the
+    kernels they call once, one startup, linked for the board like one model's."""
+    files = combined_files(projects)
+    gcc = cross_tool("gcc")
+    arch, opt = split_flags(board)
+    compile_flags = [*arch, *STRICT_CFLAGS, "-ffunction-sections", "-fdata-sections", *opt,
+                     "-DQ8_NO_SEMIHOSTING"]
+    link_flags = [*arch, "-nostartfiles", "-Wl,--gc-sections", "--specs=nano.specs"]
+    runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
+    identity = _identity(gcc)
+
+    def compile_c(folder: Path, source: str, extra: Sequence[str] = ()) -> str:
+        obj = f"build/{Path(source).stem}.o"
+        compile_in(folder, [gcc, *compile_flags, *extra, "-I.", "-Iruntime", *STACK_INFO,
+                            "-c", "-o", obj, source], CROSS_PREFIX + "gcc")
+        return obj
+
+    def runtime_c(folder: Path, source: str) -> str:
+        obj = cached_object(gcc, identity, [*compile_flags, *STACK_INFO], source, files)
+        graph = folder / "build" / "runtime" / obj.with_suffix(".ci").name
+        graph.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(obj.with_suffix(".ci"), graph)
+        return str(obj)
+
+    def build(folder: Path) -> None:
+        objects = [compile_c(folder, "combined_size.c"), compile_c(folder, "startup.c")]
+        for project in projects:
+            objects.append(compile_c(folder, f"{project.name}.c"))
+            objects.append(compile_c(folder, f"{project.name}_size.c",
+                                     [f"-Dmain={project.name}_size_main"]))
+        objects += [runtime_c(folder, src) for src in runtime]
+        script = (folder / "combined.ld").read_text()
+        (folder / "build" / "size.ld").write_text(
+            re.sub(r"LENGTH = \d+", "LENGTH = 0x10000000", script))
+        compile_in(folder, [gcc, *link_flags, "-T", "build/size.ld", "-o",
+                            "build/combined_size.elf", *objects, "-lm"],
+                   "linking the combined size build")
+
+    key = cache_key(identity + "combined size", [*compile_flags, *link_flags], files)
+    folder, cached = cached_build(key, files, "build/combined_size.elf", build)
+    elf = folder / "build" / "combined_size.elf"
+    return FirmwareBuild(folder, elf, elf, cached)
+
+
+def measure_combined(build: FirmwareBuild, projects: Sequence[SizeProject],
+                     arenas: Sequence[int], io_bytes: int, shared_arena: bool) -> Budget:
+    """Flash and RAM of the combined size build. The models run one after the other, so
+    the stack is the deepest of theirs; with shared_arena the arenas are overlaid in one
+    buffer of the largest's size (the build's static RAM less every arena plus the
+    largest: what one caller-owned arena given to every model takes)."""
+    text, data, bss = section_sizes(build.size_elf)
+    frames, calls = call_graph(build.folder)
+    stack = max(worst_stack(p.entry, frames, calls) for p in projects)
+    arena = max(arenas) if shared_arena else sum(arenas)
+    static = data + bss - (sum(arenas) - arena)
+    return Budget(flash_bytes=text + data, static_ram_bytes=static, stack_bytes=stack,
+                  arena_bytes=arena, io_bytes=io_bytes)
+
+
 # ---------------------------------------------------------------- budget
 
 
@@ -229,29 +333,53 @@ def kib(n: int) -> str:
     return f"{n / 1024:.1f} KB"
 
 
-def check_budget(budget: Budget, board: Board, name: str) -> None:
-    """Refuse a model that does not fit the board, with the numbers."""
+@dataclass(frozen=True)
+class Reserve:
+    """Flash and RAM the rest of the firmware takes (--reserve-flash, --reserve-ram)."""
+
+    flash: int = 0
+    ram: int = 0
+
+
+NO_RESERVE = Reserve()
+
+
+def _reserved(n: int) -> str:
+    return f" less {kib(n)} reserved for the rest of the firmware" if n else ""
+
+
+def check_budget(budget: Budget, board: Board, name: str,
+                 reserve: Reserve = NO_RESERVE) -> None:
+    """Refuse a model that does not fit the board (less the reserves), with the numbers."""
     assert board.memory is not None
-    ram_limit, flash_limit = board.memory.ram_length, board.memory.flash_length
+    ram_limit = board.memory.ram_length - reserve.ram
+    flash_limit = board.memory.flash_length - reserve.flash
     problems = []
     if budget.ram_bytes > ram_limit:
         other = budget.static_ram_bytes - budget.arena_bytes - budget.io_bytes
         problems.append(
             f"needs {kib(budget.ram_bytes)} RAM (arena {kib(budget.arena_bytes)}, inputs and "
             f"outputs {kib(budget.io_bytes)}, stack {kib(budget.stack_bytes)}, other "
-            f"{kib(other)}), board has {kib(ram_limit)}")
+            f"{kib(other)}), board has {kib(board.memory.ram_length)}{_reserved(reserve.ram)}")
     if budget.flash_bytes > flash_limit:
-        problems.append(f"needs {kib(budget.flash_bytes)} flash, board has {kib(flash_limit)}")
+        problems.append(f"needs {kib(budget.flash_bytes)} flash, board has "
+                        f"{kib(board.memory.flash_length)}{_reserved(reserve.flash)}")
     if problems:
         raise BudgetError(f"model '{name}' does not fit board '{board.name}': "
                           f"{'; '.join(problems)}; pass --no-budget-check to generate it "
                           "anyway")
 
 
-def format_budget(budget: Budget, board: Board) -> str:
+def format_budget(budget: Budget, board: Board, reserve: Reserve = NO_RESERVE) -> str:
     assert board.memory is not None
-    return (f"flash {budget.flash_bytes} of {board.memory.flash_length} bytes; RAM "
-            f"{budget.ram_bytes} of {board.memory.ram_length} bytes (arena "
+    flash_left = board.memory.flash_length - reserve.flash
+    ram_left = board.memory.ram_length - reserve.ram
+    flash_of = f"{flash_left} bytes left of {board.memory.flash_length}" if reserve.flash \
+        else f"{flash_left} bytes"
+    ram_of = f"{ram_left} bytes left of {board.memory.ram_length}" if reserve.ram \
+        else f"{ram_left} bytes"
+    return (f"flash {budget.flash_bytes} of {flash_of}; RAM "
+            f"{budget.ram_bytes} of {ram_of} (arena "
             f"{budget.arena_bytes}, inputs/outputs {budget.io_bytes}, stack "
             f"{budget.stack_bytes}, other "
             f"{budget.static_ram_bytes - budget.arena_bytes - budget.io_bytes})")

@@ -27,7 +27,7 @@ from codegen.core.ir import Tensor
 from codegen.ops import kernel_family
 from codegen.pipeline import Generated
 from codegen.target.cycles import ASSUMPTIONS
-from codegen.target.firmware import Budget
+from codegen.target.firmware import NO_RESERVE, Budget, Reserve
 from codegen.target.qemu import InstructionCounts
 
 SCRATCH_PREFIX = scratch_name(0).removesuffix("0")
@@ -117,6 +117,10 @@ class Totals:
     # MACs and the model's weight bytes removed (not in macs and weight_bytes above).
     skipped_macs: int = 0
     skipped_weight_bytes: int = 0
+    # --reserve-flash/--reserve-ram: kept for the rest of the firmware; the budgets above
+    # are the board's memory less them.
+    flash_reserved: int = 0
+    ram_reserved: int = 0
 
 
 @dataclass(frozen=True)
@@ -254,7 +258,8 @@ def build_steps(gen: Generated, buffers: Sequence[Buffer]) -> tuple[Step, ...]:
 
 
 def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
-                 budget_note: str, counts: InstructionCounts | None) -> Totals:
+                 budget_note: str, counts: InstructionCounts | None,
+                 reserve: Reserve = NO_RESERVE) -> Totals:
     weights = sum(layer.weight_bytes for layer in layers)
     cycles = counts.cycles if counts is not None else None
     io = gen.program.caller_io_bytes
@@ -276,8 +281,9 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         arena_bytes=gen.plan.size, arena_lower_bound=gen.plan.lower_bound, io_bytes=io,
         flash_bytes=flash, code_bytes=code, ram_bytes=ram, stack_bytes=stack,
         static_bytes=static,
-        flash_budget=memory.flash_length if memory else None,
-        ram_budget=memory.ram_length if memory else None,
+        flash_budget=memory.flash_length - reserve.flash if memory else None,
+        ram_budget=memory.ram_length - reserve.ram if memory else None,
+        flash_reserved=reserve.flash, ram_reserved=reserve.ram,
         instructions=counts.per_sample[0] if counts else None,
         instructions_overhead=counts.overhead if counts and counts.per_layer else None,
         note=note, clock_hz=gen.board.clock_hz,
@@ -306,7 +312,8 @@ def memory_mode(gen: Generated, memory: str, budget: Budget | None,
 
 def build_report(gen: Generated, *, source: str = "", budget: Budget | None = None,
                  budget_note: str = "", counts: InstructionCounts | None = None,
-                 memory: str = "fast", modes: tuple[MemoryMode, ...] = ()) -> Report:
+                 memory: str = "fast", modes: tuple[MemoryMode, ...] = (),
+                 reserve: Reserve = NO_RESERVE) -> Report:
     """The report of one generated model; budget and counts come from the Cortex-M build
     and QEMU run of the same program (api.report gathers them), modes from both --memory
     modes' programs."""
@@ -317,7 +324,7 @@ def build_report(gen: Generated, *, source: str = "", budget: Budget | None = No
     cycles = counts.cycles if counts is not None else None
     layers = build_layers(gen, per_layer, cycles.per_layer if cycles is not None else None)
     buffers = build_buffers(gen)
-    totals = build_totals(gen, layers, budget, budget_note, counts)
+    totals = build_totals(gen, layers, budget, budget_note, counts, reserve)
     return Report(model=gen.name, source=source, board=gen.board.name,
                   requant=gen.program.requant, layers=layers, buffers=buffers,
                   steps=build_steps(gen, buffers), alignment=ALIGNMENT, totals=totals,
@@ -325,6 +332,11 @@ def build_report(gen: Generated, *, source: str = "", budget: Budget | None = No
 
 
 # ------------------------------------------------------------------ strings
+
+
+def reserved(n: int) -> str:
+    return f"; the board's less {n} bytes reserved for the rest of the firmware" if n else ""
+
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
@@ -393,13 +405,14 @@ def format_totals(report: Report) -> list[str]:
     if t.flash_bytes is not None and t.code_bytes is not None:
         lines.append(f"flash: weights {t.weight_bytes} + code {t.code_bytes} = "
                      f"{t.flash_bytes} bytes of {t.flash_budget} "
-                     f"({percent(t.flash_bytes, t.flash_budget)})")
+                     f"({percent(t.flash_bytes, t.flash_budget)}{reserved(t.flash_reserved)})")
     else:
         lines.append(f"flash: weights {t.weight_bytes} bytes (code not measured)")
     if t.ram_bytes is not None:
         lines.append(f"RAM: arena {t.arena_bytes} + stack {t.stack_bytes} + static "
                      f"{t.static_bytes} (inputs/outputs {t.io_bytes}) = {t.ram_bytes} "
-                     f"bytes of {t.ram_budget} ({percent(t.ram_bytes, t.ram_budget)})")
+                     f"bytes of {t.ram_budget} ({percent(t.ram_bytes, t.ram_budget)}"
+                     f"{reserved(t.ram_reserved)})")
     else:
         lines.append(f"RAM: arena {t.arena_bytes} + inputs/outputs {t.io_bytes} bytes "
                      "(stack not measured)")

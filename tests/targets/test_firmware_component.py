@@ -314,7 +314,7 @@ def test_the_layer_hook_names_every_step_in_order(tmp_path: Path) -> None:
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     kernels = manifest["kernels"]
     assert run.returncode == len(kernels)
-    expected = [f"{i} {k['node']}" for i, k in enumerate(kernels)] + [f"{len(kernels)} "]
+    expected = [f"{i} {k['name']}" for i, k in enumerate(kernels)] + [f"{len(kernels)} "]
     assert run.stdout.splitlines() == expected
 
 

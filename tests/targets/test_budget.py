@@ -1,0 +1,118 @@
+"""Several models on one board's budget: `report A B` against each model's own report,
+the rest of the firmware reserved (--reserve-flash/--reserve-ram) in generate, report
+and --weights auto, and quantize naming --memory min where that fits."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_inprocess import run_cli
+
+from codegen.options import Options
+from codegen.target.firmware import cross_toolchain_available
+from codegen.views.inspection import inspect_model
+
+if not cross_toolchain_available():
+    print("\n*** tests/targets/test_budget.py SKIPPED: arm-none-eabi-gcc is missing "
+          "(apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi) ***\n", file=sys.stderr)
+    pytest.skip("no Cortex-M toolchain", allow_module_level=True)
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+# The firmware example's two models (examples/firmware/Makefile).
+KWS = CORPUS / "kws_gru_dynamo_quark_a8w8.onnx"
+VISION = CORPUS / "tv_mobilenet_v2_dynamo_ort_qdq_s8s8.onnx"
+SHIPPED = ["--board", "nucleo-l432kc", "--io", "quantized", "--arena", "caller"]
+
+
+def report_json(*args: str | Path) -> dict[str, object]:
+    result = run_cli("report", *args, "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_two_models_together_beside_the_hand_sum_of_their_reports(shared: bool) -> None:
+    alone = [report_json(model, *SHIPPED)["totals"] for model in (KWS, VISION)]
+    extra = ["--shared-arena"] if shared else []
+    both = report_json(KWS, VISION, *SHIPPED, *extra, "--reserve-flash", "40K",
+                       "--reserve-ram", "10K")
+    models = both["models"]
+    assert isinstance(models, list)
+    for cost, totals in zip(models, alone, strict=True):
+        assert isinstance(totals, dict)
+        for field in ("flash_bytes", "ram_bytes", "arena_bytes", "stack_bytes", "io_bytes",
+                      "weight_bytes"):
+            assert cost[field] == totals[field], (field, cost, totals)
+    together = both["together"]
+    assert isinstance(together, dict)
+    flash_sum = sum(int(t["flash_bytes"]) for t in alone)  # type: ignore[index]
+    # The kernels, library routines and startup the two share, counted once.
+    assert both["shared_flash_bytes"] == flash_sum - together["flash_bytes"] > 1000
+    assert together["flash_bytes"] > max(int(t["flash_bytes"]) for t in alone)  # type: ignore[index]
+    arenas = [int(t["arena_bytes"]) for t in alone]  # type: ignore[index]
+    assert together["arena_bytes"] == (max(arenas) if shared else sum(arenas))
+    assert together["stack_bytes"] == max(int(t["stack_bytes"]) for t in alone)  # type: ignore[index]
+    # RAM: the arenas (overlaid or not), the deepest stack, the statics of both.
+    statics = sum(int(t["ram_bytes"]) - int(t["arena_bytes"]) - int(t["stack_bytes"])  # type: ignore[index]
+                  for t in alone)
+    assert together["ram_bytes"] == together["arena_bytes"] + together["stack_bytes"] + statics
+    assert both["flash_bytes"] == together["flash_bytes"] + 40 * 1024
+    assert both["ram_bytes"] == together["ram_bytes"] + 10 * 1024
+    assert both["fits"] == (both["flash_bytes"] <= both["flash_budget"]  # type: ignore[operator]
+                            and both["ram_bytes"] <= both["ram_budget"])  # type: ignore[operator]
+    assert both["fits"] is shared  # 49 + 5.4 KB of arenas, 10 KB reserved: only overlaid
+
+
+def test_the_text_report_says_whether_they_fit() -> None:
+    result = run_cli("report", KWS, VISION, *SHIPPED, "--reserve-ram", "10K")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("board nucleo-l432kc: 2 models in one firmware")
+    assert lines[-1].startswith("result: does NOT fit: over in RAM by ")
+    assert lines[-1].endswith("; --shared-arena overlays the arenas")
+    shared = run_cli("report", KWS, VISION, *SHIPPED, "--reserve-ram", "10K", "--shared-arena")
+    assert shared.returncode == 0 and shared.stdout.splitlines()[-1].startswith("result: fits")
+    refused = run_cli("report", KWS, VISION, *SHIPPED, "--svg", "x.svg")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("onnx2mcu: error: --svg: with several models")
+
+
+def test_reserves_hold_the_model_to_what_is_left(tmp_path: Path) -> None:
+    """--weights auto takes int16 weights on the whole board, and int8 where the rest of
+    the firmware leaves too little flash for them; the budget line says what is left."""
+    whole = run_cli("generate", VISION, "-o", tmp_path / "a", *SHIPPED)
+    assert whole.returncode == 0, whole.stderr
+    assert "board nucleo-l432kc: flash 144760 of 262144 bytes;" in whole.stdout
+    tight = run_cli("generate", VISION, "-o", tmp_path / "b", *SHIPPED, "--reserve-flash",
+                    "120K")
+    assert tight.returncode == 0, tight.stderr
+    assert "flash 112392 of 139264 bytes left of 262144;" in tight.stdout
+    assert "weights int8 (--weights auto: with int16 weights the model would not fit)" \
+        in tight.stdout
+    over = run_cli("generate", VISION, "-o", tmp_path / "c", *SHIPPED, "--reserve-flash",
+                   "200K")
+    assert over.returncode == 2 and not (tmp_path / "c").exists()
+    assert "board has 256.0 KB less 200.0 KB reserved for the rest of the firmware" \
+        in over.stderr
+    too_much = run_cli("inspect", VISION, "--board", "nucleo-l432kc", "--reserve-ram", "64K")
+    assert too_much.returncode == 2
+    assert too_much.stderr.strip() == ("onnx2mcu: error: --reserve-ram 65536: board "
+                                       "'nucleo-l432kc' has 65536 bytes in all, nothing would "
+                                       "be left for the model")
+
+
+def test_quantize_names_memory_min_where_it_fits() -> None:
+    from codegen.cli import board_fit_lines, min_memory_line
+    from codegen.core.boards import load_board
+
+    board = load_board("nucleo-g071rb")  # 36 KB of RAM
+    fast = inspect_model(str(VISION), Options(board="nucleo-g071rb"))
+    assert "does NOT fit" in board_fit_lines(fast, board)[0]
+    banded = inspect_model(str(VISION), Options(board="nucleo-g071rb", memory="min"))
+    line = min_memory_line(banded, board)
+    assert line.startswith("with --memory min (layers in row bands) the arena is ")
+    assert line.endswith(": fits; generate with --memory min")
