@@ -20,7 +20,7 @@ FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
 .PHONY: demo test test-fast lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
-	test-interfaces docs firmware-example
+	test-interfaces docs firmware-example browser-tools
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "onnx2mcu needs Python >= 3.11 (set PYTHON=...)")'
@@ -52,7 +52,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codegen tests examples bench docs
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-test cortex-m-tools
+pytest: $(VENV)/.installed-test cortex-m-tools browser-tools
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q --durations=40
 
 # The layers that need no whole model (pure Python, C kernels, operator families), on the
@@ -74,6 +74,21 @@ cortex-m-tools:
 		echo "*** WARNING: arm-none-eabi-gcc or qemu-system-arm missing and apt-get (as root)"; \
 		echo "*** unavailable: the Cortex-M tests will be SKIPPED. Install:"; \
 		echo "***   $(CORTEX_M_PACKAGES)"; \
+	fi
+
+# Debian's headless Chromium lays out the HTML report for tests/tools/test_report_browser.py.
+browser-tools:
+	@if command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null; then \
+		exit 0; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium-headless-shell with apt-get"; \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			chromium-headless-shell >/dev/null 2>&1 || (apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			chromium-headless-shell >/dev/null)); \
+	else \
+		echo "*** WARNING: no headless Chromium and apt-get (as root) unavailable: the HTML"; \
+		echo "*** report's layout test will be SKIPPED. Install chromium-headless-shell"; \
 	fi
 
 test: lint pytest

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from numpy.typing import NDArray
@@ -163,8 +163,15 @@ def _reserve_options(p: argparse.ArgumentParser) -> None:
                             f"what is left of the board's {what}")
 
 
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line, as every other error (the whole usage is --help's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="onnx2mcu",
         description="Quantized ONNX models to bit-exact, malloc-free C for microcontrollers.")
     parser.add_argument("--version", action="version", version=f"onnx2mcu {__version__}")

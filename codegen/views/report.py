@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import unicodedata
 import zlib
@@ -501,6 +502,30 @@ def report_to_json(report: Report) -> str:
 PLOT_LEFT, PLOT_TOP, PLOT_RIGHT, PLOT_BOTTOM = 80, 48, 24, 44
 PLOT_HEIGHT = 420
 MIN_PLOT_WIDTH, MAX_PLOT_WIDTH, STEP_WIDTH = 480, 1440, 36
+# The advance of one character of the picture's monospace font, as a share of its size
+# (0.6 in DejaVu Sans Mono and Liberation Mono, a little more to be safe): the picture is
+# made wide enough for its header lines.
+MONOSPACE_ADVANCE = 0.62
+
+
+def text_width(text: str, font_size: int) -> float:
+    return len(text) * font_size * MONOSPACE_ADVANCE
+
+
+def arena_legend(report: Report) -> str:
+    """The arena against the lower bound of whole tensors, which --memory min's row bands
+    and in-place writes take it below."""
+    t = report.totals
+    arena, bound = t.arena_bytes, t.arena_lower_bound
+    if arena > bound:
+        where = f"{arena - bound} bytes above the lower bound of {bound}"
+    elif arena < bound:
+        where = (f"{bound - arena} bytes below the {bound} that whole tensors need at one "
+                 "step (row bands, outputs over their inputs)")
+    else:
+        where = "at the lower bound"
+    return (f"arena {arena} bytes, {where}; {len(report.buffers)} buffers over "
+            f"{len(report.steps)} steps")
 CHAR_WIDTH = 6.1  # of the 10 px monospace labels, to decide whether a label fits
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#86bcb6")
@@ -546,7 +571,11 @@ def render_arena_svg(report: Report, standalone: bool = True) -> str:
     steps = max(len(report.steps), 1)
     arena = report.totals.arena_bytes
     width = min(max(steps * STEP_WIDTH, MIN_PLOT_WIDTH), MAX_PLOT_WIDTH)
-    total_w, total_h = PLOT_LEFT + width + PLOT_RIGHT, PLOT_TOP + PLOT_HEIGHT + PLOT_BOTTOM
+    header = f"{report.model} on {report.board}: {arena_legend(report)}"
+    explain = "x: kernel call (step), y: byte offset in the arena; hover a block for its tensor"
+    text_w = max(text_width(header, 12), text_width(explain, 10))
+    total_w = max(PLOT_LEFT + width + PLOT_RIGHT, math.ceil(PLOT_LEFT + text_w + PLOT_RIGHT))
+    total_h = PLOT_TOP + PLOT_HEIGHT + PLOT_BOTTOM
     dx = width / steps
     dy = PLOT_HEIGHT / arena if arena else 0.0
 
@@ -557,9 +586,6 @@ def render_arena_svg(report: Report, standalone: bool = True) -> str:
         return PLOT_TOP + PLOT_HEIGHT - offset * dy
 
     bound = report.totals.arena_lower_bound
-    legend = (f"arena {arena} bytes, lower bound {bound} bytes"
-              f"{f' ({percent(bound, arena)} of the arena)' if arena else ''}; "
-              f"{len(report.buffers)} buffers over {len(report.steps)} steps")
     out: list[str] = []
     if standalone:
         out.append('<?xml version="1.0" encoding="UTF-8"?>')
@@ -568,10 +594,8 @@ def render_arena_svg(report: Report, standalone: bool = True) -> str:
                'font-family="monospace" font-size="10">')
     out.append(f"<title>{xml_escape(report.model)}: arena over time</title>")
     out.append(f'<text class="legend" x="{PLOT_LEFT}" y="18" font-size="12">'
-               f"{xml_escape(report.model)} on {xml_escape(report.board)}: "
-               f"{xml_escape(legend)}</text>")
-    out.append(f'<text x="{PLOT_LEFT}" y="34">x: kernel call (step), y: byte offset in the '
-               "arena; hover a block for its tensor</text>")
+               f"{xml_escape(header)}</text>")
+    out.append(f'<text x="{PLOT_LEFT}" y="34">{explain}</text>')
     out.append(f'<rect class="frame" x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{width}" '
                f'height="{PLOT_HEIGHT}" fill="#fafafa" stroke="#888"/>')
     # Axis ticks: every step when there is room, else a round number of steps.
@@ -631,7 +655,11 @@ def render_arena_svg(report: Report, standalone: bool = True) -> str:
 
 # ------------------------------------------------------------------ HTML
 
+# Wide content (the layer table, the picture) scrolls inside its own box, never past the
+# page's; a long name in the text breaks anywhere rather than overflow the page.
 _STYLE = """body{font-family:sans-serif;margin:1.5em}
+h1,p,li{overflow-wrap:anywhere}
+div.wide{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}"""
@@ -659,11 +687,12 @@ def render_report_html(report: Report) -> str:
              "<body>", f"<h1>{xml_escape(title)}</h1>",
              f"<p>{xml_escape(f'model {report.model}{source}: board {report.board}, requant ')}"
              f"{xml_escape(report.requant)}</p>",
-             "<h2>Layers</h2>", "<table>",
+             "<h2>Layers</h2>", '<div class="wide">', "<table>",
              "<tr>" + "".join(f"<th>{xml_escape(h)}</th>" for h in header) + "</tr>",
-             *rows, "</table>", "<h2>Totals</h2>", "<ul>",
+             *rows, "</table>", "</div>", "<h2>Totals</h2>", "<ul>",
              *(f"<li>{xml_escape(t)}</li>" for t in format_totals(report)), "</ul>",
-             "<h2>Arena over time</h2>", render_arena_svg(report, standalone=False).rstrip(),
+             "<h2>Arena over time</h2>", '<div class="wide">',
+             render_arena_svg(report, standalone=False).rstrip(), "</div>",
              "</body>", "</html>"]
     return "\n".join(lines) + "\n"
 

@@ -281,3 +281,21 @@ def test_node_and_output_counts_have_limits(option: str, needle: str,
     assert_clean_failure(cli("generate", model, "-o", tmp_path / "out", option, limit), needle)
     assert not (tmp_path / "out").exists()
     assert cli("generate", model, "-o", tmp_path / "out", option, "3").returncode == 0
+
+
+@pytest.mark.parametrize("args, line", [
+    (["generate", "m.onnx"], "onnx2mcu generate: error: the following arguments are "
+                             "required: -o/--output (see onnx2mcu generate --help)"),
+    (["verify", "m.onnx", "--samples", "0"], "onnx2mcu verify: error: argument --samples: "
+                                             "must be at least 1: '0' (see onnx2mcu verify "
+                                             "--help)"),
+    (["frobnicate"], "onnx2mcu: error: argument command: invalid choice: 'frobnicate' "
+                     "(choose from 'generate', 'runtime', 'run', 'verify', 'inspect', "
+                     "'convert', 'report', 'quantize', 'validate', 'boards') (see onnx2mcu "
+                     "--help)"),
+])
+def test_a_usage_error_is_one_line(args: list[str], line: str) -> None:
+    """Not the whole usage block before the error: one line, naming --help, status 2."""
+    result = run_cli(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [line]
