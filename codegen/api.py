@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 from numpy.typing import NDArray
 
-from codegen.backend.emitter import emit_shared_runtime, own_runtime_files
+from codegen.backend.emitter import (
+    emit_shared_runtime,
+    harness_stack_reserve,
+    own_runtime_files,
+)
 from codegen.backend.interface import shared_runtime_path
 from codegen.backend.io_boundary import Entry, dequantized, graph_feeds, harness_entries
 from codegen.backend.project import (
@@ -57,6 +61,7 @@ from codegen.target.firmware import (
     check_budget,
     cross_toolchain_available,
     format_budget,
+    harness_ram_bytes,
     measure_budget,
     measure_combined,
 )
@@ -87,6 +92,9 @@ class GenerateResult:
     budget: Budget | None = None  # measured on a Cortex-M build; None on the host
     budget_note: str = ""
     notes: tuple[str, ...] = ()  # what the import assumed (a dynamic batch taken as 1)
+    # Does the project's test harness (its `make`) link for the board? On a part the
+    # model fills, newlib's stdio and the harness's stack reserve may not fit beside it.
+    harness_fits: bool = True
 
 
 def io_bytes(gen: Generated) -> int:
@@ -122,6 +130,20 @@ def firmware_budget(gen: Generated, check: bool,
     return budget, format_budget(budget, board, reserve)
 
 
+def harness_fits(gen: Generated) -> bool:
+    """Does the generated project's test harness (`make`: the model, the harness's
+    buffers, newlib's stdio and semihosting, the stack its linker script keeps free) fit
+    the board's RAM? Measured on its build for QEMU (the same sections)."""
+    board = gen.board
+    assert board.memory is not None
+    if not cross_toolchain_available():
+        return True
+    files = {**own_runtime_files(gen.name, gen.program.sources), **gen.files}
+    build = build_firmware(files, gen.name, board, size=False)
+    return harness_ram_bytes(build, harness_stack_reserve(board.memory.ram_length)) \
+        <= board.memory.ram_length
+
+
 def generate(model: ModelSource, out: str | Path, options: Options | None = None, *,
              force: bool = False, budget_check: bool = True,
              **keywords: Unpack[OptionKeywords]) -> GenerateResult:
@@ -146,10 +168,11 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
         if narrow is None:
             raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
         gen, budget, note = narrow
+    fits = harness_fits(gen) if gen.board.is_cortex_m else True
     write_project(out, gen.files, force=force, inputs=inputs)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
-                          tuple(gen.graph.notes))
+                          tuple(gen.graph.notes), fits)
 
 
 def narrow_weights_fallback(model: ModelSource, gen: Generated, options: Options

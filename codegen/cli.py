@@ -378,13 +378,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print_notes(result.notes)
     print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
           f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
-    if result.board.is_cortex_m:
+    if result.board.is_cortex_m and not result.harness_fits:
+        print(f"board {result.board.name}: {result.budget_note}")
+        print(f"build: make -C {result.out} lib  ->  {result.out}/build/lib{result.name}.a "
+              "for your firmware (the test harness, with newlib's stdio, semihosting and "
+              f"its {STACK_NOTE} beside the model, does not fit this board's RAM); run the "
+              f"harness in QEMU: make -C {result.out} run (input.bin -> output.bin)")
+    elif result.board.is_cortex_m:
         print(f"board {result.board.name}: {result.budget_note}")
         print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}.elf; "
               f"run in QEMU: make -C {result.out} run (input.bin -> output.bin)")
     else:
         print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
     return 0
+
+
+STACK_NOTE = "linker script's stack reserve"
 
 
 def cmd_runtime(args: argparse.Namespace) -> int:

@@ -578,7 +578,7 @@ def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
             firmware, ld_name=ld_name, ld_what=what, flash_origin=memory.flash_origin,
             flash_length=memory.flash_length, ram_origin=memory.ram_origin,
             ram_length=memory.ram_length,
-            stack_reserve=min(HARNESS_STACK_BYTES, memory.ram_length // 8))
+            stack_reserve=harness_stack_reserve(memory.ram_length))
 
     return {
         f"{name}_main.c": render_harness(env, firmware, firmware=True),
@@ -595,6 +595,12 @@ def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
 
 # Stack room the linker scripts keep free for the test harness (newlib's stdio included).
 HARNESS_STACK_BYTES = 8192
+
+
+def harness_stack_reserve(ram_bytes: int) -> int:
+    """The stack the board's linker script keeps free: the harness's, at most an eighth
+    of the RAM."""
+    return min(HARNESS_STACK_BYTES, ram_bytes // 8)
 
 
 def _manifest(program: Program, plan: ArenaPlan, board: Board, weight_bytes: int) -> str:

@@ -329,6 +329,14 @@ def measure_budget(build: FirmwareBuild, entry: str, arena_bytes: int,
                   arena_bytes=arena_bytes, io_bytes=io_bytes)
 
 
+def harness_ram_bytes(build: FirmwareBuild, stack_reserve: int) -> int:
+    """The RAM the semihosting test harness (`make` of a generated project) takes at the
+    board's addresses: its .data and .bss (the model, the harness's buffers, newlib's
+    stdio and semihosting state) and the stack its linker script keeps free."""
+    _, data, bss = section_sizes(build.elf)
+    return data + bss + stack_reserve
+
+
 def kib(n: int) -> str:
     return f"{n / 1024:.1f} KB"
 

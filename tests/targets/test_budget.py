@@ -116,3 +116,26 @@ def test_quantize_names_memory_min_where_it_fits() -> None:
     line = min_memory_line(banded, board)
     assert line.startswith("with --memory min (layers in row bands) the arena is ")
     assert line.endswith(": fits; generate with --memory min")
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn_qop.onnx"
+
+
+def test_generate_says_when_the_test_harness_does_not_fit(tmp_path: Path) -> None:
+    """On a part the model nearly fills (36 KB for 35.0 KB), the model fits but the test
+    harness beside it (newlib's stdio, semihosting, its stack reserve) does not: generate
+    points at `make lib`, which builds, not at `make`, whose link fails."""
+    import subprocess
+
+    out = tmp_path / "g071"
+    result = run_cli("generate", EXAMPLE, "-o", out, "--board", "nucleo-g071rb")
+    assert result.returncode == 0, result.stderr
+    assert "board nucleo-g071rb: flash " in result.stdout
+    assert f"build: make -C {out} lib  ->  {out}/build/libtiny_cnn_qop.a for your firmware " \
+           "(the test harness" in result.stdout
+    assert subprocess.run(["make", "-s", "-C", str(out), "lib"], capture_output=True
+                          ).returncode == 0
+    harness = subprocess.run(["make", "-s", "-C", str(out)], capture_output=True, text=True)
+    assert harness.returncode != 0 and "does not fit the RAM" in harness.stderr
+    roomy = run_cli("generate", EXAMPLE, "-o", tmp_path / "l432", "--board", "nucleo-l432kc")
+    assert f"build: make -C {tmp_path / 'l432'}  ->  " in roomy.stdout
