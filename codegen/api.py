@@ -31,7 +31,13 @@ from codegen.core.limits import Limits, check_limit
 from codegen.core.program import Program
 from codegen.core.progress import progress_bar
 from codegen.frontend.importer import ModelSource
-from codegen.oracle.entry_data import entry_sample, entry_samples, split_given
+from codegen.oracle.entry_data import (
+    entry_sample,
+    entry_samples,
+    float_domain,
+    reading_notes,
+    split_given,
+)
 from codegen.oracle.validate import ValidateReport, is_classifier, validate_output
 from codegen.oracle.verify import (
     Distance,
@@ -55,23 +61,20 @@ from codegen.target.firmware import (
     NO_RESERVE,
     Budget,
     Reserve,
-    SizeProject,
-    build_combined_size,
     build_firmware,
     check_budget,
     cross_toolchain_available,
     format_budget,
     harness_ram_bytes,
-    measure_budget,
-    measure_combined,
 )
-from codegen.target.qemu import InstructionCounts, run_firmware
 from codegen.target.qemu import count_instructions as qemu_count
-from codegen.views.refusal import generate_explained
+from codegen.target.qemu import run_firmware
+from codegen.views.counts import CountReport
 from codegen.views.report import Report, build_report, memory_mode
+from codegen.views.shipped import generate_for_board, measure_model
 
-from .errors import BudgetError, InputDataError, OptionError, ToolchainError
-from .options import OptionKeywords, Options, model_name, resolve_target, with_keywords
+from .errors import BudgetError, InputDataError, OptionError
+from .options import OptionKeywords, Options, resolve_target, with_keywords
 from .pipeline import Generated
 
 if TYPE_CHECKING:
@@ -114,17 +117,14 @@ def firmware_budget(gen: Generated, check: bool,
         if check and (ram > board.memory.ram_length - reserve.ram
                       or flash > board.memory.flash_length - reserve.flash):
             raise BudgetError(f"model '{gen.name}' does not fit board '{board.name}': needs at "
-                              f"least {ram} bytes of RAM (board has {board.memory.ram_length})"
-                              f" and {flash} bytes of flash (board has "
-                              f"{board.memory.flash_length}); pass --no-budget-check to "
+                              f"least {ram} bytes of RAM (board has {board.memory.ram_length}"
+                              f"{reserved_text(reserve.ram)}) and {flash} bytes of flash "
+                              f"(board has {board.memory.flash_length}"
+                              f"{reserved_text(reserve.flash)}); pass --no-budget-check to "
                               "generate it anyway")
         return None, ("budget not measured (no arm-none-eabi-gcc): at least "
                       f"{ram} bytes of RAM, {flash} bytes of flash")
-    # A project on a shared runtime is measured with the kernels it calls, as it links.
-    files = {**own_runtime_files(gen.name, gen.program.sources), **gen.files}
-    build = build_firmware(files, gen.name, board, harness=False)
-    # With quantized I/O in the arena the caller runs NAME_invoke: its stack is the cost.
-    budget = measure_budget(build, firmware_entry(gen), gen.plan.size, io_bytes(gen))
+    budget = measure_model(gen)
     if check:
         check_budget(budget, board, gen.name, reserve)
     return budget, format_budget(budget, board, reserve)
@@ -159,15 +159,12 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
     if interface.runtime is not None:
         options = replace(options, interface=replace(
             interface, runtime=shared_runtime_path(Path(interface.runtime), out)))
-    gen = generate_explained(model, options)
+    gen = generate_for_board(model, options)
     try:
         budget, note = firmware_budget(gen, budget_check, reserve_of(options)) \
             if gen.board.is_cortex_m else (None, "")
     except BudgetError as error:
-        narrow = narrow_weights_fallback(model, gen, options)
-        if narrow is None:
-            raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
-        gen, budget, note = narrow
+        raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
     fits = harness_fits(gen) if gen.board.is_cortex_m else True
     write_project(out, gen.files, force=force, inputs=inputs)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
@@ -175,22 +172,8 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
                           tuple(gen.graph.notes), fits)
 
 
-def narrow_weights_fallback(model: ModelSource, gen: Generated, options: Options
-                            ) -> tuple[Generated, Budget | None, str] | None:
-    """--weights auto chooses int16 weights from the weights' bytes alone; where the build
-    then does not fit and int8 weights do, the model is generated with int8 weights
-    (said in the budget note). None when that is no help."""
-    if options.weights != "auto":
-        return None
-    narrow = generate_explained(model, replace(options, weights="int8"))
-    if narrow.files == gen.files:
-        return None
-    try:
-        budget, note = firmware_budget(narrow, True, reserve_of(options))
-    except BudgetError:
-        return None
-    return narrow, budget, (f"{note}; weights int8 (--weights auto: with int16 weights "
-                            "the model would not fit)")
+def reserved_text(n: int) -> str:
+    return f" less {n} reserved for the rest of the firmware" if n else ""
 
 
 def reserve_of(options: Options) -> Reserve:
@@ -202,7 +185,7 @@ def min_memory_hint(model: ModelSource, gen: Generated, options: Options) -> str
     would need (nothing where it would not lower the RAM)."""
     if options.memory != "fast":
         return ""
-    small = generate_explained(model, replace(options, memory="min"))
+    small = generate_for_board(model, replace(options, memory="min"))
     if small.plan.size >= gen.plan.size:
         return ""
     budget, _ = firmware_budget(small, check=False)
@@ -221,49 +204,14 @@ def write_runtime(out: str | Path, force: bool = False) -> tuple[str, ...]:
     return tuple(sorted(files))
 
 
-def firmware_entry(gen: Generated) -> str:
-    """The function the application calls: with quantized I/O in the arena, NAME_invoke."""
-    return f"{gen.name}_invoke" if gen.program.io == "quantized" else f"{gen.name}_run"
-
-
 def budget_of_models(models: Sequence[ModelSource], options: Options | None = None, *,
                      shared_arena: bool = False) -> FirmwareBudget:
     """Flash and RAM of several models in one firmware on a Cortex-M board: each alone
-    (as `report` measures it), and all of them linked together in one image, the kernels
-    they share once (codegen.target.firmware.build_combined_size), with the reserves of
-    `options` for the rest of the firmware. The models take C names from their files
-    (made distinct)."""
-    from codegen.views.budget import FirmwareBudget, ModelCost
+    (as `report` measures it), and all of them linked together in one image, with the
+    reserves of `options` for the rest of the firmware (codegen.views.budget)."""
+    from codegen.views.budget import measure_firmware
 
-    options = options or Options()
-    target = resolve_target(options)
-    if not target.board.is_cortex_m or target.board.memory is None:
-        raise OptionError("a budget across models needs a Cortex-M --board (see "
-                          "`onnx2mcu boards`)")
-    if not cross_toolchain_available():
-        raise ToolchainError("a budget across models links them with arm-none-eabi-gcc, "
-                             "which is not installed")
-    names: list[str] = []
-    for model in models:
-        name = model_name(model, None)
-        while name in names:
-            name += "_2"
-        names.append(name)
-    gens = [generate_explained(model, replace(options, name=name))
-            for model, name in zip(models, names, strict=True)]
-    costs = []
-    for model, gen in zip(models, gens, strict=True):
-        budget, _ = firmware_budget(gen, check=False)
-        assert budget is not None
-        costs.append(ModelCost(gen.name, str(model) if isinstance(model, str | Path) else "",
-                               budget, gen.program.weight_bytes))
-    projects = [SizeProject(gen.name, {**own_runtime_files(gen.name, gen.program.sources),
-                                       **gen.files}, firmware_entry(gen)) for gen in gens]
-    build = build_combined_size(projects, target.board)
-    together = measure_combined(build, projects, [gen.plan.size for gen in gens],
-                                sum(io_bytes(gen) for gen in gens), shared_arena)
-    return FirmwareBudget(target.board, tuple(costs), together, shared_arena,
-                          reserve_of(options))
+    return measure_firmware(models, options or Options(), shared_arena)
 
 
 @dataclass(frozen=True)
@@ -312,16 +260,6 @@ def run_generated(gen: Generated, samples: Samples, cflags: Sequence[str] = (),
     return run_binary(host.binary, entry.inputs, entry.outputs, samples)
 
 
-@dataclass(frozen=True)
-class CountReport:
-    counts: InstructionCounts
-    macs: int
-    layers: tuple[tuple[str, str, int], ...]  # (node, kernel, MACs) per kernel call
-    board: str
-    notes: tuple[str, ...] = ()
-    clock_hz: int | None = None  # the board's core clock
-
-
 def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples,
                        options: Options | None = None, *, per_layer: bool = False,
                        cycles: bool = False, **keywords: Unpack[OptionKeywords]) -> CountReport:
@@ -331,10 +269,11 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples,
     check_counting_board(target.board)
     if cycles:
         check_cycle_board(target.board)
-    gen = generate_explained(model, target)
-    given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-    return count_generated(gen, entry_samples(gen.program, counted_entry(gen), given),
-                           per_layer, cycles)
+    gen = generate_for_board(model, target)
+    entry = counted_entry(gen)
+    given = split_given(gen.program, entry, inputs) if isinstance(inputs, Mapping) \
+        else list(inputs)
+    return count_generated(gen, entry_samples(gen.program, entry, given), per_layer, cycles)
 
 
 def check_counting_board(board: Board) -> None:
@@ -389,7 +328,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
         check_counting_board(target.board)
     if cycles:
         check_cycle_board(target.board)
-    gen = generate_explained(model, target)
+    gen = generate_for_board(model, target)
     reserve = reserve_of(target.options)
     budget, note = firmware_budget(gen, check=False, reserve=reserve) \
         if gen.board.is_cortex_m else (None, "")
@@ -401,7 +340,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
         counts = count_generated(gen, [data], per_layer=True, cycles=cycles).counts
     # The other --memory mode, measured the same way, for the side by side.
     other_memory = "min" if memory == "fast" else "fast"
-    other = generate_explained(model, resolve_target(replace(target.options,
+    other = generate_for_board(model, resolve_target(replace(target.options,
                                                            memory=other_memory)))
     if other.files == gen.files:
         other_budget, other_counts = budget, counts
@@ -433,15 +372,16 @@ def run_model(model: ModelSource, inputs: Mapping[str, Any], options: Options | 
     process; the outputs then have that axis too). With --io quantized, float data is
     quantized as the model's QuantizeLinear would (oracle/entry_data.py)."""
     options = with_keywords(options, keywords)
-    gen = generate_explained(model, options)
+    gen = generate_for_board(model, options)
     entry = harness_entries(gen.program)[0]
     given = split_given(gen.program, entry, inputs)
     check_sample_bytes(gen, len(given), options.limits)
     results = run_generated(gen, entry_samples(gen.program, entry, given), cflags, entry)
+    notes = (*gen.graph.notes, *reading_notes(gen.program, entry, given[0]))
     if len(results) == 1:
-        return RunResult(results[0], tuple(gen.graph.notes))
+        return RunResult(results[0], notes)
     stacked = {name: np.stack([r[name] for r in results]) for name in results[0]}
-    return RunResult(stacked, tuple(gen.graph.notes), len(results))
+    return RunResult(stacked, notes, len(results))
 
 
 def run(model: ModelSource, inputs: Mapping[str, Any], options: Options | None = None, *,
@@ -465,7 +405,7 @@ def verify(model: ModelSource, options: Options | None = None, *,
     if per_layer and options.interface.io != "float":
         raise OptionError("verify --per-layer compares the graph's float entry point: "
                           "use it with --io float")
-    gen = generate_explained(model, options)
+    gen = generate_for_board(model, options)
     report = progress or (lambda message: None)
     if inputs is not None:
         given = [inputs] if isinstance(inputs, Mapping) else list(inputs)
@@ -497,12 +437,15 @@ def verify(model: ModelSource, options: Options | None = None, *,
     differing: set[int] = set()
     feeds: Samples = []
     ours: Samples = []
+    readings: list[str] = []
     for entry in harness_entries(gen.program):
         if inputs is None:
             data = random_inputs(entry.inputs, samples, seed, input_quantizations(gen.graph))
         else:  # a file of inputs holds one sample or many on a first axis
-            data = entry_samples(gen.program, entry, given if not isinstance(inputs, Mapping)
-                                 else split_given(gen.program, entry, inputs))
+            raw = given if not isinstance(inputs, Mapping) else \
+                split_given(gen.program, entry, inputs)
+            data = entry_samples(gen.program, entry, raw)
+            readings += reading_notes(gen.program, entry, raw[0])
         what = " (quantized entry point)" if entry.quantized else ""
         report(f"building and running the generated C{what} on {len(data)} sample(s)")
         entry_ours = run_generated(gen, data, [*cflags, *entry.cflags], entry)
@@ -535,6 +478,10 @@ def verify(model: ModelSource, options: Options | None = None, *,
         if not feeds:
             feeds, ours = entry_feeds, entry_ours
     used_seed = seed if inputs is None else None
+    # Accuracy under the graph's output names, whichever entry point's tensors scored it.
+    first = harness_entries(gen.program)[0]
+    shown = {q.onnx_name: f.onnx_name for f, q in zip(
+        graph_output_tensors(gen.program, first), first.outputs, strict=True)}
     data_count = len(feeds)
     original = unoptimized = None
     if integer_only:
@@ -548,12 +495,15 @@ def verify(model: ModelSource, options: Options | None = None, *,
                         samples=data_count, seed=used_seed, ort_version=ort_version(),
                         ort_level=ort_level, reference=reference.description,
                         requant=gen.program.requant, board=gen.board.name,
-                        notes=[*gen.graph.notes, *reference.notes], details=reference.details,
+                        notes=[*gen.graph.notes, *readings, *reference.notes],
+                        details=reference.details,
                         cpu_differences=reference.cpu_differences,
                         layers=layer_reports(gen.graph, compared) if per_layer else None,
                         original=original, unoptimized_original=unoptimized,
                         differing=sorted(differing),
-                        accuracy=[] if truth is None else label_accuracy(ours, truth))
+                        accuracy=[] if truth is None else [
+                            (shown.get(name, name), share)
+                            for name, share in label_accuracy(ours, truth)])
 
 
 def check_sample_bytes(gen: Generated, samples: int, limits: Limits) -> None:
@@ -672,13 +622,15 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     from codegen.frontend.importer import load_model
 
     options = with_keywords(options, keywords)
-    gen = generate_explained(model, options)
+    gen = generate_for_board(model, options)
     float_proto = load_model(float_model, options.limits)
     source = dataset if isinstance(dataset, str) else "the data set"
     arrays = load_arrays(dataset, options.limits) if isinstance(dataset, str) else \
         {k: np.asarray(v) for k, v in dataset.items()}
-    samples = split_samples(conform_arrays(arrays, model_input_specs(float_proto), source),
-                            source)
+    entry = harness_entries(gen.program)[-1]  # with --io both, the quantized one
+    readings = reading_notes(gen.program, entry, arrays)
+    samples = split_samples(conform_arrays(float_domain(gen.program, entry, arrays),
+                                           model_input_specs(float_proto), source), source)
     given = None if labels is None else (
         load_labels(labels, len(samples), options.limits) if isinstance(labels, str) else
         np.asarray(labels))
@@ -692,7 +644,6 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
         given = None if given is None else given[:max_samples]
     check_finite_samples(samples, source)
     say = progress or (lambda message: None)
-    entry = harness_entries(gen.program)[-1]  # with --io both, the quantized one
     truth = None if given is None else \
         labels_by_output(gen, given, graph_output_tensors(gen.program, entry))
     data = entry_samples(gen.program, entry, samples)
@@ -718,7 +669,7 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
         for name, float_name in pairs)
     return ValidateReport(len(samples), gen.board.name, gen.program.requant, ort_version(),
                           reference.description, outputs,
-                          (*gen.graph.notes, *reference.notes))
+                          (*gen.graph.notes, *readings, *reference.notes))
 
 
 def graph_output_tensors(program: Program, entry: Entry) -> tuple[Tensor, ...]:

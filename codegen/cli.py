@@ -46,7 +46,6 @@ from codegen.frontend.importer import parse_input_shape
 from codegen.oracle.quantize import ACTIVATION_TYPES, CALIBRATION_METHODS, QUANT_FORMATS
 from codegen.oracle.validate import VALIDATION_FORMATS
 from codegen.oracle.verify import ORT_LEVELS, VerifyReport, ort_version
-from codegen.target.cycles import ASSUMPTIONS
 
 from . import api
 from .errors import InputDataError, Onnx2McuError, ToolchainError
@@ -55,6 +54,7 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from codegen.core.boards import Board
+    from codegen.views.counts import CountReport
     from codegen.views.inspection import Inspection
 
 
@@ -449,49 +449,10 @@ def print_notes(notes: Sequence[str]) -> None:
         print(f"note: {visible(note)}")
 
 
-def print_counts(report: api.CountReport) -> None:
-    print_notes(report.notes)
-    counts = report.counts
-    first = counts.per_sample[0]
-    per_mac = f", {first / report.macs:.2f} per MAC" if report.macs else ""
-    print(f"board {report.board}: {first} instructions per inference{per_mac} "
-          f"({report.macs} MACs)")
-    cycles = counts.cycles
-    if cycles is not None:
-        estimate = cycles.per_sample[0]
-        per_mac = f", {estimate / report.macs:.2f} per MAC" if report.macs else ""
-        print(f"cycles: {estimate} per inference{per_mac}, estimated with the "
-              f"{counts.cycle_model} table; assumes {ASSUMPTIONS[counts.cycle_model or '']}")
-    if report.clock_hz is not None:
-        if cycles is not None:
-            print(f"time: {cycles.per_sample[0] * 1000.0 / report.clock_hz:.3f} ms per "
-                  f"inference at {report.clock_hz / 1e6:g} MHz in estimated cycles")
-        else:
-            print(f"time: {first * 1000.0 / report.clock_hz:.3f} ms per inference at "
-                  f"{report.clock_hz / 1e6:g} MHz at one instruction per cycle (a lower "
-                  "bound)")
-    if len(set(counts.per_sample)) > 1:
-        print(f"per sample: {' '.join(str(c) for c in counts.per_sample)}")
-    if counts.per_layer is None:
-        return
-    layer_cycles = cycles.per_layer if cycles is not None else None
-    names = [visible(node) for node, _, _ in report.layers]
-    width = max([len(n) for n in names] + [len("(entry and exit)")])
-    kernel_width = max([len(k) for _, k, _ in report.layers] + [len("kernel")])
-    extra = f" {'cycles':>12} {'per MAC':>8}" if layer_cycles is not None else ""
-    print(f"{'layer':<{width}} {'kernel':<{kernel_width}} {'instructions':>12} {'MACs':>10} "
-          f"{'per MAC':>8}" + extra)
-    for i, ((_, kernel, macs), count) in enumerate(zip(report.layers, counts.per_layer,
-                                                       strict=True)):
-        ratio = f"{count / macs:.2f}" if macs else "-"
-        line = f"{names[i]:<{width}} {kernel:<{kernel_width}} {count:>12} {macs:>10} " \
-               f"{ratio:>8}"
-        if layer_cycles is not None:
-            c = layer_cycles[i]
-            line += f" {c:>12} {f'{c / macs:.2f}' if macs else '-':>8}"
-        print(line)
-    tail = f" {'':>10} {'':>8} {cycles.overhead:>12}" if cycles is not None else ""
-    print(f"{'(entry and exit)':<{width}} {'':<{kernel_width}} {counts.overhead:>12}" + tail)
+def print_counts(report: CountReport) -> None:
+    from codegen.views.counts import count_lines
+
+    print("\n".join(count_lines(report)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -543,6 +504,9 @@ def report_several(args: argparse.Namespace) -> int:
                              "together (--format text or json); report each model alone "
                              "for the rest")
     options = _options(args)
+    if args.shared_arena and options.interface.arena != "caller":
+        raise InputDataError("--shared-arena goes with --arena caller: static arenas are "
+                             "separate arrays, one per model, and cannot be shared")
     sources = source_paths(*args.model)
     if args.output:
         check_output_file(Path(args.output), args.force, sources)
@@ -655,7 +619,8 @@ def min_memory_line(banded: Inspection, board: Board) -> str:
         return "with --memory min: not generated either"
     fits = arena <= board.memory.ram_length and weights <= board.memory.flash_length
     return (f"with --memory min (layers in row bands) the arena is {arena} bytes: "
-            + ("fits; generate with --memory min" if fits else "does not fit either"))
+            + ("fits, before code, stack and I/O; generate with --memory min (it measures "
+               "them)" if fits else "does not fit either"))
 
 
 def _progress_bar(what: str) -> Callable[[int, int], None] | None:

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from codegen.arith.numerics import quantize_constant_like_ort
-from codegen.backend.io_boundary import Entry
+from codegen.backend.io_boundary import Entry, dequantized
 from codegen.core.dataset import fit_batch_axis, with_leading_axes
 from codegen.core.ir import Tensor
 from codegen.core.program import Program
@@ -79,16 +79,78 @@ def quantized_like_ort(array: NDArray[Any], tensor: Tensor) -> NDArray[Any]:
                                       tensor.dtype)
 
 
+def quantizes(graph_input: Tensor, tensor: Tensor) -> bool:
+    """Does the entry point take `graph_input` (a float input) as quantized `tensor`?"""
+    return graph_input is not tensor and graph_input.dtype == "float32" \
+        and tensor.quant is not None
+
+
+def check_quantized_values(array: NDArray[Any], graph_input: Tensor, tensor: Tensor) -> None:
+    """Integer data for a quantized input is the quantized values: in the type's range."""
+    info = np.iinfo(np.dtype(tensor.dtype))
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        raise InputDataError(f"input '{graph_input.onnx_name}': integer data is taken as its "
+                             f"quantized values ({tensor.dtype}), but holds values outside "
+                             f"[{info.min}, {info.max}]; give float32 data to have it "
+                             "quantized")
+
+
 def entry_sample(program: Program, entry: Entry, sample: Mapping[str, Any]) -> dict[str, Any]:
     """One sample of the user's data as `entry` takes it (see the module's docstring)."""
     pairs = graph_inputs(program, entry)
     fitted = fit_batch_axis(keyed(sample, pairs), entry.inputs)
     for graph_input, tensor in pairs:
         array = np.asarray(fitted[tensor.name])
-        if graph_input is not tensor and graph_input.dtype == "float32" \
-                and array.dtype.kind == "f" and tensor.shape == tuple(array.shape):
+        if not quantizes(graph_input, tensor):
+            continue
+        if array.dtype.kind in "iub":
+            check_quantized_values(array, graph_input, tensor)
+        elif array.dtype.kind == "f" and tensor.shape == tuple(array.shape):
             fitted[tensor.name] = quantized_like_ort(array, tensor)
     return fitted
+
+
+def reading_notes(program: Program, entry: Entry, sample: Mapping[str, Any]) -> list[str]:
+    """What was made of integer data for a quantized input (the one reading that cannot
+    be told from float values by the numbers alone), said once."""
+    pairs = graph_inputs(program, entry)
+    found = keyed(sample, pairs)
+    notes = []
+    for graph_input, tensor in pairs:
+        if quantizes(graph_input, tensor) and np.asarray(found[tensor.name]).dtype.kind in "iub":
+            assert tensor.quant is not None
+            notes.append(f"input '{graph_input.onnx_name}': integer data taken as its quantized "
+                         f"values ({tensor.dtype}, scale {tensor.quant.scale[0]:.9g}, zero point "
+                         f"{tensor.quant.zero_point[0]}), as the quantized entry point takes "
+                         "them; float32 data is quantized as the model's QuantizeLinear does")
+    return notes
+
+
+def float_domain(program: Program, entry: Entry,
+                 arrays: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    """A data set (samples on the first axis) for the float model beside `entry`: integer
+    data for a quantized input dequantized as the model's DequantizeLinear computes it,
+    under the graph input's name. The quantized entry point then takes the very integers
+    given (QuantizeLinear of DequantizeLinear is the identity on them), and the float
+    model the values they stand for."""
+    out = dict(arrays)
+    for graph_input, tensor in graph_inputs(program, entry):
+        if not quantizes(graph_input, tensor):
+            continue
+        key = next((k for k in dict.fromkeys((graph_input.onnx_name, graph_input.name,
+                                              tensor.onnx_name, tensor.name)) if k in out),
+                   None)
+        if key is None or np.asarray(out[key]).dtype.kind not in "iub":
+            continue
+        quant = tensor.quant
+        assert quant is not None
+        if not quant.per_tensor:
+            raise InputDataError(f"input '{graph_input.onnx_name}' is quantized per axis: give "
+                                 "its data as float32")
+        values = np.asarray(out.pop(key))
+        check_quantized_values(values, graph_input, tensor)
+        out[graph_input.onnx_name] = dequantized(values.astype(np.dtype(tensor.dtype)), tensor)
+    return out
 
 
 def entry_samples(program: Program, entry: Entry,

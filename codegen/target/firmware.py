@@ -154,34 +154,36 @@ class SizeProject:
     entry: str  # NAME_run, or NAME_invoke with quantized I/O
 
 
-def combined_size_main(names: Sequence[str]) -> str:
+def combined_size_main(count: int) -> str:
     """The application of the combined size build: every model once, one after the
-    other, as a firmware runs them (each NAME_size.c's main renamed NAME_size_main)."""
+    other, as a firmware runs them (model i's NAME_size.c with its main renamed
+    q8_size_main_i: the reserved q8_ prefix, so no model's symbol can clash)."""
     lines = ["/* Every model's size build once, one after the other: onnx2mcu report A B. */"]
-    lines += [f"int {name}_size_main(void);" for name in names]
+    lines += [f"int q8_size_main_{i}(void);" for i in range(count)]
     lines += ["", "int main(void)", "{", "    int status = 0;"]
-    lines += [f"    status |= {name}_size_main();" for name in names]
+    lines += [f"    status |= q8_size_main_{i}();" for i in range(count)]
     lines += ["    return status;", "}", ""]
     return "\n".join(lines)
 
 
 def combined_files(projects: Sequence[SizeProject]) -> dict[str, bytes]:
-    """One folder with every model's sources beside one runtime/ under the plain link
-    names, so that the kernels the models share are compiled and linked once, as in a
-    firmware on a shared runtime (`onnx2mcu runtime`)."""
+    """One folder with each model's sources in a folder of its own (mI/: whatever the
+    models are named, no file takes another's place) beside one runtime/ under the plain
+    link names, so that the kernels the models share are compiled and linked once, as in
+    a firmware on a shared runtime (`onnx2mcu runtime`)."""
     out: dict[str, bytes] = {}
-    for project in projects:
+    for i, project in enumerate(projects):
         for rel, data in with_plain_link_names(project.files).items():
             if rel.startswith("runtime/"):
                 if out.setdefault(rel, data) != data:
                     raise ToolchainError(f"the models' runtimes differ in {rel}: generate "
                                          "them with one onnx2mcu")
             elif rel in (f"{project.name}.c", f"{project.name}.h", f"{project.name}_size.c"):
-                out[rel] = data
+                out[f"m{i}/{rel}"] = data
     first = projects[0]
-    out["startup.c"] = first.files["startup.c"]
-    out["combined.ld"] = first.files[f"{first.name}.ld"]
-    out["combined_size.c"] = combined_size_main([p.name for p in projects]).encode()
+    out["q8_startup.c"] = first.files["startup.c"]
+    out["q8_combined.ld"] = first.files[f"{first.name}.ld"]
+    out["q8_combined_main.c"] = combined_size_main(len(projects)).encode()
     return out
 
 
@@ -197,8 +199,7 @@ def build_combined_size(projects: Sequence[SizeProject], board: Board) -> Firmwa
     runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
     identity = _identity(gcc)
 
-    def compile_c(folder: Path, source: str, extra: Sequence[str] = ()) -> str:
-        obj = f"build/{Path(source).stem}.o"
+    def compile_c(folder: Path, source: str, obj: str, extra: Sequence[str] = ()) -> str:
         compile_in(folder, [gcc, *compile_flags, *extra, "-I.", "-Iruntime", *STACK_INFO,
                             "-c", "-o", obj, source], CROSS_PREFIX + "gcc")
         return obj
@@ -211,22 +212,27 @@ def build_combined_size(projects: Sequence[SizeProject], board: Board) -> Firmwa
         return str(obj)
 
     def build(folder: Path) -> None:
-        objects = [compile_c(folder, "combined_size.c"), compile_c(folder, "startup.c")]
-        for project in projects:
-            objects.append(compile_c(folder, f"{project.name}.c"))
-            objects.append(compile_c(folder, f"{project.name}_size.c",
-                                     [f"-Dmain={project.name}_size_main"]))
+        objects = [compile_c(folder, "q8_combined_main.c", "build/q8_combined_main.o"),
+                   compile_c(folder, "q8_startup.c", "build/q8_startup.o")]
+        for i, project in enumerate(projects):
+            (folder / "build" / f"m{i}").mkdir(parents=True, exist_ok=True)
+            own = [f"-Im{i}"]
+            objects.append(compile_c(folder, f"m{i}/{project.name}.c",
+                                     f"build/m{i}/{project.name}.o", own))
+            objects.append(compile_c(folder, f"m{i}/{project.name}_size.c",
+                                     f"build/m{i}/size_main.o",
+                                     [*own, f"-Dmain=q8_size_main_{i}"]))
         objects += [runtime_c(folder, src) for src in runtime]
-        script = (folder / "combined.ld").read_text()
+        script = (folder / "q8_combined.ld").read_text()
         (folder / "build" / "size.ld").write_text(
             re.sub(r"LENGTH = \d+", "LENGTH = 0x10000000", script))
         compile_in(folder, [gcc, *link_flags, "-T", "build/size.ld", "-o",
-                            "build/combined_size.elf", *objects, "-lm"],
+                            "build/q8_combined.elf", *objects, "-lm"],
                    "linking the combined size build")
 
     key = cache_key(identity + "combined size", [*compile_flags, *link_flags], files)
-    folder, cached = cached_build(key, files, "build/combined_size.elf", build)
-    elf = folder / "build" / "combined_size.elf"
+    folder, cached = cached_build(key, files, "build/q8_combined.elf", build)
+    elf = folder / "build" / "q8_combined.elf"
     return FirmwareBuild(folder, elf, elf, cached)
 
 

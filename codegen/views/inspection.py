@@ -21,7 +21,8 @@ from codegen.pipeline import Generated
 from codegen.transform import run_passes
 from codegen.transform.qdq import fusion_refusal
 
-from .refusal import explain_problems, generate_explained
+from .refusal import explain_problems
+from .shipped import generate_for_board
 
 ALIAS = "alias (no copy)"
 CONSTANT = "constant"
@@ -153,7 +154,7 @@ def inspect_model(source: ModelSource, options: Options) -> Inspection:
         return Inspection(recipes.graph, summarize_unlowered(recipes.graph, lowering),
                           tuple(messages), recipes.rewrites, target.requant, None, None,
                           target.board.name, islands)
-    gen = generate_explained(model, target, shown=source)
+    gen = generate_for_board(model, target, source)
     return Inspection(gen.graph, summarize_program(gen), (), gen.rewrites, target.requant,
                       gen.plan.size, gen.plan.lower_bound, target.board.name, islands,
                       gen.program.weight_bytes)

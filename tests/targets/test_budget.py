@@ -25,6 +25,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 KWS = CORPUS / "kws_gru_dynamo_quark_a8w8.onnx"
 VISION = CORPUS / "tv_mobilenet_v2_dynamo_ort_qdq_s8s8.onnx"
 SHIPPED = ["--board", "nucleo-l432kc", "--io", "quantized", "--arena", "caller"]
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn_qop.onnx"
 
 
 def report_json(*args: str | Path) -> dict[str, object]:
@@ -60,10 +61,12 @@ def test_two_models_together_beside_the_hand_sum_of_their_reports(shared: bool) 
     statics = sum(int(t["ram_bytes"]) - int(t["arena_bytes"]) - int(t["stack_bytes"])  # type: ignore[index]
                   for t in alone)
     assert together["ram_bytes"] == together["arena_bytes"] + together["stack_bytes"] + statics
-    assert both["flash_bytes"] == together["flash_bytes"] + 40 * 1024
-    assert both["ram_bytes"] == together["ram_bytes"] + 10 * 1024
-    assert both["fits"] == (both["flash_bytes"] <= both["flash_budget"]  # type: ignore[operator]
-                            and both["ram_bytes"] <= both["ram_budget"])  # type: ignore[operator]
+    # As one model's report: the budgets are the board's less the reserves.
+    assert (both["flash_reserved"], both["ram_reserved"]) == (40 * 1024, 10 * 1024)
+    assert both["flash_budget"] == 256 * 1024 - 40 * 1024
+    assert both["ram_budget"] == 64 * 1024 - 10 * 1024
+    assert both["fits"] == (together["flash_bytes"] <= both["flash_budget"]  # type: ignore[operator]
+                            and together["ram_bytes"] <= both["ram_budget"])  # type: ignore[operator]
     assert both["fits"] is shared  # 49 + 5.4 KB of arenas, 10 KB reserved: only overlaid
 
 
@@ -79,6 +82,26 @@ def test_the_text_report_says_whether_they_fit() -> None:
     refused = run_cli("report", KWS, VISION, *SHIPPED, "--svg", "x.svg")
     assert refused.returncode == 2
     assert refused.stderr.startswith("onnx2mcu: error: --svg: with several models")
+    static = run_cli("report", KWS, VISION, "--board", "nucleo-l432kc", "--shared-arena")
+    assert static.returncode == 2
+    assert static.stderr.startswith("onnx2mcu: error: --shared-arena goes with --arena caller")
+
+
+def test_models_of_any_names_link_together(tmp_path: Path) -> None:
+    """Two files of one name, and names the combined build itself might use: each model
+    gets a C name of its own and its sources a folder of their own."""
+    import shutil
+
+    for folder, stem in (("a", "combined"), ("b", "combined"), ("c", "q8_combined_main"),
+                         ("d", "x" * 40)):
+        (tmp_path / folder).mkdir()
+        shutil.copy(EXAMPLE, tmp_path / folder / f"{stem}.onnx")
+    models = [tmp_path / "a" / "combined.onnx", tmp_path / "b" / "combined.onnx",
+              tmp_path / "d" / f"{'x' * 40}.onnx", tmp_path / "d" / f"{'x' * 40}.onnx"]
+    data = report_json(*models, "--board", "cortex-m4f")
+    names = [m["name"] for m in data["models"]]  # type: ignore[union-attr, index]
+    assert names == ["combined", "combined_2", "x" * 40, "x" * 38 + "_2"]
+    assert data["fits"] is True
 
 
 def test_reserves_hold_the_model_to_what_is_left(tmp_path: Path) -> None:
@@ -91,8 +114,13 @@ def test_reserves_hold_the_model_to_what_is_left(tmp_path: Path) -> None:
                     "120K")
     assert tight.returncode == 0, tight.stderr
     assert "flash 112392 of 139264 bytes left of 262144;" in tight.stdout
-    assert "weights int8 (--weights auto: with int16 weights the model would not fit)" \
-        in tight.stdout
+    assert "note: weights int8: --weights auto's int16 weights (and the kernels of both " \
+        "widths) would not fit the flash left; int8 weights do" in tight.stdout
+    # Every command builds what generate ships: report and inspect take int8 weights too.
+    reported = report_json(VISION, *SHIPPED, "--reserve-flash", "120K")["totals"]
+    assert reported["flash_bytes"] == 112392  # type: ignore[index]
+    inspected = run_cli("inspect", VISION, *SHIPPED, "--reserve-flash", "120K")
+    assert "_w16" not in inspected.stdout and "note: weights int8" in inspected.stdout
     over = run_cli("generate", VISION, "-o", tmp_path / "c", *SHIPPED, "--reserve-flash",
                    "200K")
     assert over.returncode == 2 and not (tmp_path / "c").exists()
@@ -115,10 +143,8 @@ def test_quantize_names_memory_min_where_it_fits() -> None:
     banded = inspect_model(str(VISION), Options(board="nucleo-g071rb", memory="min"))
     line = min_memory_line(banded, board)
     assert line.startswith("with --memory min (layers in row bands) the arena is ")
-    assert line.endswith(": fits; generate with --memory min")
-
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn_qop.onnx"
+    assert line.endswith(": fits, before code, stack and I/O; generate with --memory min (it "
+                         "measures them)")
 
 
 def test_generate_says_when_the_test_harness_does_not_fit(tmp_path: Path) -> None:
@@ -139,3 +165,16 @@ def test_generate_says_when_the_test_harness_does_not_fit(tmp_path: Path) -> Non
     assert harness.returncode != 0 and "does not fit the RAM" in harness.stderr
     roomy = run_cli("generate", EXAMPLE, "-o", tmp_path / "l432", "--board", "nucleo-l432kc")
     assert f"build: make -C {tmp_path / 'l432'}  ->  " in roomy.stdout
+
+
+def test_weights_auto_weighs_the_models_together() -> None:
+    """Each model's int16 weights fit the flash left alone, not together: every model
+    takes int8 weights, said in a note, and they fit."""
+    data = report_json(KWS, VISION, *SHIPPED, "--shared-arena", "--reserve-flash", "110K")
+    notes = [n for m in data["models"] for n in m["notes"]]  # type: ignore[union-attr]
+    assert sum(n.startswith("weights int8 in every model") for n in notes) == 2, notes
+    assert data["fits"] is True
+    text = run_cli("report", KWS, VISION, *SHIPPED, "--shared-arena", "--reserve-flash", "110K")
+    assert "note: vision" not in text.stdout  # the models' own names
+    assert "note: tv_mobilenet_v2_dynamo_ort_qdq_s8s8: weights int8 in every model" \
+        in text.stdout

@@ -311,3 +311,59 @@ def test_samples_takes_the_first_n_and_run_takes_every_sample(stripes_quantized:
     assert main(["verify", str(stripes_quantized), "--inputs", str(tmp_path / "one.npz"),
                  "--samples", "3"]) == 2
     assert "--samples goes with random inputs or --dataset" in capsys.readouterr().err
+
+
+def test_uint8_inputs_quantize_like_the_models_quantizelinear(tmp_path: Path) -> None:
+    """End to end on a uint8 model: the quantized entry point given float data computes
+    what the float entry point computes, bit for bit (its outputs dequantized as the
+    DequantizeLinear does are the float outputs)."""
+    from codegen.backend.io_boundary import dequantized
+
+    model = str(Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn_qop.onnx")
+    gen = generate_sources(model, Options(interface=Interface(io="quantized")))
+    (q_in,), (q_out,) = gen.program.inputs, gen.program.outputs
+    assert q_in.dtype == "uint8" and q_out.dtype == "uint8"
+    rng = np.random.default_rng(7)
+    data = rng.uniform(-1.5, 1.5, (6, *q_in.shape)).astype(np.float32)
+    (name,) = [i.name for i in gen.model.graph.input]
+    floats = api.run_model(model, {name: data}).outputs
+    quantized = api.run_model(model, {name: data}, Options(interface=Interface(io="quantized")))
+    (f_name,), (q_name,) = floats, quantized.outputs
+    assert np.array_equal(
+        np.stack([dequantized(q, q_out) for q in quantized.outputs[q_name]]), floats[f_name])
+    report = api.verify(model, Options(interface=Interface(io="both")),
+                        inputs=[{name: x} for x in data])
+    assert report.ok and report.samples == 6
+
+
+def test_integer_data_is_read_alike_by_verify_and_validate(stripes_quantized: Path,
+                                                           tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    """int8 data for the quantized entry point is its quantized values, in verify and in
+    validate (where the float model gets the values they stand for), said in a note."""
+    images = np.load(STRIPES / "stripes.npz")["image"][:20]
+    np.savez(tmp_path / "i8.npz", image=np.clip(np.round(images * 40), -128, 127)
+             .astype(np.int8))
+    np.save(tmp_path / "labels.npy", np.load(STRIPES / "stripes_labels.npy")[:20])
+    common = ["--dataset", str(tmp_path / "i8.npz"), "--labels", str(tmp_path / "labels.npy"),
+              "--io", "quantized"]
+    assert main(["verify", str(stripes_quantized), *common]) == 0
+    verified = capsys.readouterr().out
+    assert main(["validate", str(stripes_quantized), "--float-model",
+                 str(STRIPES / "stripes_cnn.onnx"), *common, "--format", "json"]) == 0
+    validated = json.loads(capsys.readouterr().out)
+    note = "note: input 'image': integer data taken as its quantized values (int8, scale "
+    assert note in verified
+    assert any(n.startswith(note.removeprefix("note: ")) for n in validated["notes"])
+    (accuracy,) = [line for line in verified.splitlines() if line.startswith("accuracy:")]
+    share = float(accuracy.split("%")[0].split()[-1]) / 100
+    (out,) = validated["outputs"]
+    assert out["accuracy_c"] == pytest.approx(share) and validated["bit_exact"] is True
+    assert "'scores'" in accuracy  # the graph's output name, not the quantized tensor's
+    np.savez(tmp_path / "wide.npz", image=np.full((2, 1, 12, 12), 300, np.int16))
+    assert main(["verify", str(stripes_quantized), "--dataset", str(tmp_path / "wide.npz"),
+                 "--io", "quantized"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "onnx2mcu: error: input 'image': integer data is taken as its quantized values "
+        "(int8), but holds values outside [-128, 127]; give float32 data to have it quantized")
