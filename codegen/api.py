@@ -73,7 +73,7 @@ from codegen.views.counts import CountReport
 from codegen.views.report import Report, build_report, memory_mode
 from codegen.views.shipped import generate_for_board, measure_model
 
-from .errors import BudgetError, InputDataError, OptionError
+from .errors import BudgetError, InputDataError, OptionError, ToolchainError
 from .options import OptionKeywords, Options, resolve_target, with_keywords
 from .pipeline import Generated
 
@@ -139,7 +139,10 @@ def harness_fits(gen: Generated) -> bool:
     if not cross_toolchain_available():
         return True
     files = {**own_runtime_files(gen.name, gen.program.sources), **gen.files}
-    build = build_firmware(files, gen.name, board, size=False)
+    try:
+        build = build_firmware(files, gen.name, board, size=False)
+    except ToolchainError:  # it does not even link for the QEMU machine's memory
+        return False
     return harness_ram_bytes(build, harness_stack_reserve(board.memory.ram_length)) \
         <= board.memory.ram_length
 

@@ -744,7 +744,10 @@ def quiet_broken_pipe() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named with the command whose --help lists what it takes
+        parser.exit(2, f"onnx2mcu {args.command}: error: unrecognized arguments: "
+                       f"{' '.join(unknown)} (see onnx2mcu {args.command} --help)\n")
     try:
         with interrupt_handling():
             status = COMMANDS[args.command](args)

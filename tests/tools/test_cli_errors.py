@@ -289,6 +289,8 @@ def test_node_and_output_counts_have_limits(option: str, needle: str,
     (["verify", "m.onnx", "--samples", "0"], "onnx2mcu verify: error: argument --samples: "
                                              "must be at least 1: '0' (see onnx2mcu verify "
                                              "--help)"),
+    (["boards", "--fast"], "onnx2mcu boards: error: unrecognized arguments: --fast (see "
+                           "onnx2mcu boards --help)"),
     (["frobnicate"], "onnx2mcu: error: argument command: invalid choice: 'frobnicate' "
                      "(choose from 'generate', 'runtime', 'run', 'verify', 'inspect', "
                      "'convert', 'report', 'quantize', 'validate', 'boards') (see onnx2mcu "
