@@ -314,7 +314,9 @@ def count_generated(gen: Generated, data: Samples, per_layer: bool,
     return CountReport(counts, sum(c.macs for c in calls),
                        tuple((c.layer or c.node, c.function, c.macs) for c in calls),
                        gen.board.name,
-                       tuple(gen.graph.notes), gen.board.clock_hz)
+                       tuple(gen.graph.notes), gen.board.clock_hz,
+                       gen.board.flash_timing.describe()
+                       if counts.board_cycles is not None and gen.board.flash_timing else None)
 
 
 def report(model: ModelSource, options: Options | None = None, *, count: bool = False,

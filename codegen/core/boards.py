@@ -25,6 +25,26 @@ class MemoryMap:
 
 
 @dataclass(frozen=True)
+class FlashTiming:
+    """The part's flash at its clock, for the cycle model's board figure: each access
+    that misses the flash's caches (instruction fetches, and data reads of weights and
+    tables) stalls `wait_states` cycles. Caches of `icache_lines` and `dcache_lines`
+    lines of `line_bytes`, least recently used out (0 lines: no cache)."""
+
+    wait_states: int
+    line_bytes: int
+    icache_lines: int = 0
+    dcache_lines: int = 0
+
+    def describe(self) -> str:
+        caches = ", ".join(f"{n} {what} lines" for n, what in (
+            (self.icache_lines, "instruction"), (self.dcache_lines, "data")) if n) \
+            or "no cache"
+        return (f"flash {self.wait_states} wait states, {caches} of {self.line_bytes} bytes; "
+                "each miss stalls the wait states")
+
+
+@dataclass(frozen=True)
 class Board:
     name: str
     description: str
@@ -40,6 +60,7 @@ class Board:
     qemu_machine: str = ""
     qemu_memory: MemoryMap | None = None  # where the QEMU machine has flash and RAM
     clock_hz: int | None = None  # the core clock the report converts counts to time at
+    flash_timing: FlashTiming | None = None  # None: zero wait states
 
     @property
     def is_cortex_m(self) -> bool:
@@ -62,7 +83,9 @@ DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"
 THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
 MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
 TOP_LEVEL_KEYS = ("description", "kind", "cpu", "cflags", "requant", "ram_bytes",
-                  "flash_bytes", "fpu", "dsp", "clock_hz", "memory", "qemu")
+                  "flash_bytes", "fpu", "dsp", "clock_hz", "memory", "qemu", "flash_timing")
+FLASH_TIMING_KEYS = ("wait_states", "line_bytes", "icache_lines", "dcache_lines")
+MAX_CACHE_LINES = 256  # what the counting plugin models (qemu/insncount.c)
 _MACHINE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
 _CFLAG = re.compile(r"^-[A-Za-z0-9_=.,+-]{1,127}$")
 
@@ -106,7 +129,35 @@ def board_problems(data: dict[str, object]) -> list[str]:
                 problems.append(f"a Cortex-M board needs a [{table}] table")
     for table in ("memory", "qemu"):
         problems += _memory_problems(table, data.get(table))
+    return problems + _flash_timing_problems(data.get("flash_timing"))
+
+
+def _flash_timing_problems(data: object) -> list[str]:
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        return ["'flash_timing' must be a table"]
+    problems = [f"unknown field 'flash_timing.{k}' (known: {', '.join(FLASH_TIMING_KEYS)})"
+                for k in data if k not in FLASH_TIMING_KEYS]
+    limits = {"wait_states": (0, 32), "line_bytes": (4, 256),
+              "icache_lines": (0, MAX_CACHE_LINES), "dcache_lines": (0, MAX_CACHE_LINES)}
+    for key, (low, high) in limits.items():
+        value = data.get(key, 0 if key.endswith("lines") else None)
+        number = value if isinstance(value, int) and not isinstance(value, bool) else None
+        if number is None or not low <= number <= high:
+            problems.append(f"field 'flash_timing.{key}' must be an integer from {low} to "
+                            f"{high} (got {value!r})")
+        elif key == "line_bytes" and number & (number - 1):
+            problems.append(f"field 'flash_timing.line_bytes' must be a power of two (got "
+                            f"{value!r})")
     return problems
+
+
+def _flash_timing(data: object) -> FlashTiming | None:
+    if not isinstance(data, dict) or not data:
+        return None
+    return FlashTiming(int(data["wait_states"]), int(data["line_bytes"]),
+                       int(data.get("icache_lines", 0)), int(data.get("dcache_lines", 0)))
 
 
 def _memory_problems(table: str, data: object) -> list[str]:
@@ -165,6 +216,7 @@ def _parse_board(name: str, data: dict[str, object]) -> Board:
         qemu_machine=str(qemu.get("machine", "")) if isinstance(qemu, dict) else "",
         qemu_memory=_memory(qemu),
         clock_hz=clock if isinstance(clock, int) else None,
+        flash_timing=_flash_timing(data.get("flash_timing")),
     )
 
 

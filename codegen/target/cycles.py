@@ -11,10 +11,16 @@ where the previous one falls through.
 
 What it models: each instruction class's issue cost, LDR pipelining and address-
 generation stalls between neighbours (M4), LDRD/LDM/PUSH/POP by register count, taken
-branches by kind, a 32-bit branch target at a halfword address (M4). What it does not:
-flash wait states and caches, unaligned accesses, instruction-fetch stalls, the operand-
-dependent divide time (7 cycles assumed), skipped instructions of an IT block (charged as
-executed), dual issue (M7: no model), interrupts.
+branches by kind, a 32-bit branch target at a halfword address (M4), unaligned data
+accesses (M4 TRM 3.3.2: +1 for a halfword split in two bytes or a word at a halfword
+address, +2 for a word at an odd address; the plugin sees each access's address). Beside
+that zero-wait figure, on a board whose file gives its flash timing ([flash_timing]: wait
+states, cache lines), a board figure: every instruction fetch and every data read of the
+flash that misses the board's instruction or data cache (least recently used out) stalls
+the wait states; a miss costs the wait states however long the line, and no prefetch
+overlaps them with execution (the line streams in behind the first word). What it does
+not: the operand-dependent divide time (7 cycles assumed), skipped instructions of an IT
+block (charged as executed), dual issue (M7: no model), interrupts, wait states of RAM.
 """
 
 from __future__ import annotations
@@ -340,7 +346,8 @@ CYCLE_MODELS = {"cortex-m4": m4_cost, "cortex-m0plus": m0plus_cost}
 CORE_MODELS = {"cortex-m4": "cortex-m4", "cortex-m33": "cortex-m4",
                "cortex-m0plus": "cortex-m0plus"}
 ASSUMPTIONS = {
-    "cortex-m4": ("zero-wait-state memory, no caches or fetch stalls, aligned data, "
+    "cortex-m4": ("zero-wait-state memory (the board figure adds the board's flash), "
+                  "unaligned data accesses +1 or +2 as the TRM has them, no fetch stalls, "
                   f"SDIV/UDIV {DIVIDE_CYCLES} cycles, IT-skipped instructions charged as "
                   "executed"),
     "cortex-m0plus": "zero-wait-state memory, the single-cycle multiplier, no fetch stalls",

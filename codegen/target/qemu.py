@@ -124,21 +124,25 @@ class InstructionCounts:
     overhead: int = 0  # entry and exit of the model function (per-layer runs)
     cycles: Counts | None = None  # the cycle model's estimate, when asked for
     cycle_model: str | None = None  # which table: "cortex-m4" or "cortex-m0plus"
+    # The estimate with the board's flash wait states and caches (its flash_timing), on a
+    # board that has them; `cycles` is the zero-wait figure.
+    board_cycles: Counts | None = None
 
 
 @dataclass(frozen=True)
 class Event:
     marker: int  # index into the marks given to the plugin
     instructions: int  # executed so far
-    cycles: int  # estimated so far (0 without a cost file)
+    cycles: int  # estimated so far (0 without a cost file), zero wait states
+    wait: int = 0  # flash wait-state stalls so far (with the board's flash model)
 
 
 def parse_events(log: str) -> list[Event]:
     events = []
     for line in log.splitlines():
         parts = line.split()
-        if len(parts) == 4 and parts[0] == "EVENT":
-            events.append(Event(int(parts[1]), int(parts[2]), int(parts[3])))
+        if len(parts) == 5 and parts[0] == "EVENT":
+            events.append(Event(*(int(p) for p in parts[1:])))
     return events
 
 
@@ -146,21 +150,35 @@ def unknown_instructions(log: str) -> int:
     """Executed instructions the cost file did not list (the plugin's exit line)."""
     for line in log.splitlines():
         parts = line.split()
-        if len(parts) == 5 and parts[0] == "TOTAL" and parts[3] == "UNKNOWN":
+        if len(parts) >= 5 and parts[0] == "TOTAL" and parts[3] == "UNKNOWN":
             return int(parts[4])
     raise ToolchainError("the counting plugin printed no totals")
 
 
 def plugin_arguments(elf: Path, marks: Sequence[int], cycle_model: str | None,
-                     folder: Path) -> str:
+                     folder: Path, board: Board | None = None) -> str:
     """The counting plugin and its arguments: the markers' addresses and, with a cycle
-    model, the image's cost table (written into `folder`)."""
+    model, the image's cost table (written into `folder`), unaligned accesses charged
+    (Cortex-M4/M33: M0+ has none, they fault) and the board's flash model (its
+    flash_timing, over where the QEMU image holds the flash)."""
     arguments = f"{plugin_library()},marks={':'.join(f'0x{a:x}' for a in marks)}"
     if cycle_model is not None:
         table = folder / "costs.txt"
         table.write_text(cost_table(disassemble(elf), cycle_model))
-        arguments += f",costs={table}"
+        arguments += f",costs={table},unaligned=1"
+        timing = board.flash_timing if board is not None else None
+        flash = board.qemu_memory if board is not None else None
+        if timing is not None and flash is not None and timing.wait_states:
+            arguments += (f",flash=0x{flash.flash_origin:x}:"
+                          f"0x{flash.flash_origin + flash.flash_length:x},"
+                          f"wait={timing.wait_states},line={timing.line_bytes},"
+                          f"icache={timing.icache_lines},dcache={timing.dcache_lines}")
     return arguments
+
+
+def board_waits(board: Board) -> bool:
+    """Does the board's flash stall the core (a flash_timing with wait states)?"""
+    return board.flash_timing is not None and board.flash_timing.wait_states > 0
 
 
 def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
@@ -177,7 +195,7 @@ def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
         raise ToolchainError(f"the firmware has no {', '.join(missing)} marker")
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-costs-") as tmp:
         arguments = plugin_arguments(elf, [addresses[m] for m in wanted], cycle_model,
-                                     Path(tmp))
+                                     Path(tmp), board)
         results, log = run_firmware(elf, board, inputs, outputs, samples,
                                     ["-plugin", arguments])
     events = parse_events(log)
@@ -186,8 +204,11 @@ def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
         raise ToolchainError(f"{unknown} executed instructions are not in the firmware's "
                              "disassembly: no cycle estimate")
     measures = [[e.instructions for e in events]]
+    waits = cycle_model is not None and board_waits(board)
     if cycle_model is not None:
         measures.append([e.cycles for e in events])
+    if waits:
+        measures.append([e.cycles + e.wait for e in events])
     kinds = [e.marker for e in events]
     if layers is None:
         split = [_sample_counts(kinds, m, len(samples)) for m in measures]
@@ -196,20 +217,22 @@ def count_instructions(elf: Path, board: Board, inputs: Sequence[Tensor],
     instructions = split[0]
     return results, InstructionCounts(
         instructions.per_sample, instructions.per_layer, instructions.overhead,
-        cycles=split[1] if cycle_model is not None else None, cycle_model=cycle_model)
+        cycles=split[1] if cycle_model is not None else None, cycle_model=cycle_model,
+        board_cycles=split[2] if waits else None)
 
 
-def measure_marked_region(elf: Path, board: Board, cycle_model: str) -> tuple[int, int]:
-    """Instructions and estimated cycles of an image that runs its markers as a model
-    harness does (start, stop, then start, the code measured, stop) and exits: the
-    cycle model's validation images."""
+def measure_marked_region(elf: Path, board: Board, cycle_model: str) -> tuple[int, int, int]:
+    """Instructions, estimated cycles (zero wait states) and estimated cycles with the
+    board's flash of an image that runs its markers as a model harness does (start,
+    stop, then start, the code measured, stop) and exits: the cycle model's validation
+    images."""
     addresses = symbol_addresses(elf, MARKERS[:2])
     if len(addresses) != 2:
         raise ToolchainError(f"{elf.name} has no q8_bench_start/q8_bench_stop markers")
     with tempfile.TemporaryDirectory(prefix="onnx2mcu-costs-") as tmp:
         folder = Path(tmp)
         arguments = plugin_arguments(elf, [addresses[m] for m in MARKERS[:2]], cycle_model,
-                                     folder)
+                                     folder, board)
         plugin = ["-plugin", arguments, "-d", "plugin", "-D", str(folder / "plugin.log")]
         _run(qemu_command(board, elf, plugin), folder)
         log = (folder / "plugin.log").read_text()
@@ -217,7 +240,8 @@ def measure_marked_region(elf: Path, board: Board, cycle_model: str) -> tuple[in
     kinds = [e.marker for e in events]
     instructions = _sample_counts(kinds, [e.instructions for e in events], 1)
     cycles = _sample_counts(kinds, [e.cycles for e in events], 1)
-    return instructions.per_sample[0], cycles.per_sample[0]
+    waited = _sample_counts(kinds, [e.cycles + e.wait for e in events], 1)
+    return instructions.per_sample[0], cycles.per_sample[0], waited.per_sample[0]
 
 
 def _sample_counts(kinds: list[int], stamps: list[int], samples: int) -> Counts:

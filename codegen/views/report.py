@@ -122,6 +122,10 @@ class Totals:
     # are the board's memory less them.
     flash_reserved: int = 0
     ram_reserved: int = 0
+    # The estimate with the board's flash wait states and caches, beside the zero-wait
+    # `cycles` (a board whose file gives its flash timing); time_ms is then of it.
+    board_cycles: int | None = None
+    flash_timing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,7 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
                  reserve: Reserve = NO_RESERVE) -> Totals:
     weights = sum(layer.weight_bytes for layer in layers)
     cycles = counts.cycles if counts is not None else None
+    board = counts.board_cycles if counts is not None else None
     io = gen.program.caller_io_bytes
     memory = gen.board.memory
     flash = code = ram = stack = static = None
@@ -288,8 +293,12 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         instructions=counts.per_sample[0] if counts else None,
         instructions_overhead=counts.overhead if counts and counts.per_layer else None,
         note=note, clock_hz=gen.board.clock_hz,
-        time_ms=milliseconds(cycles.per_sample[0] if cycles else
+        time_ms=milliseconds(board.per_sample[0] if board else
+                             cycles.per_sample[0] if cycles else
                              counts.per_sample[0] if counts else None, gen.board.clock_hz),
+        board_cycles=board.per_sample[0] if board else None,
+        flash_timing=gen.board.flash_timing.describe()
+        if board and gen.board.flash_timing else None,
         cycles=cycles.per_sample[0] if cycles else None,
         cycles_overhead=cycles.overhead if cycles and cycles.per_layer else None,
         cycle_model=counts.cycle_model if counts else None,
@@ -431,8 +440,13 @@ def format_totals(report: Report) -> list[str]:
             lines.append(f"cycles: {t.cycles} per inference{per_mac}, estimated with the "
                          f"{t.cycle_model} table (entry and exit {t.cycles_overhead}); "
                          f"assumes {t.cycle_assumptions}")
+        if t.board_cycles is not None and t.cycles is not None:
+            per_mac = f", {t.board_cycles / t.macs:.2f} per MAC" if t.macs else ""
+            lines.append(f"cycles with the board's flash: {t.board_cycles} per inference"
+                         f"{per_mac} ({t.board_cycles - t.cycles} more: {t.flash_timing})")
         if t.time_ms is not None and t.clock_hz is not None:
-            how = ("in estimated cycles" if t.cycles is not None else
+            how = ("in estimated cycles with the board's flash" if t.board_cycles is not None
+                   else "in estimated cycles" if t.cycles is not None else
                    "at one instruction per cycle (a lower bound: loads, multiplies and "
                    "branches take more on a Cortex-M)")
             lines.append(f"time: {t.time_ms:.3f} ms per inference at {t.clock_hz / 1e6:g} MHz "

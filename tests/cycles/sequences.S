@@ -171,6 +171,42 @@ FUNCTION seq_literal
     bx lr
     .ltorg
 
+/* Unaligned loads (the buffer is word aligned): a word at an odd address is three bus
+ * accesses, at a halfword address two, a halfword at an odd address two. */
+FUNCTION seq_unaligned
+    ldr r1, [r0, #1]
+    ldr r2, [r0, #6]
+    ldrh r3, [r0, #9]
+    bx lr
+
+/* Eight word loads, from a 32-byte table in flash (.rodata) or from the buffer in RAM,
+ * by the same code (each function on a 32-byte boundary and as long as the other, so
+ * that their instruction fetches miss the same cache lines): the flash model's data
+ * misses are the difference between the two. */
+    .balign 32
+FUNCTION seq_flash_loads
+    movw r1, #:lower16:flash_table
+    movt r1, #:upper16:flash_table
+    .irp offset, 0, 4, 8, 12, 16, 20, 24, 28
+    ldr.w r2, [r1, #\offset]
+    .endr
+    bx lr
+
+    .balign 32
+FUNCTION seq_ram_loads
+    mov.w r1, r0
+    nop.w
+    .irp offset, 0, 4, 8, 12, 16, 20, 24, 28
+    ldr.w r2, [r1, #\offset]
+    .endr
+    bx lr
+
+    .section .rodata
+    .balign 32
+flash_table:
+    .word 1, 2, 3, 4, 5, 6, 7, 8
+    .text
+
 #else
 
 FUNCTION seq_loads_stores

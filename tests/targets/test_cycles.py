@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import codegen
-from codegen.core.boards import load_board
+import codegen.api
+from codegen.core.boards import FlashTiming, load_board
 from codegen.target.cycles import (
     Instruction,
     base_mnemonic,
@@ -61,6 +64,9 @@ EXPECTED = {
         # the nine taken BNEs land on a 32-bit LDR at a halfword address: + 1 each
         "seq_dot_loop": 79,
         "seq_literal": 3,  # LDR from the literal pool 2, LDR pipelined 1
+        # LDR 2 + 2 (a word at an odd address: three bus accesses), LDR pipelined 1 + 1 (at
+        # a halfword address: two), LDRH pipelined 1 + 1 (at an odd address: two)
+        "seq_unaligned": 8,
     },
     "cortex-m0plus": {
         **COMMON,
@@ -114,7 +120,7 @@ def test_sequence_cycles_match_the_manuals(board: str, sequence: str,
                                            tmp_path: Path) -> None:
     elf = build_sequence_image(firmware_parts[board], board, sequence, tmp_path)
     model = "cortex-m4" if board == "cortex-m4f" else "cortex-m0plus"
-    _, cycles = measure_marked_region(elf, load_board(board), model)
+    _, cycles, _ = measure_marked_region(elf, load_board(board), model)
     assert cycles - OVERHEAD[board] == EXPECTED[board][sequence]
 
 
@@ -134,6 +140,51 @@ def test_every_instruction_of_a_model_image_has_a_class(board: str, tmp_path: Pa
         build = build_firmware(gen.files, gen.name, gen.board)
         unknown = {i.mnemonic for i in disassemble(build.elf) if not known_mnemonic(i)}
         assert not unknown, unknown
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("timing", [None, FlashTiming(3, 16, 64, 0)])
+def test_flash_resident_loads_stall_per_missed_line(timing: FlashTiming | None,
+                                                    firmware_parts: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    """Eight word loads of a 32-byte table in flash against the same loads from RAM, by
+    the same code at the same line offsets: the board figure differs by the wait states
+    of each data line that misses. NUCLEO-L4R5ZI: 32-byte lines behind an 8-line data
+    cache, one miss of 5; without a data cache and with 16-byte lines, all eight miss."""
+    board = load_board("nucleo-l4r5zi")
+    if timing is not None:
+        board = replace(board, flash_timing=timing)
+    assert board.flash_timing is not None
+    waits = {}
+    for sequence in ("seq_flash_loads", "seq_ram_loads"):
+        (tmp_path / sequence).mkdir()
+        elf = build_sequence_image(firmware_parts["cortex-m4f"], "cortex-m4f", sequence,
+                                   tmp_path / sequence)
+        _, cycles, waited = measure_marked_region(elf, board, "cortex-m4")
+        waits[sequence] = waited - cycles
+    misses = 1 if timing is None else 8
+    assert waits["seq_flash_loads"] - waits["seq_ram_loads"] == \
+        misses * board.flash_timing.wait_states
+    assert waits["seq_ram_loads"] > 0  # the cold instruction lines of the code measured
+
+
+@needs_cross_tools
+def test_a_board_without_wait_states_has_no_board_figure() -> None:
+    report = codegen.api.count_instructions(str(EXAMPLE), {"input": np.zeros(
+        (1, 3, 32, 32), np.float32)}, board="cortex-m4f", cycles=True)
+    assert report.counts.cycles is not None and report.counts.board_cycles is None
+    waited = codegen.api.count_instructions(str(EXAMPLE), {"input": np.zeros(
+        (1, 3, 32, 32), np.float32)}, board="nucleo-l4r5zi", cycles=True)
+    assert waited.counts.cycles is not None and waited.counts.board_cycles is not None
+    assert waited.counts.board_cycles.per_sample[0] > waited.counts.cycles.per_sample[0]
+    from cli_inprocess import run_cli
+
+    text = run_cli("report", EXAMPLE, "--board", "nucleo-l432kc", "--count-cycles").stdout
+    lines = {line.split(":")[0]: line for line in text.splitlines()}
+    assert lines["cycles with the board's flash"].endswith(
+        "more: flash 4 wait states, 32 instruction lines, 8 data lines of 32 bytes; each miss "
+        "stalls the wait states)")
+    assert lines["time"].endswith("MHz in estimated cycles with the board's flash")
 
 
 def test_mnemonics_lose_width_flags_and_conditions() -> None:

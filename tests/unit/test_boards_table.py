@@ -170,3 +170,24 @@ def test_a_description_cannot_break_a_row() -> None:
     table = format_board_table([board])
     assert len(table.splitlines()) == 2
     assert table.splitlines()[1].endswith("line one line two and [2J")
+
+
+def test_flash_timing_is_checked_field_by_field(tmp_path: Path) -> None:
+    """[flash_timing]: each bad field named; the real parts with an ART accelerator carry
+    theirs (wait states at their clock, cache lines), the generic cores none."""
+    from codegen.core.boards import load_board as load
+    from codegen.errors import OptionError
+
+    text = (boards_dir() / "cortex-m4f.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("[memory]", "[flash_timing]\nwait_states = 40\nline_bytes = 24\n"
+                                            "icache_line = 3\n\n[memory]", 1))
+    with pytest.raises(OptionError) as error:
+        load(str(bad))
+    message = str(error.value)
+    assert "unknown field 'flash_timing.icache_line'" in message
+    assert "field 'flash_timing.wait_states' must be an integer from 0 to 32 (got 40)" in message
+    assert "field 'flash_timing.line_bytes' must be a power of two (got 24)" in message
+    assert load("cortex-m4f").flash_timing is None
+    timing = load("nucleo-l4r5zi").flash_timing
+    assert timing is not None and (timing.wait_states, timing.line_bytes) == (5, 32)
