@@ -82,6 +82,8 @@ class Row:
     flash: int
     ram: int
     layers: tuple[tuple[str, str, int, int, int | None], ...]  # node, kernel, MACs, instr, cyc
+    # With the board's flash wait states and caches (a board whose file gives them).
+    board_cycles: int | None = None
 
 
 def official_model(name: str, tf2onnx_python: str) -> Path:
@@ -123,7 +125,8 @@ def measure(model: onnx.ModelProto | Path, board: str, weights: str, io: str,
     nominal = report.macs + sum(c.skipped_macs for c in gen.program.calls)
     return gen, Row(board, "", gen.name, weights, nominal, counts.per_sample[0],
                     counts.cycles.per_sample[0] if counts.cycles is not None else None,
-                    budget.flash_bytes, budget.ram_bytes, layers)
+                    budget.flash_bytes, budget.ram_bytes, layers,
+                    counts.board_cycles.per_sample[0] if counts.board_cycles else None)
 
 
 def ratio(ours: int | None, theirs: int | None) -> str:
@@ -131,7 +134,11 @@ def ratio(ours: int | None, theirs: int | None) -> str:
 
 
 COLUMNS = ("board", "source", "model", "weights", "instructions", "est. cycles",
-           "cycles/MAC", "x TFLM cycles", "flash", "RAM", "x TFLM arena")
+           "cycles/MAC", "x TFLM cycles", "with board flash", "cycles/MAC", "flash", "RAM",
+           "x TFLM arena")
+# Boards whose core TFLite Micro's Cortex-M4F figures compare with (zero wait states).
+M4F_BOARDS = frozenset({"cortex-m4f", "nucleo-l4r5zi", "nucleo-l432kc", "nucleo-f401re",
+                        "nucleo-f411re", "nrf52-dk", "nrf52840-dk"})
 
 
 def print_header(markdown: bool) -> None:
@@ -140,25 +147,27 @@ def print_header(markdown: bool) -> None:
         print("|" + "---|" * len(COLUMNS))
     else:
         print(f"{'board':<14} {'source':<8} {'model':<18} {'weights':<7} {'instructions':>13} "
-              f"{'cycles':>12} {'cyc/MAC':>7} {'xTFLM':>6} {'flash':>8} {'RAM':>7} "
-              f"{'xTFLM':>6}")
+              f"{'cycles':>12} {'cyc/MAC':>7} {'xTFLM':>6} {'w/ flash':>12} {'cyc/MAC':>7} "
+              f"{'flash':>8} {'RAM':>7} {'xTFLM':>6}")
 
 
 def print_rows(rows: list[Row], markdown: bool) -> None:
     for r in rows:
-        anchor = TFLM_M4.get(r.model) if r.board == "cortex-m4f" else None
+        anchor = TFLM_M4.get(r.model) if r.board in M4F_BOARDS else None
         cycles = f"{r.cycles:,d}" if r.cycles is not None else "-"
         per_mac = f"{r.cycles / r.macs:.2f}" if r.cycles is not None else "-"
+        waited = f"{r.board_cycles:,d}" if r.board_cycles is not None else "-"
+        waited_mac = f"{r.board_cycles / r.macs:.2f}" if r.board_cycles is not None else "-"
         vs_cycles = ratio(r.cycles, anchor.cycles if anchor else None)
         vs_arena = ratio(r.ram, anchor.arena if anchor else None)
         if markdown:
             print(f"| {r.board} | {r.source} | {r.model} | {r.weights} | {r.instructions:,d} | "
-                  f"{cycles} | {per_mac} | {vs_cycles} | {r.flash:,d} | {r.ram:,d} | "
-                  f"{vs_arena} |")
+                  f"{cycles} | {per_mac} | {vs_cycles} | {waited} | {waited_mac} | "
+                  f"{r.flash:,d} | {r.ram:,d} | {vs_arena} |")
         else:
             print(f"{r.board:<14} {r.source:<8} {r.model:<18} {r.weights:<7} "
                   f"{r.instructions:>13,d} {cycles:>12} {per_mac:>7} {vs_cycles:>6} "
-                  f"{r.flash:>8,d} {r.ram:>7,d} {vs_arena:>6}")
+                  f"{waited:>12} {waited_mac:>7} {r.flash:>8,d} {r.ram:>7,d} {vs_arena:>6}")
         for node, kernel, macs, n, c in r.layers:
             per = f"{c / macs:.2f}" if c is not None and macs else "-"
             print(f"    {node[:50]:<50} {kernel:<28} {n:>11,d} "
