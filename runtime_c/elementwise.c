@@ -108,6 +108,44 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     }
 }
 
+/* The exact float32 arithmetic of one QLinearAdd output in integers, out of line: the
+ * tables decide all but about one output in 8,000, and inlined it would crowd the loop's
+ * registers (Thumb-1 has eight). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static uint8_t qadd_int_exact(const q8_qadd_params *p, uint8_t outer_byte, uint8_t inner_byte,
+                              int is_signed, int32_t qmin, int32_t qmax)
+{
+    const int32_t outer = is_signed ? (int32_t)(int8_t)outer_byte : (int32_t)outer_byte;
+    const q8_sf inner = q8_sf_from_bits(p->inner_table[inner_byte]);
+    const q8_sf t = q8_sf_round_sum((int64_t)outer * p->outer_mult, p->outer_exp, inner.m,
+                                    inner.e);
+    return (uint8_t)q8_sf_round_saturate(t, qmin, qmax);
+}
+
+/* One output of the integer QLinearAdd: from the tables where the sum is not near a half,
+ * else the exact float32 arithmetic in integers. */
+Q8_INLINE uint8_t qadd_int_one(const q8_qadd_params *p, uint8_t outer_byte, uint8_t inner_byte,
+                               int is_signed, int32_t qmin, int32_t qmax)
+{
+    const int32_t *fast = p->fast_table;
+    if (fast != NULL) {
+        /* T = t * 2^20 from below, off by less than 2 units; the float32 rounding of
+         * t moves it by at most 32 (|t| < 1024): away from a half by more than 64,
+         * T rounds as t does. The bias 2^30 keeps the shift on unsigned values. */
+        const uint32_t u = (uint32_t)(fast[outer_byte] + fast[256 + inner_byte] + 0x40000000);
+        const int32_t d = (int32_t)(u & 0xFFFFFu) - 0x80000;
+        if (d > 64 || d < -64) {
+            int32_t v = (int32_t)(u >> 20) - 1024 + (d > 0);
+            v = v < qmin ? qmin : v;
+            v = v > qmax ? qmax : v;
+            return (uint8_t)v;
+        }
+    }
+    return qadd_int_exact(p, outer_byte, inner_byte, is_signed, qmin, qmax);
+}
+
 Q8_INLINE void qadd_int(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
                         uint8_t *y, int is_signed)
 {
@@ -115,33 +153,44 @@ Q8_INLINE void qadd_int(const q8_qadd_params *p, const uint8_t *a, const uint8_t
     int32_t index[Q8_MAX_RANK];
     size_t a_at = 0, b_at = 0, i;
     const size_t total = q8_start_index(&p->shape, index);
-    const int32_t *fast = p->fast_table;
+    if (same_shape(&p->shape)) {
+        /* No broadcast (a residual connection's add): one index for all three, without
+         * stepping a multi-dimensional one per element. */
+        const uint8_t *outer = p->b_first ? b : a, *inner = p->b_first ? a : b;
+        const int32_t *fast = p->fast_table;
+        if (fast != NULL) {
+            /* qadd_int_one's table path written for Thumb-1's few registers: outside
+             * the window (|d| <= 64) the rounding is that of bit 19 (d > 0 exactly when
+             * it is set there), so v = ((u >> 19) + 1) >> 1 - 1024. */
+            const int32_t *inner_fast = fast + 256;
+            const uint8_t *const end = outer + total;
+            while (outer != end) {
+                const uint8_t o = *outer++, n = *inner++;
+                /* T + 2^30 from the tables, less 2^30 - 2^19 + 64: the window's test on
+                 * its low 20 bits becomes one unsigned compare. */
+                const uint32_t u = (uint32_t)(fast[o] + inner_fast[n]) + 0x3FF80040u;
+                if ((u & 0xFFFFFu) <= 128u) {
+                    *y++ = qadd_int_exact(p, o, n, is_signed, qmin, qmax);
+                    continue;
+                }
+                {
+                    /* u + 2^19 - 64 is T + 2^30: rounded at bit 20 by bit 19. */
+                    int32_t v = (int32_t)(((u + 0x7FFC0u) >> 19) + 1u) / 2 - 1024;
+                    v = v < qmin ? qmin : v;
+                    *y++ = (uint8_t)(v > qmax ? qmax : v);
+                }
+            }
+            return;
+        }
+        for (i = 0; i < total; i++) {
+            y[i] = qadd_int_one(p, outer[i], inner[i], is_signed, qmin, qmax);
+        }
+        return;
+    }
     for (i = 0; i < total; i++) {
         const uint8_t outer_byte = p->b_first ? b[b_at] : a[a_at];
         const uint8_t inner_byte = p->b_first ? a[a_at] : b[b_at];
-        if (fast != NULL) {
-            /* T = t * 2^20 from below, off by less than 2 units; the float32 rounding of
-             * t moves it by at most 32 (|t| < 1024): away from a half by more than 64,
-             * T rounds as t does. The bias 2^30 keeps the shift on unsigned values. */
-            const uint32_t u =
-                (uint32_t)(fast[outer_byte] + fast[256 + inner_byte] + 0x40000000);
-            const int32_t d = (int32_t)(u & 0xFFFFFu) - 0x80000;
-            if (d > 64 || d < -64) {
-                int32_t v = (int32_t)(u >> 20) - 1024 + (d > 0);
-                v = v < qmin ? qmin : v;
-                v = v > qmax ? qmax : v;
-                y[i] = (uint8_t)v;
-                q8_next_index(&p->shape, index, &a_at, &b_at);
-                continue;
-            }
-        }
-        {
-            const int32_t outer = is_signed ? (int32_t)(int8_t)outer_byte : (int32_t)outer_byte;
-            const q8_sf inner = q8_sf_from_bits(p->inner_table[inner_byte]);
-            const q8_sf t = q8_sf_round_sum((int64_t)outer * p->outer_mult, p->outer_exp,
-                                            inner.m, inner.e);
-            y[i] = (uint8_t)q8_sf_round_saturate(t, qmin, qmax);
-        }
+        y[i] = qadd_int_one(p, outer_byte, inner_byte, is_signed, qmin, qmax);
         q8_next_index(&p->shape, index, &a_at, &b_at);
     }
 }
