@@ -254,24 +254,31 @@ def thumb1_sources_on_the_host(model: onnx.ModelProto,
 def test_thumb1_layouts_are_bit_identical_to_the_reference_on_the_host() -> None:
     """Cortex-M0+'s kernel choices from their C on the host under the sanitizers: the
     four-pixel byte convolution (1 x 4 loop, sixteen taps a pass and an odd block's
-    entry, a last pass of one to three pixels) and the two-pixel one for long columns,
+    entry, a last pass of one to three pixels, long columns where the layer's tensors are
+    as large) and the two-pixel one for long columns beside small tensors,
     the depthwise offset planes (Q8_DW_OFFSET_PLANE=1), the prepared integer
     requantization; against the plain loops."""
     rng = np.random.default_rng(5500)
     configs = [random_conv_config(rng, 5500 + i) for i in range(20)]
     configs += offset_plane_configs(8, 5600)
-    configs.append(replace(configs[0], channels=40, out_channels=6, group=1, kernel=(3, 3),
+    # 576 taps within the layer's own tensors' bytes (ResNet-8's last 3 x 3 layers):
+    # four pixels per pass
+    configs.append(replace(configs[0], channels=64, out_channels=8, group=1, kernel=(3, 3),
+                           spatial=(8, 8), seed=5698))
+    configs.append(replace(configs[0], channels=40, out_channels=6, group=1, kernel=(3, 3), batch=1,
                            spatial=(5, 7), seed=5699))  # 360 taps: two pixels per pass
     model = conv_batch_model(configs)
-    # the last one's weights centred (zero point 0, 128 for uint8): the byte kernel
+    # the last two's weights centred (zero point 0, 128 for uint8): the byte kernel
     inits = {i.name: i for i in model.graph.initializer}
-    wz = inits[model.graph.node[-1].input[5]]
-    zp = numpy_helper.to_array(wz)
-    centred = np.full_like(zp, 128 if zp.dtype == np.uint8 else 0)
-    wz.CopyFrom(numpy_helper.from_array(centred, wz.name))
+    for node in model.graph.node[-2:]:
+        wz = inits[node.input[5]]
+        zp = numpy_helper.to_array(wz)
+        centred = np.full_like(zp, 128 if zp.dtype == np.uint8 else 0)
+        wz.CopyFrom(numpy_helper.from_array(centred, wz.name))
     thumb1 = thumb1_sources_on_the_host(model)
     source = thumb1.files[f"{thumb1.name}.c"].decode()
-    assert ".columns = 4" in source and ".columns = 2" in source
+    columns = re.findall(r"\.k_padded = (\d+),\s+\.columns = (\d)", source)
+    assert ("576", "4") in columns and ("360", "2") in columns, str(columns)
     reference = generate_sources(model, Options(requant="int", kernels="reference"))
     data = random_inputs(reference.program.inputs, 2, seed=13)
     ours = run_generated(thumb1, data, (*SANITIZE, "-DQ8_DW_OFFSET_PLANE=1"))
