@@ -242,17 +242,15 @@ Q8_UNUSED static void q8_dot_b8_2x2(const uint8_t *w0, int32_t k_padded, const i
 #define Q8_B8_ROW_PAIRS 1
 #endif
 
-/* k_padded is a multiple of 8: eight taps a pass, with immediate offsets. */
-Q8_UNUSED static uint32_t q8_column_sum(const int16_t *column, int32_t k_padded)
+/* Pixel px's column and the sum of its taps, in one pass over them (fill_mode 2: int8
+ * stored as x + 128; 0: uint8). */
+Q8_INLINE uint32_t q8_fill_sum(const q8_conv_im2col_b8_params *p, const uint8_t *x_n,
+                               int32_t px, int16_t *col, int fill_mode)
 {
-    uint32_t sum = 0;
-    const int16_t *const end = column + k_padded;
-    for (; column < end; column += 8) {
-        sum += (uint32_t)(uint16_t)column[0] + (uint16_t)column[1] + (uint16_t)column[2] +
-               (uint16_t)column[3] + (uint16_t)column[4] + (uint16_t)column[5] +
-               (uint16_t)column[6] + (uint16_t)column[7];
-    }
-    return sum;
+    const int32_t OW = p->output.w;
+    return fill_mode == 2
+        ? q8_fill_sum_s8_offset(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col)
+        : q8_fill_sum_u8(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col);
 }
 
 /* Four pixels per pass (columns == 4, Thumb-1 cores): their columns filled and summed,
@@ -285,9 +283,7 @@ Q8_INLINE void q8_conv_b8_quads(const q8_conv_im2col_b8_params *p, const uint8_t
             for (i = 0; i < 4; i++) {
                 int16_t *col = scratch + (size_t)(i < count ? i : 0) * (size_t)k_padded;
                 if (i < count) {
-                    q8_fill(&p->input, &p->window, p->pad_value, x_n, (px + i) / OW,
-                         (px + i) % OW, col, fill_mode);
-                    sums[i] = q8_column_sum(col, k_padded) << 7;
+                    sums[i] = q8_fill_sum(p, x_n, px + i, col, fill_mode) << 7;
                 } else {
                     sums[i] = sums[0];
                 }
@@ -346,14 +342,8 @@ Q8_INLINE void q8_conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_
             const int16_t *c1 = two ? col1 : col0;
             uint8_t *y0 = y_n + (size_t)px;
             uint32_t s0, s1;
-            q8_fill(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col0,
-                 fill_mode);
-            if (two) {
-                q8_fill(&p->input, &p->window, p->pad_value, x_n, (px + 1) / OW,
-                     (px + 1) % OW, col1, fill_mode);
-            }
-            s0 = q8_column_sum(col0, k_padded) << 7;
-            s1 = two ? q8_column_sum(col1, k_padded) << 7 : s0;
+            s0 = q8_fill_sum(p, x_n, px, col0, fill_mode) << 7;
+            s1 = two ? q8_fill_sum(p, x_n, px + 1, col1, fill_mode) << 7 : s0;
             for (m = 0; Q8_B8_ROW_PAIRS && m + 1 < M; m += 2) {
                 const q8_row_requant r0 = q8_channel_constants(layer, scale, mult, exp, m * ch_step,
                                                          mode);

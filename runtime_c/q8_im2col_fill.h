@@ -24,10 +24,21 @@ Q8_INLINE int16_t q8_widen(const uint8_t *p, int is_signed)
  * Gather the k = C * KH * KW taps of output pixel (oh, ow) of image x into column (int16),
  * in (c, kh, kw) order. A window inside the input is copied without bounds checks; the
  * column's padding taps past k are zeroed once per call (q8_zero_column_tails).
+ * With `sum`, the taps' values are also summed into it (as uint16: the unsigned-byte
+ * variant's columns hold 0..255), on the way rather than by reading the column again.
  */
-Q8_INLINE void q8_fill_column(const q8_dims *input, const q8_window *win, int32_t pad_value,
-                           const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
-                           int is_signed)
+#define Q8_TAP(dst, src)                                                                   \
+    do {                                                                                   \
+        const int16_t q8_tap_value = q8_widen((src), is_signed);                           \
+        (dst) = q8_tap_value;                                                              \
+        if (sum != NULL) {                                                                 \
+            total += (uint16_t)q8_tap_value;                                               \
+        }                                                                                  \
+    } while (0)
+
+Q8_INLINE void q8_fill_column_summed(const q8_dims *input, const q8_window *win,
+                                  int32_t pad_value, const uint8_t *x, int32_t oh, int32_t ow,
+                                  int16_t *column, int is_signed, uint32_t *sum)
 {
     const int32_t C = input->c, H = input->h, W = input->w;
     const int32_t KH = win->kernel_h, KW = win->kernel_w;
@@ -37,45 +48,47 @@ Q8_INLINE void q8_fill_column(const q8_dims *input, const q8_window *win, int32_
     const size_t plane = (size_t)(H * W);
     int16_t *out = column;
     int32_t c, kh, kw;
+    uint32_t total = 0;
     if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
         const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
         const size_t row_step = (size_t)dh * (size_t)W;
         if (KH * KW == 1) { /* pointwise: one tap per channel */
             const uint8_t *tap = base;
             for (c = C; c >= 4; c -= 4) {
-                out[0] = q8_widen(tap, is_signed);
-                out[1] = q8_widen(tap + plane, is_signed);
-                out[2] = q8_widen(tap + 2 * plane, is_signed);
-                out[3] = q8_widen(tap + 3 * plane, is_signed);
+                Q8_TAP(out[0], tap);
+                Q8_TAP(out[1], tap + plane);
+                Q8_TAP(out[2], tap + 2 * plane);
+                Q8_TAP(out[3], tap + 3 * plane);
                 out += 4;
                 tap += 4 * plane;
             }
             for (; c > 0; c--) {
-                *out++ = q8_widen(tap, is_signed);
+                Q8_TAP(*out, tap);
+                out++;
                 tap += plane;
             }
         } else if (KH == 3 && KW == 3 && dh == 1 && dw == 1) {
             const size_t W2 = 2 * (size_t)W;
             for (c = 0; c < C; c++) {
                 const uint8_t *row = base + (size_t)c * plane;
-                out[0] = q8_widen(row, is_signed);
-                out[1] = q8_widen(row + 1, is_signed);
-                out[2] = q8_widen(row + 2, is_signed);
-                out[3] = q8_widen(row + W, is_signed);
-                out[4] = q8_widen(row + W + 1, is_signed);
-                out[5] = q8_widen(row + W + 2, is_signed);
-                out[6] = q8_widen(row + W2, is_signed);
-                out[7] = q8_widen(row + W2 + 1, is_signed);
-                out[8] = q8_widen(row + W2 + 2, is_signed);
+                Q8_TAP(out[0], row);
+                Q8_TAP(out[1], row + 1);
+                Q8_TAP(out[2], row + 2);
+                Q8_TAP(out[3], row + W);
+                Q8_TAP(out[4], row + W + 1);
+                Q8_TAP(out[5], row + W + 2);
+                Q8_TAP(out[6], row + W2);
+                Q8_TAP(out[7], row + W2 + 1);
+                Q8_TAP(out[8], row + W2 + 2);
                 out += 9;
             }
         } else if (KW == 3 && dw == 1) {
             for (c = 0; c < C; c++) {
                 const uint8_t *row = base + (size_t)c * plane;
                 for (kh = 0; kh < KH; kh++) {
-                    out[0] = q8_widen(row, is_signed);
-                    out[1] = q8_widen(row + 1, is_signed);
-                    out[2] = q8_widen(row + 2, is_signed);
+                    Q8_TAP(out[0], row);
+                    Q8_TAP(out[1], row + 1);
+                    Q8_TAP(out[2], row + 2);
                     out += 3;
                     row += row_step;
                 }
@@ -85,7 +98,8 @@ Q8_INLINE void q8_fill_column(const q8_dims *input, const q8_window *win, int32_
                 const uint8_t *row = base + (size_t)c * plane;
                 for (kh = 0; kh < KH; kh++) {
                     for (kw = 0; kw < KW; kw++) {
-                        *out++ = q8_widen(row + kw * dw, is_signed);
+                        Q8_TAP(*out, row + kw * dw);
+                        out++;
                     }
                     row += row_step;
                 }
@@ -101,18 +115,33 @@ Q8_INLINE void q8_fill_column(const q8_dims *input, const q8_window *win, int32_
                     for (kw = 0; kw < KW; kw++) {
                         *out++ = pad;
                     }
+                    total += (uint32_t)(uint16_t)pad * (uint32_t)KW;
                     continue;
                 }
                 for (kw = 0; kw < KW; kw++) {
                     const int32_t iw = iw0 + kw * dw;
-                    *out++ = (iw >= 0 && iw < W)
-                                 ? q8_widen(x_c + (size_t)ih * (size_t)W + (size_t)iw, is_signed)
-                                 : pad;
+                    const int16_t value = (iw >= 0 && iw < W)
+                        ? q8_widen(x_c + (size_t)ih * (size_t)W + (size_t)iw, is_signed)
+                        : pad;
+                    *out++ = value;
+                    total += (uint16_t)value;
                 }
             }
         }
     }
+    if (sum != NULL) {
+        *sum = total;
+    }
 }
+
+Q8_INLINE void q8_fill_column(const q8_dims *input, const q8_window *win, int32_t pad_value,
+                           const uint8_t *x, int32_t oh, int32_t ow, int16_t *column,
+                           int is_signed)
+{
+    q8_fill_column_summed(input, win, pad_value, x, oh, ow, column, is_signed, NULL);
+}
+
+#undef Q8_TAP
 
 /* The padding taps of the columns (k .. k_padded) meet zero weights; they must hold
  * finite values, and the fills never write them, so they are zeroed once per call. */
@@ -154,6 +183,25 @@ Q8_UNUSED static void q8_fill_column_s8_offset(const q8_dims *input, const q8_wi
                                             int32_t ow, int16_t *column)
 {
     q8_fill_column(input, win, pad_value, x, oh, ow, column, 2);
+}
+
+/* The unsigned-byte variant's column and its sum (q8_im2col_b8.h), out of line per type. */
+Q8_UNUSED static uint32_t q8_fill_sum_s8_offset(const q8_dims *input, const q8_window *win,
+                                             int32_t pad_value, const uint8_t *x, int32_t oh,
+                                             int32_t ow, int16_t *column)
+{
+    uint32_t sum;
+    q8_fill_column_summed(input, win, pad_value, x, oh, ow, column, 2, &sum);
+    return sum;
+}
+
+Q8_UNUSED static uint32_t q8_fill_sum_u8(const q8_dims *input, const q8_window *win,
+                                      int32_t pad_value, const uint8_t *x, int32_t oh,
+                                      int32_t ow, int16_t *column)
+{
+    uint32_t sum;
+    q8_fill_column_summed(input, win, pad_value, x, oh, ow, column, 0, &sum);
+    return sum;
 }
 
 Q8_INLINE void q8_fill(const q8_dims *input, const q8_window *win, int32_t pad_value,
