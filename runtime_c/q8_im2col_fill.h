@@ -20,6 +20,48 @@ Q8_INLINE int16_t q8_widen(const uint8_t *p, int is_signed)
                           : (is_signed ? (int16_t)(int8_t)*p : (int16_t)*p);
 }
 
+/* A window over the border, three taps wide (dilation 1 across): which of its three
+ * columns lie inside the input is the same on every row, decided once. Returns the sum
+ * of the taps. */
+Q8_INLINE uint32_t q8_fill_border_3wide(const q8_dims *input, const q8_window *win,
+                                               int32_t pad_value, const uint8_t *x,
+                                               int32_t ih0, int32_t iw0, int16_t *out,
+                                               int is_signed)
+{
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, dh = win->dilation_h;
+    const size_t plane = (size_t)(H * W);
+    const int16_t pad = (int16_t)pad_value;
+    const int in0 = iw0 >= 0 && iw0 < W, in1 = iw0 + 1 >= 0 && iw0 + 1 < W;
+    const int in2 = iw0 + 2 >= 0 && iw0 + 2 < W;
+    uint32_t total = 0;
+    int32_t c, kh;
+    for (c = 0; c < C; c++) {
+        const uint8_t *x_c = x + (size_t)c * plane;
+        for (kh = 0; kh < KH; kh++) {
+            const int32_t ih = ih0 + kh * dh;
+            if (ih < 0 || ih >= H) {
+                out[0] = pad;
+                out[1] = pad;
+                out[2] = pad;
+                total += 3u * (uint32_t)(uint16_t)pad;
+            } else {
+                /* the row's start: a pointer before it is never formed */
+                const uint8_t *row = x_c + (size_t)ih * (size_t)W;
+                const int16_t v0 = in0 ? q8_widen(row + iw0, is_signed) : pad;
+                const int16_t v1 = in1 ? q8_widen(row + (iw0 + 1), is_signed) : pad;
+                const int16_t v2 = in2 ? q8_widen(row + (iw0 + 2), is_signed) : pad;
+                out[0] = v0;
+                out[1] = v1;
+                out[2] = v2;
+                total += (uint32_t)(uint16_t)v0 + (uint16_t)v1 + (uint16_t)v2;
+            }
+            out += 3;
+        }
+    }
+    return total;
+}
+
 /*
  * Gather the k = C * KH * KW taps of output pixel (oh, ow) of image x into column (int16),
  * in (c, kh, kw) order. A window inside the input is copied without bounds checks; the
@@ -105,6 +147,8 @@ Q8_INLINE void q8_fill_column_summed(const q8_dims *input, const q8_window *win,
                 }
             }
         }
+    } else if (KW == 3 && dw == 1) {
+        total = q8_fill_border_3wide(input, win, pad_value, x, ih0, iw0, out, is_signed);
     } else {
         const int16_t pad = (int16_t)pad_value;
         for (c = 0; c < C; c++) {
