@@ -382,7 +382,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(f"board {result.board.name}: {result.budget_note}")
         print(f"build: make -C {result.out} lib  ->  {result.out}/build/lib{result.name}.a "
               "for your firmware (the test harness, with newlib's stdio, semihosting and "
-              f"its {STACK_NOTE} beside the model, does not fit this board's RAM); run the "
+              "its linker script's stack reserve beside the model, does not fit this board's "
+              "RAM); run the "
               f"harness in QEMU: make -C {result.out} run (input.bin -> output.bin)")
     elif result.board.is_cortex_m:
         print(f"board {result.board.name}: {result.budget_note}")
@@ -391,9 +392,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     else:
         print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}_main")
     return 0
-
-
-STACK_NOTE = "linker script's stack reserve"
 
 
 def cmd_runtime(args: argparse.Namespace) -> int:

@@ -78,6 +78,17 @@ class FirmwareBuild:
     cached: bool
 
 
+def runtime_object(folder: Path, gcc: str, identity: str, flags: Sequence[str], source: str,
+                   files: Mapping[str, bytes]) -> str:
+    """A runtime source's cached object, its call graph copied into `folder`'s build: the
+    stack bound reads every object's call graph from there."""
+    obj = cached_object(gcc, identity, [*flags, *STACK_INFO], source, files)
+    graph = folder / "build" / "runtime" / obj.with_suffix(".ci").name
+    graph.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(obj.with_suffix(".ci"), graph)
+    return str(obj)
+
+
 def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
                    layer_marks: bool = False, cflags: Sequence[str] = (),
                    harness: bool = True, size: bool = True) -> FirmwareBuild:
@@ -102,12 +113,7 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
         return obj
 
     def runtime_c(folder: Path, source: str) -> str:
-        obj = cached_object(gcc, identity, [*compile_flags, *STACK_INFO], source, files)
-        # The stack bound reads every object's call graph from the build folder.
-        graph = folder / "build" / "runtime" / obj.with_suffix(".ci").name
-        graph.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(obj.with_suffix(".ci"), graph)
-        return str(obj)
+        return runtime_object(folder, gcc, identity, compile_flags, source, files)
 
     def build(folder: Path) -> None:
         objects = [compile_c(folder, f"{name}.c", name),
@@ -205,11 +211,7 @@ def build_combined_size(projects: Sequence[SizeProject], board: Board) -> Firmwa
         return obj
 
     def runtime_c(folder: Path, source: str) -> str:
-        obj = cached_object(gcc, identity, [*compile_flags, *STACK_INFO], source, files)
-        graph = folder / "build" / "runtime" / obj.with_suffix(".ci").name
-        graph.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(obj.with_suffix(".ci"), graph)
-        return str(obj)
+        return runtime_object(folder, gcc, identity, compile_flags, source, files)
 
     def build(folder: Path) -> None:
         objects = [compile_c(folder, "q8_combined_main.c", "build/q8_combined_main.o"),
