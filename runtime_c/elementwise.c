@@ -62,52 +62,6 @@ Q8_INLINE void qadd_pair(int32_t a0, int32_t a1, const uint32_t *t0, const uint3
 }
 #endif
 
-Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
-                    int is_signed)
-{
-    const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
-    int32_t index[Q8_MAX_RANK];
-    size_t a_at = 0, b_at = 0, i;
-    const size_t total = q8_start_index(&p->shape, index);
-    if (same_shape(&p->shape)) {
-        const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
-#if Q8_HAS_VCVTR
-        if (p->bounded && !p->b_first && p->inner_table != NULL) {
-            const uint32_t *table = p->inner_table;
-            for (i = 0; i + 2 <= total; i += 2) {
-                int32_t q0, q1;
-                qadd_pair(load8(a, i, is_signed), load8(a, i + 1, is_signed),
-                                table + b[i], table + b[i + 1], ra, &q0, &q1);
-                y[i] = (uint8_t)(is_signed ? __ssat(q0, 8) : (int32_t)__usat(q0, 8));
-                y[i + 1] = (uint8_t)(is_signed ? __ssat(q1, 8) : (int32_t)__usat(q1, 8));
-            }
-            if (i < total) {
-                const float t = q8_fmaf((float)load8(a, i, is_signed), ra, q8_fmaf(
-                    (float)load8(b, i, is_signed), rb, fixed));
-                const int32_t q = q8_vcvtr(t);
-                y[i] = (uint8_t)(is_signed ? __ssat(q, 8) : (int32_t)__usat(q, 8));
-            }
-            return;
-        }
-#endif
-        for (i = 0; i < total; i++) {
-            const float av = (float)load8(a, i, is_signed), bv = (float)load8(b, i, is_signed);
-            const float t = p->b_first ? q8_fmaf(bv, rb, q8_fmaf(av, ra, fixed))
-                                       : q8_fmaf(av, ra, q8_fmaf(bv, rb, fixed));
-            y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
-        }
-        return;
-    }
-    for (i = 0; i < total; i++) {
-        const float av = (float)load8(a, a_at, is_signed);
-        const float bv = (float)load8(b, b_at, is_signed);
-        const float t = p->b_first ? q8_fmaf(bv, p->ratio_b, q8_fmaf(av, p->ratio_a, p->fixed))
-                                   : q8_fmaf(av, p->ratio_a, q8_fmaf(bv, p->ratio_b, p->fixed));
-        y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
-        q8_next_index(&p->shape, index, &a_at, &b_at);
-    }
-}
-
 /* The exact float32 arithmetic of one QLinearAdd output in integers, out of line: the
  * tables decide all but about one output in 8,000, and inlined it would crowd the loop's
  * registers (Thumb-1 has eight). */
@@ -146,6 +100,87 @@ Q8_INLINE uint8_t qadd_int_one(const q8_qadd_params *p, uint8_t outer_byte, uint
     return qadd_int_exact(p, outer_byte, inner_byte, is_signed, qmin, qmax);
 }
 
+/* The same-shape integer QLinearAdd from the fast tables: qadd_int_one's table path
+ * written for Thumb-1's few registers. Outside the window (|d| <= 64) the rounding is that
+ * of bit 19 (d > 0 exactly when it is set there), so v = ((u >> 19) + 1) >> 1 - 1024. The
+ * float kernel takes it too where the generator gave it the tables (the host): the result
+ * is the same fmaf arithmetic, decided without two fmaf calls per element. */
+Q8_INLINE void qadd_fast_same_shape(const q8_qadd_params *p, const uint8_t *outer,
+                                    const uint8_t *inner, uint8_t *y, size_t total,
+                                    int is_signed)
+{
+    const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
+    const int32_t *fast = p->fast_table, *inner_fast = p->fast_table + 256;
+    const uint8_t *const end = outer + total;
+    while (outer != end) {
+        const uint8_t o = *outer++, n = *inner++;
+        /* T + 2^30 from the tables, less 2^30 - 2^19 + 64: the window's test on its low
+         * 20 bits becomes one unsigned compare. */
+        const uint32_t u = (uint32_t)(fast[o] + inner_fast[n]) + 0x3FF80040u;
+        if ((u & 0xFFFFFu) <= 128u) {
+            *y++ = qadd_int_exact(p, o, n, is_signed, qmin, qmax);
+            continue;
+        }
+        {
+            /* u + 2^19 - 64 is T + 2^30: rounded at bit 20 by bit 19. */
+            int32_t v = (int32_t)(((u + 0x7FFC0u) >> 19) + 1u) / 2 - 1024;
+            v = v < qmin ? qmin : v;
+            *y++ = (uint8_t)(v > qmax ? qmax : v);
+        }
+    }
+}
+
+Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
+                    int is_signed)
+{
+    const int32_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
+    int32_t index[Q8_MAX_RANK];
+    size_t a_at = 0, b_at = 0, i;
+    const size_t total = q8_start_index(&p->shape, index);
+    if (same_shape(&p->shape)) {
+        const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
+        if (p->fast_table != NULL) {
+            qadd_fast_same_shape(p, p->b_first ? b : a, p->b_first ? a : b, y, total,
+                                 is_signed);
+            return;
+        }
+#if Q8_HAS_VCVTR
+        if (p->bounded && !p->b_first && p->inner_table != NULL) {
+            const uint32_t *table = p->inner_table;
+            for (i = 0; i + 2 <= total; i += 2) {
+                int32_t q0, q1;
+                qadd_pair(load8(a, i, is_signed), load8(a, i + 1, is_signed),
+                                table + b[i], table + b[i + 1], ra, &q0, &q1);
+                y[i] = (uint8_t)(is_signed ? __ssat(q0, 8) : (int32_t)__usat(q0, 8));
+                y[i + 1] = (uint8_t)(is_signed ? __ssat(q1, 8) : (int32_t)__usat(q1, 8));
+            }
+            if (i < total) {
+                const float t = q8_fmaf((float)load8(a, i, is_signed), ra, q8_fmaf(
+                    (float)load8(b, i, is_signed), rb, fixed));
+                const int32_t q = q8_vcvtr(t);
+                y[i] = (uint8_t)(is_signed ? __ssat(q, 8) : (int32_t)__usat(q, 8));
+            }
+            return;
+        }
+#endif
+        for (i = 0; i < total; i++) {
+            const float av = (float)load8(a, i, is_signed), bv = (float)load8(b, i, is_signed);
+            const float t = p->b_first ? q8_fmaf(bv, rb, q8_fmaf(av, ra, fixed))
+                                       : q8_fmaf(av, ra, q8_fmaf(bv, rb, fixed));
+            y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
+        }
+        return;
+    }
+    for (i = 0; i < total; i++) {
+        const float av = (float)load8(a, a_at, is_signed);
+        const float bv = (float)load8(b, b_at, is_signed);
+        const float t = p->b_first ? q8_fmaf(bv, p->ratio_b, q8_fmaf(av, p->ratio_a, p->fixed))
+                                   : q8_fmaf(av, p->ratio_a, q8_fmaf(bv, p->ratio_b, p->fixed));
+        y[i] = (uint8_t)q8_round_saturate(t, qmin, qmax);
+        q8_next_index(&p->shape, index, &a_at, &b_at);
+    }
+}
+
 Q8_INLINE void qadd_int(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
                         uint8_t *y, int is_signed)
 {
@@ -157,29 +192,8 @@ Q8_INLINE void qadd_int(const q8_qadd_params *p, const uint8_t *a, const uint8_t
         /* No broadcast (a residual connection's add): one index for all three, without
          * stepping a multi-dimensional one per element. */
         const uint8_t *outer = p->b_first ? b : a, *inner = p->b_first ? a : b;
-        const int32_t *fast = p->fast_table;
-        if (fast != NULL) {
-            /* qadd_int_one's table path written for Thumb-1's few registers: outside
-             * the window (|d| <= 64) the rounding is that of bit 19 (d > 0 exactly when
-             * it is set there), so v = ((u >> 19) + 1) >> 1 - 1024. */
-            const int32_t *inner_fast = fast + 256;
-            const uint8_t *const end = outer + total;
-            while (outer != end) {
-                const uint8_t o = *outer++, n = *inner++;
-                /* T + 2^30 from the tables, less 2^30 - 2^19 + 64: the window's test on
-                 * its low 20 bits becomes one unsigned compare. */
-                const uint32_t u = (uint32_t)(fast[o] + inner_fast[n]) + 0x3FF80040u;
-                if ((u & 0xFFFFFu) <= 128u) {
-                    *y++ = qadd_int_exact(p, o, n, is_signed, qmin, qmax);
-                    continue;
-                }
-                {
-                    /* u + 2^19 - 64 is T + 2^30: rounded at bit 20 by bit 19. */
-                    int32_t v = (int32_t)(((u + 0x7FFC0u) >> 19) + 1u) / 2 - 1024;
-                    v = v < qmin ? qmin : v;
-                    *y++ = (uint8_t)(v > qmax ? qmax : v);
-                }
-            }
+        if (p->fast_table != NULL) {
+            qadd_fast_same_shape(p, outer, inner, y, total, is_signed);
             return;
         }
         for (i = 0; i < total; i++) {

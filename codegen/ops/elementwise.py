@@ -178,7 +178,10 @@ def lower_qadd(node: Node, graph: Graph, spec: BinarySpec,
         # The bounded float path on FPU+DSP cores reads the inner fused multiply-add of
         # each byte of b from the table instead of converting and multiplying it.
         arrays = (CArray("inner_table", "uint32_t", qadd_inner_table(rb, fixed, a.dtype)),)
-    if integer:
+    # The host's float kernel decides from the integer tables too: two table reads per
+    # element instead of two fmaf calls, which x86-64's baseline makes library calls.
+    tables = integer or (not options.cortex_m and options.kernels == "fast")
+    if tables:
         # The inner fused multiply-add of each byte value, as float32 bits; the outer one
         # is rounded with integers at run time.
         inner = qadd_inner_table(rb if not b_first else ra, fixed, a.dtype)
