@@ -6,4 +6,4 @@
  */
 #include "q8_im2col.h"
 
-Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_ireq, int8_t, 1, Q8_RQ_IREQ, W16_PAIRS)
+Q8_DEFINE_IM2COL_W16(q8_conv_s8_im2col_w16_ireq, int8_t, 1, Q8_RQ_IREQ)

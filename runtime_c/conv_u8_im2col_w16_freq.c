@@ -5,4 +5,4 @@
  */
 #include "q8_im2col.h"
 
-Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_freq, uint8_t, 0, Q8_RQ_FREQ, W16_PAIRS)
+Q8_DEFINE_IM2COL_W16(q8_conv_u8_im2col_w16_freq, uint8_t, 0, Q8_RQ_FREQ)

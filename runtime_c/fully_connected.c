@@ -16,6 +16,11 @@
 #include "q8_dsp.h"
 #include "q8_runtime.h"
 
+#if !Q8_HAS_DSP && defined(__SSE2__) && !defined(Q8_PIX_PORTABLE)
+#include <emmintrin.h>
+#include <string.h>
+#endif
+
 /* The modes are Q8_RQ_* (q8_arith.h); Q8_RQ_FREQ_BOUNDED_S8/_U8 run fused_fc_blocks (VCVTR
  * and SSAT/USAT, on cores with VCVTR). */
 
@@ -229,6 +234,39 @@ static void dot_w16_4x1(const int16_t *w, const int16_t *x, int32_t blocks, int3
     acc[3] = a3;
 }
 #endif
+#elif defined(__SSE2__) && !defined(Q8_PIX_PORTABLE)
+/* x86-64 hosts: a group of four taps of the four rows is two vectors (rows 0-1, rows
+ * 2-3), the four inputs broadcast to both halves; PMADDWD adds each row's products in
+ * pairs and PADDD wraps modulo 2^32, as the plain loop below. */
+static void dot_w16_4x1(const int16_t *w, const int16_t *x, int32_t blocks, int32_t acc[4])
+{
+    __m128i s01 = _mm_setzero_si128(), s23 = _mm_setzero_si128();
+    int32_t i;
+    for (i = blocks * 2; i > 0; i--) {
+        long long four;
+        __m128i xx;
+        memcpy(&four, x, sizeof four);
+        xx = _mm_set1_epi64x(four);
+        s01 = _mm_add_epi32(s01, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(const void *)w),
+                                                xx));
+        s23 = _mm_add_epi32(s23, _mm_madd_epi16(
+                                     _mm_loadu_si128((const __m128i *)(const void *)(w + 8)), xx));
+        w += 16;
+        x += 4;
+    }
+    {
+        /* Each row's two lanes: s01 = r0 r0 r1 r1, s23 = r2 r2 r3 r3. */
+        int32_t v[8], r[4];
+        _mm_storeu_si128((__m128i *)(void *)v, s01);
+        _mm_storeu_si128((__m128i *)(void *)(v + 4), s23);
+        for (i = 0; i < 4; i++) {
+            r[i] = (int32_t)((uint32_t)v[2 * i] + (uint32_t)v[2 * i + 1]);
+        }
+        for (i = 0; i < 4; i++) {
+            acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)r[i]);
+        }
+    }
+}
 #else
 static void dot_w16_4x1(const int16_t *w, const int16_t *x, int32_t blocks, int32_t acc[4])
 {

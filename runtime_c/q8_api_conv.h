@@ -62,7 +62,7 @@ typedef struct {
     q8_window window;
     int32_t pad_value;
     int32_t k_padded;
-    const void *weights; /* int8_t; int16_t for the _w16 and _w16b variants */
+    const void *weights; /* int8_t; int16_t for the _w16 and _w16p variants */
     const int32_t *bias;
     q8_requant_params requant;
     int32_t slab;  /* 0: a column per pixel; else taps per input column (see q8_im2col.h) */
@@ -97,12 +97,10 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
                             int16_t *Q8_RESTRICT scratch);
 
 /*
- * The same parameters with wide weights (conv_*_im2col_w16*_*.c): int16, output channels in pairs (an odd
+ * The same parameters with wide weights (conv_*_im2col_w16_*.c): int16, output channels in pairs (an odd
  * count padded with a zero row; bias has one entry per padded row), each pair's rows
  * interleaved per two taps: [m][k, k+1], [m+1][k, k+1], [m][k+2, k+3], ...; k_padded a
- * multiple of 8 (below 2^16); weights and scratch 8-byte aligned. The _w16b_ variants
- * take the rows interleaved in blocks of 8 taps instead: [m][k..k+7], [m+1][k..k+7], ...
- * (for cores without the DSP extension, and vectorizing compilers).
+ * multiple of 8 (below 2^16); weights and scratch 8-byte aligned.
  */
 void q8_conv_u8_im2col_w16_freq(const q8_conv_im2col_params *params,
                                 const uint8_t *input, void *output,
@@ -116,16 +114,26 @@ void q8_conv_u8_im2col_w16_ireq(const q8_conv_im2col_params *params,
 void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_params *params,
                                 const int8_t *input, void *output,
                                 int16_t *Q8_RESTRICT scratch);
-void q8_conv_u8_im2col_w16b_freq(const q8_conv_im2col_params *params,
+/*
+ * The host's variant (conv_*_im2col_w16p_*.c, q8_im2col_pix.h): output pixels in the
+ * vector lanes. Weights int16 [M][KH][KW][C padded to even] (k_padded = KH * KW * the
+ * even C; a zero weight for an odd C's last channel); bias as above; slab 0; chunk the
+ * pixels per tile (32). scratch: k_padded * chunk int16.
+ */
+static inline size_t q8_conv_im2col_w16p_scratch_bytes(const q8_conv_im2col_params *params)
+{
+    return (size_t)params->k_padded * (size_t)params->chunk * sizeof(int16_t);
+}
+void q8_conv_u8_im2col_w16p_freq(const q8_conv_im2col_params *params,
                                  const uint8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
-void q8_conv_s8_im2col_w16b_freq(const q8_conv_im2col_params *params,
+void q8_conv_s8_im2col_w16p_freq(const q8_conv_im2col_params *params,
                                  const int8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
-void q8_conv_u8_im2col_w16b_ireq(const q8_conv_im2col_params *params,
+void q8_conv_u8_im2col_w16p_ireq(const q8_conv_im2col_params *params,
                                  const uint8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
-void q8_conv_s8_im2col_w16b_ireq(const q8_conv_im2col_params *params,
+void q8_conv_s8_im2col_w16p_ireq(const q8_conv_im2col_params *params,
                                  const int8_t *input, void *output,
                                  int16_t *Q8_RESTRICT scratch);
 

@@ -15,6 +15,7 @@
 #include "q8_arith.h"
 #include "q8_dsp.h"
 #include "q8_requant_row.h"
+#include "q8_requant_run.h"
 #include "q8_runtime.h"
 
 Q8_INLINE int32_t q8_load_x(const uint8_t *p, int is_signed)
@@ -107,6 +108,120 @@ Q8_INLINE void q8_interior_rows(const q8_dwconv_params *p, const uint8_t *plane,
         }
     }
 }
+
+/*
+ * Hosts with a vector unit: a run of outputs at a time (a row, or at stride 1 several
+ * rows of a narrow plane), up to Q8_DW_RUN of them, each of the nine taps one loop over
+ * the run (a widening multiply-add the compiler vectorizes), then the run requantized at
+ * once (q8_requant_run.h). The same sums as
+ * q8_interior_rows, in int32 (|x * w| <= 255 * 32768 and nine of them).
+ */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(Q8_PIX_PORTABLE)
+#define Q8_DW_ROW_VECTORS 1
+#else
+#define Q8_DW_ROW_VECTORS 0
+#endif
+
+#if Q8_DW_ROW_VECTORS
+#define Q8_DW_RUN 256
+
+/* sums[i] += x[i * stride] * w for a run of n, x widened by type. */
+Q8_INLINE void q8_dw_tap(int32_t *Q8_RESTRICT sums, const uint8_t *Q8_RESTRICT x, int32_t w,
+                         int32_t n, int32_t stride, int is_signed)
+{
+    int32_t i;
+    if (stride == 1) {
+        if (is_signed) {
+            for (i = 0; i < n; i++) {
+                sums[i] += (int32_t)(int8_t)x[i] * w;
+            }
+        } else {
+            for (i = 0; i < n; i++) {
+                sums[i] += (int32_t)x[i] * w;
+            }
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            sums[i] += q8_load_x(x + (size_t)i * (size_t)stride, is_signed) * w;
+        }
+    }
+}
+
+/* The nine taps in turn, each its own loop over the run (written out: GCC would otherwise
+ * fuse two taps' loops into one it does not vectorize). */
+Q8_INLINE void q8_dw_taps9(int32_t *Q8_RESTRICT sums, const uint8_t *x0, size_t W,
+                           const int16_t *w, int32_t n, int32_t stride, int is_signed)
+{
+    q8_dw_tap(sums, x0, w[0], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + 1, w[1], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + 2, w[2], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + W, w[3], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + W + 1, w[4], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + W + 2, w[5], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + 2 * W, w[6], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + 2 * W + 1, w[7], n, stride, is_signed);
+    q8_dw_tap(sums, x0 + 2 * W + 2, w[8], n, stride, is_signed);
+}
+
+Q8_INLINE void q8_interior_rows_vec(const q8_dwconv_params *p, const uint8_t *plane, int32_t W,
+                                    int32_t pad_top, int32_t pad_left, uint8_t *y_c, int32_t c,
+                                    const int16_t *w, int is_signed, int mode)
+{
+    const q8_row_requant rq = q8_row_constants(&p->requant, c, mode);
+    const int32_t OH = p->output.h, OW = p->output.w, sh = p->stride_h, sw = p->stride_w;
+    const int32_t bias = p->bias[c];
+    int32_t sums[Q8_DW_RUN];
+    int32_t oh, ow, i, t;
+    if (sh == 1 && sw == 1 && W <= Q8_DW_RUN) {
+        /* Stride 1, narrow planes (DS-CNN's are 5 wide): several rows as one run over the
+         * plane, the sums between rows computed and dropped, so the loops stay long. */
+        const int32_t rows = Q8_DW_RUN / W;
+        for (oh = 0; oh < OH; oh += rows) {
+            const int32_t k = OH - oh < rows ? OH - oh : rows, n = (k - 1) * W + OW;
+            const uint8_t *x0 = plane + (size_t)(oh - pad_top) * (size_t)W - pad_left;
+            for (i = 0; i < n; i++) {
+                sums[i] = 0;
+            }
+            q8_dw_taps9(sums, x0, (size_t)W, w, n, 1, is_signed);
+            for (i = 0; i < k; i++) {
+                q8_requantize_run(&rq, sums + (size_t)i * (size_t)W, bias, OW,
+                                  y_c + (size_t)(oh + i) * (size_t)OW, mode);
+            }
+        }
+        return;
+    }
+    for (oh = 0; oh < OH; oh++) {
+        const uint8_t *r0 = plane + (size_t)(oh * sh - pad_top) * (size_t)W - pad_left;
+        for (ow = 0; ow < OW; ow += Q8_DW_RUN) {
+            const int32_t n = OW - ow < Q8_DW_RUN ? OW - ow : Q8_DW_RUN;
+            const uint8_t *x0 = r0 + (size_t)ow * (size_t)sw;
+            for (i = 0; i < n; i++) {
+                sums[i] = 0;
+            }
+            if (sw == 2) {
+                /* Each row's even and odd columns apart first: the three taps of a row
+                 * then read runs (even, odd, even from the next). */
+                uint8_t even[Q8_DW_RUN + 1], odd[Q8_DW_RUN];
+                for (t = 0; t < 3; t++) {
+                    const uint8_t *row = x0 + (size_t)t * (size_t)W;
+                    for (i = 0; i < n; i++) {
+                        even[i] = row[2 * i];
+                        odd[i] = row[2 * i + 1];
+                    }
+                    even[n] = row[2 * n];
+                    q8_dw_tap(sums, even, w[3 * t], n, 1, is_signed);
+                    q8_dw_tap(sums, odd, w[3 * t + 1], n, 1, is_signed);
+                    q8_dw_tap(sums, even + 1, w[3 * t + 2], n, 1, is_signed);
+                }
+            } else {
+                q8_dw_taps9(sums, x0, (size_t)W, w, n, sw, is_signed);
+            }
+            q8_requantize_run(&rq, sums, bias, n, y_c + (size_t)oh * (size_t)OW + (size_t)ow,
+                              mode);
+        }
+    }
+}
+#endif
 
 /*
  * The padded plane (PH x PW) around an H x W channel at (pt, pl): its border, the same for
@@ -375,12 +490,19 @@ Q8_INLINE void q8_dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
                 q8_copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, flip, scratch);
 #if Q8_DW_OFFSET_PLANE
                 q8_offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
+#elif Q8_DW_ROW_VECTORS
+                q8_interior_rows_vec(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #else
                 q8_interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #endif
             } else {
+#if Q8_DW_ROW_VECTORS
+                q8_interior_rows_vec(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc,
+                                     is_signed, mode);
+#else
                 q8_interior_rows(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc, is_signed,
                               mode);
+#endif
             }
         }
     }

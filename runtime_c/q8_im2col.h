@@ -2,8 +2,8 @@
  * q8_im2col.h - the im2col convolution paths (QLinearConv, group 1, weight zero point 0)
  * exported one function per file (conv_s8_im2col_freq.c holds q8_conv_s8_im2col_freq):
  * int8 weights (*_im2col_*), int16 weights in row pairs for the DSP extension
- * (*_im2col_w16_*), int16 weights in blocks of 8 taps, plain C compilers vectorize
- * (*_im2col_w16b_*), and unsigned bytes for cores without DSP (*_im2col_b8_*).
+ * (*_im2col_w16_*), and unsigned bytes for cores without DSP (*_im2col_b8_*); the host's
+ * int16 kernel with pixels in the vector lanes is q8_im2col_pix.h (*_im2col_w16p_*).
  * Each file instantiates only its own variants, so a project compiles only what it uses.
  *
  * QLinearConv as a matrix product on 16-bit operands: the fast paths beside the
@@ -89,10 +89,10 @@ Q8_INLINE void q8_conv_im2col(const q8_conv_im2col_params *p, const uint8_t *x,
  * are not stored) and pixels in pairs (an odd last pixel is multiplied twice), so every
  * block is one 2x2 call.
  */
-/* The int16-weight rows (both layouts): q8_conv_rows over q8_conv_im2col_params. */
+/* The int16-weight rows: q8_conv_rows over q8_conv_im2col_params. */
 Q8_INLINE void q8_w16_rows(const q8_conv_im2col_params *p, const q8_row_requant *layer,
                         const int16_t *col0, const int16_t *c1, uint8_t *y0, int32_t pixels,
-                        int two, int mode, int layout)
+                        int two, int mode)
 {
     q8_conv_rows_job job;
     job.weights = (const uint8_t *)(const void *)p->weights;
@@ -101,13 +101,12 @@ Q8_INLINE void q8_w16_rows(const q8_conv_im2col_params *p, const q8_row_requant 
     job.channels = p->output.c;
     job.bias = p->bias;
     job.requant = &p->requant;
-    q8_conv_rows(&job, layer, col0, c1, y0, pixels, two, mode,
-              layout == W16_PAIRS ? DOT_W16_PAIRS : DOT_W16_BLOCKS);
+    q8_conv_rows(&job, layer, col0, c1, y0, pixels, two, mode, DOT_W16_PAIRS);
 }
 
 Q8_INLINE void q8_conv_im2col_w16(const q8_conv_im2col_params *p, const uint8_t *x,
                                uint8_t *y, int16_t *Q8_RESTRICT scratch,
-                               int is_signed, int mode, int layout)
+                               int is_signed, int mode)
 {
     const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
     const int32_t pixels = p->output.h * OW;
@@ -118,7 +117,7 @@ Q8_INLINE void q8_conv_im2col_w16(const q8_conv_im2col_params *p, const uint8_t 
     int32_t n, px;
     if (p->slab) {
 #define Q8_W16_SLAB_ROWS(C0, C1, OUT, TWO)                                                     \
-    q8_w16_rows(p, &layer, (C0), (C1), (OUT), pixels, (TWO), mode, layout)
+    q8_w16_rows(p, &layer, (C0), (C1), (OUT), pixels, (TWO), mode)
         Q8_SLAB_LOOP(p, x, y, scratch, is_signed, Q8_W16_SLAB_ROWS);
 #undef Q8_W16_SLAB_ROWS
         return;
@@ -130,12 +129,12 @@ Q8_INLINE void q8_conv_im2col_w16(const q8_conv_im2col_params *p, const uint8_t 
         for (px = 0; px + 1 < pixels; px += 2) {
             q8_fill_pixels(&p->input, &p->window, p->pad_value, x_n, px, OW, 1, unit, col0, col1,
                         is_signed);
-            q8_w16_rows(p, &layer, col0, col1, y_n + (size_t)px, pixels, 1, mode, layout);
+            q8_w16_rows(p, &layer, col0, col1, y_n + (size_t)px, pixels, 1, mode);
         }
         if (px < pixels) { /* a last pixel alone */
             q8_fill(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col0,
                  is_signed);
-            q8_w16_rows(p, &layer, col0, col0, y_n + (size_t)px, pixels, 0, mode, layout);
+            q8_w16_rows(p, &layer, col0, col0, y_n + (size_t)px, pixels, 0, mode);
         }
     }
 }
@@ -169,14 +168,13 @@ Q8_INLINE void q8_conv_im2col_w16(const q8_conv_im2col_params *p, const uint8_t 
         }                                                                                    \
     }
 
-/* The wide-weight kernels: LAYOUT is W16_PAIRS (rows interleaved in pairs for the DSP
- * loop, *_w16_*) or W16_BLOCKS (blocks of 8 taps, plain C compilers vectorize, *_w16b_*). */
-#define Q8_IM2COL_W16_CALL(RQ) q8_conv_im2col_w16(params, x, y, scratch, is_signed, RQ, layout)
-#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE, LAYOUT)                                 \
+/* The wide-weight kernels (*_w16_*): rows interleaved in pairs for the DSP loop. */
+#define Q8_IM2COL_W16_CALL(RQ) q8_conv_im2col_w16(params, x, y, scratch, is_signed, RQ)
+#define Q8_DEFINE_IM2COL_W16(NAME, TX, SIGNED, MODE)                                         \
     void NAME(const q8_conv_im2col_params *params, const TX *input,                      \
               void *output, int16_t *Q8_RESTRICT scratch)                                    \
     {                                                                                        \
-        enum { is_signed = SIGNED, layout = LAYOUT };                                        \
+        enum { is_signed = SIGNED };                                                         \
         const uint8_t *x = (const uint8_t *)input;                                           \
         uint8_t *y = (uint8_t *)output;                                                      \
         Q8_CALL_FOR_LAYER_MODE(&params->requant, MODE, Q8_IM2COL_W16_CALL)                   \

@@ -1,6 +1,6 @@
 /*
  * q8_im2col_dot.h - the products of the im2col convolutions (q8_im2col.h): 2x2 blocks of
- * weight rows by columns for int8 weights and both int16 layouts, the fused assembly row
+ * weight rows by columns for int8 weights and int16 row pairs, the fused assembly row
  * loop of cores with VCVTR, and the row loop every int8 and int16 variant shares.
  */
 #ifndef Q8_IM2COL_DOT_H
@@ -251,53 +251,19 @@ Q8_UNUSED static void q8_dot_w16_2x2(const int16_t *w, const int16_t *c0, const 
 }
 #endif
 
-/*
- * The block layout (q8_conv_*_im2col_w16b_*), for cores without the DSP extension and
- * vectorizing compilers: each pair of rows interleaved in blocks of 8 taps ([row m: 8
- * taps][row m+1: 8 taps] ...), so the loop over a block is a plain widening multiply-add
- * reduction the compiler vectorizes (e.g. PMADDWD). The products are summed in int32 from
- * zero, which the generator keeps exact (|w * x| <= 128 * 255 and k < 2^16), then added
- * to the accumulators modulo 2^32.
- */
-Q8_UNUSED static void q8_dot_w16b_2x2(const int16_t *w, const int16_t *c0, const int16_t *c1,
-                         int32_t blocks, int32_t acc[4])
-{
-    int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
-    int32_t b, j;
-    for (b = 0; b < blocks; b++) {
-        for (j = 0; j < 8; j++) {
-            s00 += w[j] * c0[j];
-            s01 += w[j] * c1[j];
-            s10 += w[8 + j] * c0[j];
-            s11 += w[8 + j] * c1[j];
-        }
-        w += 16;
-        c0 += 8;
-        c1 += 8;
-    }
-    acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)s00);
-    acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)s01);
-    acc[2] = (int32_t)((uint32_t)acc[2] + (uint32_t)s10);
-    acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)s11);
-}
-
-enum { W16_PAIRS, W16_BLOCKS };
-
 /* The weight layouts of the 2x2 blocks: int8 (q8_dot_2x2), int16 in row pairs
- * (q8_dot_w16_2x2), int16 in blocks of 8 taps (q8_dot_w16b_2x2). */
-enum { DOT_I8, DOT_W16_PAIRS, DOT_W16_BLOCKS };
+ * (q8_dot_w16_2x2). */
+enum { DOT_I8, DOT_W16_PAIRS };
 
 /* One 2x2 block: a pair of weight rows (at w) against columns c0 and c1; count is the
- * layout's loop count (groups of 4 taps for int8, blocks of 8 for int16). */
+ * layout's loop count (groups of 4 taps for int8, of 8 for int16). */
 Q8_INLINE void q8_dot_block(int kind, const uint8_t *w, const int16_t *c0, const int16_t *c1,
                          int32_t count, int32_t acc[4])
 {
     if (kind == DOT_I8) {
         q8_dot_2x2((const int8_t *)(const void *)w, c0, c1, count, acc);
-    } else if (kind == DOT_W16_PAIRS) {
-        q8_dot_w16_2x2((const int16_t *)(const void *)w, c0, c1, count, acc);
     } else {
-        q8_dot_w16b_2x2((const int16_t *)(const void *)w, c0, c1, count, acc);
+        q8_dot_w16_2x2((const int16_t *)(const void *)w, c0, c1, count, acc);
     }
 }
 
@@ -513,8 +479,7 @@ Q8_INLINE void q8_conv_rows(const q8_conv_rows_job *job, const q8_row_requant *l
     if (two && !(M & 1)) {
         const uint8_t *w = weights;
 #if Q8_FUSED_ROWS
-        if (kind != DOT_W16_BLOCKS &&
-            (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8)) {
+        if (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
             q8_fused_rows(kind, weights, col0, c1, y0, pixels, count, bias, scale, ch_step,
                        layer->zero_point, M / 2, mode);
             return;

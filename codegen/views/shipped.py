@@ -20,7 +20,7 @@ from codegen.target.firmware import (
 
 from .refusal import generate_explained
 
-WIDE_KERNEL = re.compile(r"_w16b?_")
+WIDE_KERNEL = re.compile(r"_w16p?_")
 NARROWED = ("weights int8: --weights auto's int16 weights (and the kernels of both widths) "
             "would not fit the flash left; int8 weights do")
 

@@ -165,7 +165,7 @@ def test_scratch_functions_agree_with_the_planned_scratch(tmp_path: Path) -> Non
     assert kinds == expected, expected - kinds
 
 
-@pytest.mark.parametrize("symbol", ["q8_conv_u8_im2col_w16b_freq", "q8_gemm_u8s8_i32",
+@pytest.mark.parametrize("symbol", ["q8_conv_u8_im2col_w16p_freq", "q8_gemm_u8s8_i32",
                                     "q8_dwconv_s8_3x3_gather_ireq"])
 def test_explain_names_the_parts(symbol: str) -> None:
     text = explain_kernel(symbol)

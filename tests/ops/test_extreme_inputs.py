@@ -189,7 +189,7 @@ def test_convolutions_at_the_limits(requant: str, weights: str) -> None:
     model = combine(cases)
     gen = generate_sources(model, Options(requant=requant, weights=weights))
     kernels = {c.function for c in gen.program.calls}
-    wide = "im2col_w16b_" if weights == "int16" else "im2col_"
+    wide = "im2col_w16p_" if weights == "int16" else "im2col_"
     for family in ("q8_conv_u8_", "q8_conv_s8_", wide, "dwconv_u8_3x3_padded",
                    "dwconv_s8_3x3_"):
         assert any(family in k for k in kernels), (family, kernels)
@@ -234,12 +234,12 @@ def wide_conv_k(k: int) -> str:
 
 
 def test_block_sums_stay_inside_int32() -> None:
-    """*_w16b_* sums a layer's products in int32 from zero: |w * x| <= 128 * 255, so K must
+    """*_w16p_* sums a layer's products in int32 from zero: |w * x| <= 128 * 255, so K must
     stay below 2^16 (65536 * 32640 < 2^31); from there on the int8 im2col kernel (modulo
     2^32) takes over."""
     assert W16_MAX_TAPS == 2**16 and (W16_MAX_TAPS - 1) * 128 * 255 < 2**31
-    assert "im2col_w16b_" in wide_conv_k(W16_MAX_TAPS - 1)
-    assert "im2col_w16b_" not in wide_conv_k(W16_MAX_TAPS)
+    assert "im2col_w16p_" in wide_conv_k(W16_MAX_TAPS - 1)
+    assert "im2col_w16p_" not in wide_conv_k(W16_MAX_TAPS)
     assert "im2col_" in wide_conv_k(W16_MAX_TAPS)
 
 

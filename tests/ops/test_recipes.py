@@ -411,7 +411,7 @@ def test_clamp_after_an_operator_costs_nothing() -> None:
     model = net.model(net.dq(net.q(y, 0.2, 100), F32(0.2), np.uint8(100)))
     calls = generate_sources(model, Options()).program.calls
     assert [c.function for c in calls] == [
-        "q8_quantize_linear_u8", "q8_conv_u8_im2col_w16b_freq", "q8_dequantize_linear_u8"]
+        "q8_quantize_linear_u8", "q8_conv_u8_im2col_w16p_freq", "q8_dequantize_linear_u8"]
     requant = dict(calls[1].params.fields)["requant"]
     assert dict(requant.fields)["act_min"] == 100  # the zero point
     exact(model)

@@ -367,7 +367,7 @@ def test_sources_compile_at_every_optimization_level(board: str, weights: str,
         (tmp_path / name).write_bytes(data)
     # the sources with inline assembly
     sources = sorted(str(p) for p in (tmp_path / "runtime").glob("*.c")
-                     if ("_im2col_" in p.name and "_w16b_" not in p.name)
+                     if ("_im2col_" in p.name and "_w16p_" not in p.name)
                      or p.name in ("dwconv_3x3_rows.c", "dwconv_3x3_padded.c",
                                    "fully_connected.c", "elementwise.c"))
     assert len(sources) >= 2, sources

@@ -49,7 +49,7 @@ def test_regeneration_is_byte_identical(model_path: Path, tmp_path: Path) -> Non
                        capture_output=True)
         outs.append(tree(out))
     assert outs[0] == outs[1]
-    assert "small_net.c" in outs[0] and "runtime/conv_u8_im2col_w16b_ireq.c" in outs[0]
+    assert "small_net.c" in outs[0] and "runtime/conv_u8_im2col_w16p_ireq.c" in outs[0]
 
 
 def test_makefile_build_and_raw_io(model_path: Path, tmp_path: Path) -> None:

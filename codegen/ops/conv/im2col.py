@@ -1,7 +1,7 @@
 """The group-1 convolution kernels (runtime_c/conv_*_im2col_*.c over q8_im2col.h): the
 input gathered into columns of taps, multiplied by weight rows laid out for the target.
-int8 weights (the default), int16 weights in pairs for the DSP extension (w16) or in blocks
-of 8 for plain C compilers to vectorize (w16b), unsigned bytes for cores without DSP
+int8 weights (the default), int16 weights in pairs for the DSP extension (w16) or with
+output pixels in the vector lanes on the host (w16p), unsigned bytes for cores without DSP
 (b8). The slab mode gathers a chunk of output pixels' columns at once."""
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from ..kernels import kernel
 # so a project compiles only the variants it calls (each instantiates the whole kernel).
 CONV_IM2COL = kernel("conv_im2col")
 CONV_IM2COL_W16 = kernel("conv_im2col_w16")
-CONV_IM2COL_W16B = kernel("conv_im2col_w16b")
 CONV_IM2COL_B8 = kernel("conv_im2col_b8")
+CONV_IM2COL_W16P = kernel("conv_im2col_w16p")
 
-# The _w16b_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16b_*.c,
-# dot_w16b_2x2). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
+# The _w16p_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16p_*.c,
+# q8_im2col_pix.h). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
 # uint8 or int8), so K < 2^16 keeps |sum| <= 65535 * 32640 < 2^31: no signed overflow.
 # Larger layers take the int8 im2col kernel, which accumulates modulo 2^32.
 W16_MAX_TAPS = 2**16
@@ -43,9 +43,13 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     if options.cortex_m and not options.dsp:
         call = im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
                               requant_arrays, mode, options.thumb1)
+    elif (options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS
+          and not options.cortex_m and not options.dsp):
+        call = im2col_w16p_call(node, x, y, window, x_zp, weights, bias, requant,
+                                requant_arrays, mode)
     elif options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
         call = im2col_w16_call(node, x, y, window, x_zp, weights, bias, requant,
-                               requant_arrays, mode, pairs=options.dsp)
+                               requant_arrays, mode)
     else:
         call = im2col_call(node, x, y, window, x_zp, weights, bias, requant, requant_arrays,
                            mode)
@@ -151,11 +155,10 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
 
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
-                    requant_arrays: list[CArray], mode: str, pairs: bool) -> KernelCall:
-    """The im2col path with wide weights (conv_*_im2col_w16_*.c, conv_*_im2col_w16b_*.c): int16
+                    requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The im2col path with wide weights for the DSP (conv_*_im2col_w16_*.c): int16
     rows of k taps padded to a multiple of 8, output channels padded to an even count with
-    zero rows, 8-byte aligned; each pair of rows interleaved per two taps for the DSP loop
-    (*_w16_*), or in blocks of 8 taps for plain, vectorizable C (*_w16b_*)."""
+    zero rows, 8-byte aligned; each pair of rows interleaved per two taps."""
     m = weights.shape[0]
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
@@ -166,7 +169,7 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
               if slabs else rows)
     padded = np.zeros((m_even, k_padded), dtype=np.int16)
     padded[:m, :stored.shape[1]] = stored
-    group = 2 if pairs else 8
+    group = 2
     # [pair][row in pair][group][taps] -> [pair][group][row in pair][taps]
     interleaved = padded.reshape(m_even // 2, 2, k_padded // group, group).transpose(0, 2, 1, 3)
     bias_even = np.zeros(m_even, np.int32)
@@ -179,11 +182,47 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
     arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", bias_even), *requant_arrays)
-    kernel = CONV_IM2COL_W16 if pairs else CONV_IM2COL_W16B
+    kernel = CONV_IM2COL_W16
     axes = {"x": kernel_suffix(x.dtype), "rq": mode}
     return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
                       (kernel.file(**axes),), y.numel * k,
                       scratch_bytes=kernel.scratch_bytes(params))
+
+
+# Output pixels per tile of the host's kernel (q8_im2col_pix.h Q8_PIX_TILE).
+PIXEL_TILE = 32
+
+
+def im2col_w16p_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                     weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                     requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The host's convolution (conv_*_im2col_w16p_*.c): output pixels in the vector lanes,
+    int16 weight rows in (window position, channel) order with the channels padded to an
+    even count (the kernel broadcasts a pair of channels' weights), the input zero point
+    folded into the bias."""
+    m, channels = weights.shape[0], x.shape[1]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    # Taps in (window position, channel) order, channels padded to even: a pair of taps
+    # is two channels at one position, which the kernel gathers side by side.
+    positions = k // channels
+    even = channels + channels % 2
+    k_padded = positions * even
+    padded = np.zeros((m, positions, even), dtype=np.int16)
+    padded[:, :, :channels] = rows.reshape(m, channels, positions).transpose(0, 2, 1)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    params = CStruct("q8_conv_im2col_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
+        ("slab", 0), ("chunk", PIXEL_TILE)))
+    arrays = (CArray("weights", "int16_t", padded.reshape(-1), aligned8=True),
+              CArray("bias", "int32_t", folded_bias(bias, rows, x_zp).astype(np.int32)),
+              *requant_arrays)
+    axes = {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(CONV_IM2COL_W16P.symbol(**axes), node.name, (x.name,), (y.name,), params,
+                      arrays, (CONV_IM2COL_W16P.file(**axes),), y.numel * k,
+                      scratch_bytes=CONV_IM2COL_W16P.scratch_bytes(params))
 
 
 # The scratch (four int16 columns) a Thumb-1 convolution takes for four pixels per pass
