@@ -67,6 +67,7 @@ typedef struct {
     q8_requant_params requant;
     int32_t slab;  /* 0: a column per pixel; else taps per input column (see q8_im2col.h) */
     int32_t chunk; /* slab mode: output pixels of a row per fill */
+    int32_t band;  /* _w16p: output rows per flat band (stride 1), 0 for gathered tiles */
 } q8_conv_im2col_params;
 
 /* The scratch of the int8 and int16 im2col kernels, in bytes: two int16 columns, or in
@@ -118,11 +119,20 @@ void q8_conv_s8_im2col_w16_ireq(const q8_conv_im2col_params *params,
  * The host's variant (conv_*_im2col_w16p_*.c, q8_im2col_pix.h): output pixels in the
  * vector lanes. Weights int16 [M][KH][KW][C padded to even] (k_padded = KH * KW * the
  * even C; a zero weight for an odd C's last channel); bias as above; slab 0; chunk the
- * pixels per tile (32). scratch: k_padded * chunk int16.
+ * pixels per tile (32). band > 0 (stride 1, dilation 1 only): output rows per flat band,
+ * the scratch each channel pair's plane of the band's input rows over the padded width
+ * (OW + KW - 1) and a tile of slack; band 0: gathered tiles, k_padded * chunk int16.
  */
 static inline size_t q8_conv_im2col_w16p_scratch_bytes(const q8_conv_im2col_params *params)
 {
-    return (size_t)params->k_padded * (size_t)params->chunk * sizeof(int16_t);
+    const q8_conv_im2col_params *p = params;
+    if (p->band > 0) {
+        const size_t wp = (size_t)(p->output.w + p->window.kernel_w - 1);
+        return (size_t)((p->input.c + 1) / 2) * 2u *
+               ((size_t)(p->band + p->window.kernel_h - 1) * wp + (size_t)p->chunk) *
+               sizeof(int16_t);
+    }
+    return (size_t)p->k_padded * (size_t)p->chunk * sizeof(int16_t);
 }
 void q8_conv_u8_im2col_w16p_freq(const q8_conv_im2col_params *params,
                                  const uint8_t *input, void *output,
@@ -243,6 +253,29 @@ void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *input,
 void q8_dwconv_s8_3x3_padded_ireq(const q8_dwconv_params *params,
                                   const int8_t *input, void *output,
                                   void *Q8_RESTRICT scratch);
+/* The host's variant (dwconv_3x3_pix.c, q8_dwconv_pix.h): strides 1 and 2 on either axis,
+ * with or without padding, outputs in the vector lanes. Scratch: the padded plane PH x PW
+ * bytes (PH = (OH - 1) * stride_h + 3, PW likewise) rounded up to 16, then per phase
+ * (stride_w of them) the int16 pairs of rows R x L and 64 pairs of slack, where R is PH at
+ * stride_h 1 and OH + 1 at 2, and L is PW at stride_w 1 and OW + 1 at 2. */
+static inline size_t q8_dwconv_3x3_pix_scratch_bytes(const q8_dwconv_params *params)
+{
+    const q8_dwconv_params *p = params;
+    const size_t ph = (size_t)((p->output.h - 1) * p->stride_h + 3);
+    const size_t pw = (size_t)((p->output.w - 1) * p->stride_w + 3);
+    const size_t rows = p->stride_h == 1 ? ph : (size_t)p->output.h + 1u;
+    const size_t len = p->stride_w == 1 ? pw : (size_t)p->output.w + 1u;
+    return ((ph * pw + 15u) & ~(size_t)15u) +
+           (size_t)p->stride_w * (rows * len + 64u) * 2u * sizeof(int16_t);
+}
+void q8_dwconv_u8_3x3_pix_freq(const q8_dwconv_params *params, const uint8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_pix_freq(const q8_dwconv_params *params, const int8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_pix_ireq(const q8_dwconv_params *params, const uint8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_pix_ireq(const q8_dwconv_params *params, const int8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
 /* Stride 1 on cores with the DSP extension: two output rows at a time
  * (dwconv_3x3_rows.c); scratch bands * (OW + 2) * 8 + W bytes, 8-byte aligned. */
 void q8_dwconv_u8_3x3_rows_freq(const q8_dwconv_params *params,

@@ -173,6 +173,7 @@ Q8_INLINE void q8_interior_rows_vec(const q8_dwconv_params *p, const uint8_t *pl
     int32_t sums[Q8_DW_RUN];
     int32_t oh, ow, i, t;
     if (sh == 1 && sw == 1 && W <= Q8_DW_RUN) {
+        uint8_t run[Q8_DW_RUN];
         /* Stride 1, narrow planes (DS-CNN's are 5 wide): several rows as one run over the
          * plane, the sums between rows computed and dropped, so the loops stay long. */
         const int32_t rows = Q8_DW_RUN / W;
@@ -183,9 +184,12 @@ Q8_INLINE void q8_interior_rows_vec(const q8_dwconv_params *p, const uint8_t *pl
                 sums[i] = 0;
             }
             q8_dw_taps9(sums, x0, (size_t)W, w, n, 1, is_signed);
+            /* The whole run requantized at once (the dropped sums are sums of nine
+             * in-range products too, inside the same bound), then its rows copied. */
+            q8_requantize_run(&rq, sums, bias, n, run, mode);
             for (i = 0; i < k; i++) {
-                q8_requantize_run(&rq, sums + (size_t)i * (size_t)W, bias, OW,
-                                  y_c + (size_t)(oh + i) * (size_t)OW, mode);
+                q8_copy_short(y_c + (size_t)(oh + i) * (size_t)OW, run + (size_t)i * (size_t)W,
+                              OW);
             }
         }
         return;
@@ -281,8 +285,16 @@ Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void q8_copy_channel(const uint8_t *x_c, int
     const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
     int32_t r;
     for (r = 0; r < rows; r++) {
+#if Q8_DW_ROW_VECTORS
+        if (flip == 0u) {
+            /* Hosts: short rows copied inline. */
+            q8_copy_short(padded + (size_t)(r + pt) * (size_t)PW + pl,
+                          x_c + (size_t)r * (size_t)W, cols);
+            continue;
+        }
+#endif
         q8_copy_row(x_c + (size_t)r * (size_t)W, cols, flip,
-                 padded + (size_t)(r + pt) * (size_t)PW + pl);
+                    padded + (size_t)(r + pt) * (size_t)PW + pl);
     }
 }
 

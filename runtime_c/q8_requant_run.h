@@ -8,12 +8,51 @@
 #ifndef Q8_REQUANT_RUN_H
 #define Q8_REQUANT_RUN_H
 
+#include <string.h>
+
 #include "q8_requant_row.h"
 
 #if defined(__SSE2__) && !defined(Q8_PIX_PORTABLE)
 #define Q8_PIX_SSE2_REQUANT 1
 #include <emmintrin.h>
 #endif
+
+/* n bytes copied without a loop the compiler would turn into a library call (which costs
+ * more than the copy on rows of a few bytes): two overlapping fixed-size copies cover any n
+ * from 1 to 2x their size exactly; longer runs go 16 bytes at a time. */
+Q8_INLINE void q8_copy_short(uint8_t *Q8_RESTRICT dst, const uint8_t *Q8_RESTRICT src,
+                             int32_t n)
+{
+    uint64_t a, b;
+    uint32_t c, d;
+    if (n >= 16) {
+        int32_t i;
+        for (i = 0; i + 16 <= n; i += 16) {
+            memcpy(&a, src + i, 8);
+            memcpy(&b, src + i + 8, 8);
+            memcpy(dst + i, &a, 8);
+            memcpy(dst + i + 8, &b, 8);
+        }
+        src += n - 16;
+        dst += n - 16;
+        n = 16;
+    }
+    if (n >= 8) {
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        memcpy(&c, src, 4);
+        memcpy(&d, src + n - 4, 4);
+        memcpy(dst, &c, 4);
+        memcpy(dst + n - 4, &d, 4);
+    } else if (n > 0) {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+}
 
 /* One channel's n sums + bias, requantized into y[0..n). */
 Q8_INLINE void q8_requantize_run(const q8_row_requant *r, const int32_t *sums, int32_t bias,

@@ -125,6 +125,26 @@ def _im2col_scratch(p: CStruct) -> int:
     return 2 * taps
 
 
+def _pix_scratch(p: CStruct) -> int:
+    """Flat bands: each channel pair's plane of the band's input rows over the padded width
+    and a tile; gathered tiles: k_padded int16 per pixel of a tile (q8_api_conv.h)."""
+    if field(p, "band") > 0:
+        padded_w = field(p, "output.w") + field(p, "window.kernel_w") - 1
+        rows = field(p, "band") + field(p, "window.kernel_h") - 1
+        return (field(p, "input.c") + 1) // 2 * 2 * (rows * padded_w + field(p, "chunk")) * 2
+    return field(p, "k_padded") * field(p, "chunk") * 2
+
+
+def _dw_pix_scratch(p: CStruct) -> int:
+    """q8_dwconv_3x3_pix_scratch_bytes: the padded plane rounded up to 16, then per phase
+    the int16 pairs of rows and their slack."""
+    sh, sw = field(p, "stride_h"), field(p, "stride_w")
+    oh, ow = field(p, "output.h"), field(p, "output.w")
+    ph, pw = (oh - 1) * sh + 3, (ow - 1) * sw + 3
+    rows, length = (ph if sh == 1 else oh + 1), (pw if sw == 1 else ow + 1)
+    return (ph * pw + 15) // 16 * 16 + sw * (rows * length + 64) * 4
+
+
 def _padded_scratch(p: CStruct) -> int:
     sh, sw = field(p, "stride_h"), field(p, "stride_w")
     oh, ow = field(p, "output.h"), field(p, "output.w")
@@ -161,8 +181,7 @@ KERNELS: tuple[Kernel, ...] = (
            "conv_{x}_im2col_w16p_{rq}.c", "q8_conv_im2col_params",
            _IM2COL_WHEN + ", on the host",
            "int16 rows [M][KH][KW][C padded to even]",
-           Scratch("q8_conv_im2col_w16p_scratch_bytes",
-                   lambda p: field(p, "k_padded") * field(p, "chunk") * 2)),
+           Scratch("q8_conv_im2col_w16p_scratch_bytes", _pix_scratch)),
     Kernel("conv_im2col_b8", "q8_conv_{x}_im2col_b8_{rq}", (("x", INT8), ("rq", REQUANT)),
            "conv_{x}_im2col_b8_{rq}.c", "q8_conv_im2col_b8_params",
            _IM2COL_WHEN + ", on Cortex-M cores without DSP (M0+, M3)",
@@ -187,6 +206,11 @@ KERNELS: tuple[Kernel, ...] = (
            "dwconv_3x3_padded.c", "q8_dwconv_params",
            f"{_FAST}, a padded depthwise 3x3 QLinearConv (every one on Thumb-1 cores)",
            "int16 w - w_zp, 9 per channel", DWCONV_PADDED_SCRATCH),
+    Kernel("dwconv_3x3_pix", "q8_dwconv_{x}_3x3_pix_{rq}", (("x", INT8), ("rq", REQUANT)),
+           "dwconv_3x3_pix.c", "q8_dwconv_params",
+           f"{_FAST}, a depthwise 3x3 QLinearConv of strides 1 and 2 on the host",
+           "int16 w - w_zp, 9 per channel", Scratch("q8_dwconv_3x3_pix_scratch_bytes",
+                                                     _dw_pix_scratch)),
     Kernel("dwconv_3x3_rows", "q8_dwconv_{x}_3x3_rows_{rq}", (("x", INT8), ("rq", REQUANT)),
            "dwconv_3x3_rows.c", "q8_dwconv_params",
            f"{_FAST}, a depthwise 3x3 QLinearConv of stride 1 and more than one output row "

@@ -190,7 +190,7 @@ def test_convolutions_at_the_limits(requant: str, weights: str) -> None:
     gen = generate_sources(model, Options(requant=requant, weights=weights))
     kernels = {c.function for c in gen.program.calls}
     wide = "im2col_w16p_" if weights == "int16" else "im2col_"
-    for family in ("q8_conv_u8_", "q8_conv_s8_", wide, "dwconv_u8_3x3_padded",
+    for family in ("q8_conv_u8_", "q8_conv_s8_", wide, "dwconv_u8_3x3_pix",
                    "dwconv_s8_3x3_"):
         assert any(family in k for k in kernels), (family, kernels)
     if requant == "float":  # the bounded requantization is among them

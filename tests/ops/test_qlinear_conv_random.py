@@ -17,6 +17,8 @@ from onnx import numpy_helper
 import codegen
 from codegen.api import run_generated
 from codegen.backend.interface import DEFAULT_INTERFACE, Interface
+from codegen.ops.conv import im2col
+from codegen.ops.kernels import field
 from codegen.options import Options
 from codegen.oracle.verify import random_inputs
 from codegen.pipeline import Generated, generate_sources
@@ -104,24 +106,44 @@ def test_fast_kernels_are_bit_identical_to_the_reference(requant: str, weights: 
     assert_same_outputs(fast, reference, seed=11)
 
 
-def host_has_avx2() -> bool:
+# The host convolution's products per instruction set (q8_im2col_pix.h Q8_PIX_ISA_MAX) and
+# the CPU flag each needs.
+HOST_PRODUCTS = {"sse2": (1, "sse2"), "avx2": (2, "avx2"), "avx-vnni": (3, "avx_vnni"),
+                 "avx512bw": (4, "avx512bw"), "avx512-vnni": (5, "avx512_vnni")}
+
+
+def host_cpu_has(flag: str) -> bool:
     cpuinfo = Path("/proc/cpuinfo")
-    return cpuinfo.exists() and " avx2" in cpuinfo.read_text()
+    return cpuinfo.exists() and flag in cpuinfo.read_text().split()
 
 
-@pytest.mark.parametrize("path,flags", [("sse2", []), ("avx2", ["-mavx2"]),
-                                        ("portable", ["-DQ8_PIX_PORTABLE"])])
-@pytest.mark.parametrize("requant", ["float", "int"])
-def test_host_kernel_paths_are_bit_identical_to_the_reference(requant: str, path: str,
-                                                              flags: list[str]) -> None:
-    """The host's convolution (*_w16p_*) built for each of its paths: x86-64's baseline
-    (SSE2), AVX2, and the plain C of other hosts, against the plain loops."""
-    if path == "avx2" and not host_has_avx2():
-        pytest.skip("this CPU has no AVX2")
-    configs = all_configs()[:96]
+@pytest.mark.parametrize("path,requant", [
+    *((name, "float") for name in HOST_PRODUCTS), ("dispatched", "int"),
+    ("portable", "float"), ("portable", "int")])
+def test_host_kernel_paths_are_bit_identical_to_the_reference(
+        requant: str, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host's convolution (*_w16p_*) and depthwise 3x3 (*_3x3_pix_*) built for each
+    of their paths against the plain loops: the products of every x86-64 instruction set
+    they dispatch to (capped with Q8_PIX_ISA_MAX; one this CPU lacks is skipped), what the
+    machine picks itself, and the plain C of other hosts. The products are integers, so
+    one requantization mode per instruction set suffices. The flat bands are held to 600
+    bytes here, so that layers run in several bands."""
+    flags = {"dispatched": [], "portable": ["-DQ8_PIX_PORTABLE"]}.get(path)
+    if flags is None:
+        level, cpu_flag = HOST_PRODUCTS[path]
+        if not host_cpu_has(cpu_flag):
+            pytest.skip(f"this CPU has no {cpu_flag}")
+        flags = [f"-DQ8_PIX_ISA_MAX={level}"]
+    monkeypatch.setattr(im2col, "FLAT_BAND_BYTES", 600)
+    configs = [*all_configs()[:96], *depthwise_3x3_configs(24, 3500)]
     model = conv_batch_model(configs)
     fast = generate_sources(model, Options(requant=requant, weights="int16"))
-    assert any("_im2col_w16p_" in c.function for c in fast.program.calls)
+    assert sum("_3x3_pix_" in c.function for c in fast.program.calls) >= 24, "depthwise"
+    calls = [c for c in fast.program.calls if "_im2col_w16p_" in c.function]
+    bands = [field(c.params, "band") for c in calls]
+    outputs_h = [field(c.params, "output.h") for c in calls]
+    assert any(0 < b < h for b, h in zip(bands, outputs_h, strict=True)), "several bands"
+    assert 0 in bands, "gathered tiles"
     reference = generate_sources(model, Options(requant=requant, kernels="reference"))
     data = random_inputs(fast.program.inputs, 2, seed=17)
     for ours, theirs in zip(run_generated(fast, data, [*SANITIZE, *flags]),

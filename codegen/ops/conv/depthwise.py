@@ -36,6 +36,7 @@ DWCONV = kernel("dwconv_3x3")
 DWCONV_PADDED = kernel("dwconv_3x3_padded")
 DWCONV_ROWS = kernel("dwconv_3x3_rows")
 DWCONV_GATHER = kernel("dwconv_3x3_gather")
+DWCONV_PIX = kernel("dwconv_3x3_pix")
 
 
 def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
@@ -55,9 +56,9 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     layers take dwconv_3x3_rows.c, two output rows at a time, unless they have only one
     (half the two-row kernel's multiplies would be thrown away);
     on Thumb-1 cores every layer takes the padded kernel, whose copy turns int8 into
-    unsigned bytes. `channels`: compute those only (the others read a constant channel,
-    lower_constant_planes); the weights, bias and requantization constants are then
-    those channels' alone."""
+    unsigned bytes; the host takes dwconv_3x3_pix.c at strides 1 and 2. `channels`:
+    compute those only (the others read a constant channel, lower_constant_planes); the
+    weights, bias and requantization constants are then those channels' alone."""
     c = weights.shape[0]
     centered = weights.reshape(c, 9).astype(np.int64) - np.broadcast_to(
         w_zp.astype(np.int64).reshape(-1, 1), (c, 1))
@@ -90,7 +91,12 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                           (x.name,), (y.name,), params, arrays, (DWCONV_ROWS.file(**axes),),
                           macs, scratch_bytes=DWCONV_ROWS.scratch_bytes(params),
                           overlap=plane_overlap(x, y, whole) if channels is None else None)
-    kernel, axes = DWCONV_PADDED if padded else DWCONV, {"x": kernel_suffix(x.dtype), "rq": mode}
+    if not options.cortex_m and not options.dsp and set(window.strides) <= {1, 2}:
+        # The host's kernel: every channel copied into its padded plane first.
+        padded, kernel = True, DWCONV_PIX
+    else:
+        kernel = DWCONV_PADDED if padded else DWCONV
+    axes = {"x": kernel_suffix(x.dtype), "rq": mode}
     return KernelCall(kernel.symbol(**axes), node.name,
                       (x.name,), (y.name,), params, arrays, (kernel.file(**axes),), macs,
                       scratch_bytes=kernel.scratch_bytes(params),

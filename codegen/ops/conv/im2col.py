@@ -18,7 +18,7 @@ from codegen.core.program import CArray, CRef, CStruct, KernelCall, Overlap
 from .. import LoweringOptions
 from .._common import bounded_requant, conv_acc_bound, folded_bias, kernel_suffix
 from .._geometry import Window, dims_struct, window_struct
-from ..kernels import kernel
+from ..kernels import field, kernel
 
 # The im2col kernels (the kernel table): one function per runtime file, named after it,
 # so a project compiles only the variants it calls (each instantiates the whole kernel).
@@ -143,7 +143,8 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
-        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0),
+        ("band", 0)))
     # 8-byte aligned: the kernel reads a pair of rows' words with one LDRD.
     arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
@@ -179,7 +180,8 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
-        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0)))
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0),
+        ("band", 0)))
     arrays = (CArray("weights", "int16_t", interleaved.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", bias_even), *requant_arrays)
     kernel = CONV_IM2COL_W16
@@ -191,6 +193,33 @@ def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
 
 # Output pixels per tile of the host's kernel (q8_im2col_pix.h Q8_PIX_TILE).
 PIXEL_TILE = 32
+# The scratch a flat band may take (q8_im2col_pix.h): a band's input rows as int16 channel
+# pairs, within a core's L2 cache; a band of one output row takes more where it must.
+FLAT_BAND_BYTES = 128 * 1024
+
+
+def flat_band_bytes(channels: int, kernel_h: int, padded_w: int, band: int) -> int:
+    """q8_conv_im2col_w16p_scratch_bytes with band > 0."""
+    return (channels + 1) // 2 * 2 * ((band + kernel_h - 1) * padded_w + PIXEL_TILE) * 2
+
+
+def flat_band(x: Tensor, y: Tensor, window: Window) -> int:
+    """Output rows per flat band of the host's kernel, or 0 for gathered tiles: flat bands
+    read every tap of a run of output pixels from one converted copy of the input's rows,
+    which needs stride 1, dilation 1 and no negative padding, and pays off where a tile
+    would gather several taps per input value (not a 1x1 window without padding)."""
+    geometry, out = window_struct(window), dims_struct(y.shape)
+    kernel_h, kernel_w = field(geometry, "kernel_h"), field(geometry, "kernel_w")
+    if (any(s != 1 for s in window.strides) or any(d != 1 for d in window.dilations)
+            or any(p < 0 for p in (*window.pads_begin, *window.pads_end))
+            or (kernel_h * kernel_w == 1 and not any(window.pads_begin))):
+        return 0
+    padded_w = field(out, "w") + kernel_w - 1
+    band = field(out, "h")
+    while band > 1 and flat_band_bytes(x.shape[1], kernel_h, padded_w,
+                                       band) > FLAT_BAND_BYTES:
+        band = (band + 1) // 2
+    return band
 
 
 def im2col_w16p_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
@@ -215,7 +244,7 @@ def im2col_w16p_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
-        ("slab", 0), ("chunk", PIXEL_TILE)))
+        ("slab", 0), ("chunk", PIXEL_TILE), ("band", flat_band(x, y, window))))
     arrays = (CArray("weights", "int16_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", folded_bias(bias, rows, x_zp).astype(np.int32)),
               *requant_arrays)

@@ -1,0 +1,193 @@
+/*
+ * q8_pix.h - what the host's kernels with output pixels in the vector lanes share
+ * (q8_im2col_pix.h, the convolution; q8_dwconv_pix.h, depthwise 3x3): the x86-64
+ * instruction sets they are built for and the choice among them when a kernel runs, the
+ * widening of two rows of bytes into (a, b) int16 pairs per pixel, and the scatter of a
+ * flat run of outputs (rows of a padded width) into the output's rows.
+ *
+ * On x86-64 (GCC 11+, Clang 12+) each kernel's products are instantiated once per
+ * instruction set by q8_pix_each_isa.h: 1 SSE2 (every x86-64), 2 AVX2, 3 AVX-VNNI, 4
+ * AVX-512BW, 5 AVX-512 VNNI; q8_pix_isa() gives the widest the machine has and the
+ * operating system enables, up to Q8_PIX_ISA_MAX (the tests build each). Every level
+ * computes the same integers: a program stays x86-64's baseline and takes what the machine
+ * has. Elsewhere, or with -DQ8_PIX_PORTABLE, plain C (level 0).
+ */
+#ifndef Q8_PIX_H
+#define Q8_PIX_H
+
+#include <stddef.h>
+#include <string.h>
+
+#include "q8_arith.h"
+#include "q8_requant_run.h"
+
+#if !defined(Q8_PIX_PORTABLE) && defined(__x86_64__) &&                                    \
+    ((defined(__clang__) && __clang_major__ >= 12) ||                                      \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define Q8_PIX_X86 1
+#include <immintrin.h>
+#ifndef Q8_PIX_ISA_MAX
+#define Q8_PIX_ISA_MAX 5
+#endif
+#endif
+
+/* The instruction set level to run (see above). */
+Q8_UNUSED static int q8_pix_isa(void)
+{
+#if defined(Q8_PIX_X86)
+    __builtin_cpu_init();
+    if (Q8_PIX_ISA_MAX >= 5 && __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("avx512bw")) {
+        return 5;
+    }
+    if (Q8_PIX_ISA_MAX >= 4 && __builtin_cpu_supports("avx512bw")) {
+        return 4;
+    }
+    if (Q8_PIX_ISA_MAX >= 3 && __builtin_cpu_supports("avxvnni")) {
+        return 3;
+    }
+    if (Q8_PIX_ISA_MAX >= 2 && __builtin_cpu_supports("avx2")) {
+        return 2;
+    }
+    return Q8_PIX_ISA_MAX >= 1 ? 1 : 0;
+#else
+    return 0;
+#endif
+}
+
+/* The first i >= 0 with iw0 + i * stride >= bound (stride >= 1), at most count: the
+ * division only for strides above 2, which no layer of the zoo has. */
+Q8_INLINE int32_t q8_pix_first_at(int32_t iw0, int32_t bound, int32_t stride, int32_t count)
+{
+    int32_t i;
+    if (iw0 >= bound) {
+        return 0;
+    }
+    i = stride == 1 ? bound - iw0 : stride == 2 ? (bound - iw0 + 1) >> 1
+                                                : (bound - iw0 + stride - 1) / stride;
+    return i < count ? i : count;
+}
+
+/* Eight pixels of two channels widened to int16 and interleaved: (a_i, b_i) pairs, pixel
+ * i at a[i * stride] (stride 1 or 2; at stride 2 the 16 bytes from a and b are read). */
+Q8_INLINE void q8_pix_pairs8(int16_t *Q8_RESTRICT dst, const uint8_t *Q8_RESTRICT a,
+                             const uint8_t *Q8_RESTRICT b, int32_t stride, int is_signed)
+{
+#if defined(Q8_PIX_X86)
+    __m128i va, vb, lo, hi;
+    if (stride == 1) {
+        /* Bytes interleaved, then widened: a0 b0 a1 b1 ... as int16. */
+        const __m128i ab = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)a),
+                                             _mm_loadl_epi64((const __m128i *)(const void *)b));
+        if (is_signed) {
+            lo = _mm_srai_epi16(_mm_unpacklo_epi8(ab, ab), 8);
+            hi = _mm_srai_epi16(_mm_unpackhi_epi8(ab, ab), 8);
+        } else {
+            lo = _mm_unpacklo_epi8(ab, _mm_setzero_si128());
+            hi = _mm_unpackhi_epi8(ab, _mm_setzero_si128());
+        }
+    } else {
+        /* The even bytes as int16 (the low byte of each 16-bit lane), then interleaved. */
+        va = _mm_loadu_si128((const __m128i *)(const void *)a);
+        vb = _mm_loadu_si128((const __m128i *)(const void *)b);
+        if (is_signed) {
+            va = _mm_srai_epi16(_mm_slli_epi16(va, 8), 8);
+            vb = _mm_srai_epi16(_mm_slli_epi16(vb, 8), 8);
+        } else {
+            va = _mm_and_si128(va, _mm_set1_epi16(0xff));
+            vb = _mm_and_si128(vb, _mm_set1_epi16(0xff));
+        }
+        lo = _mm_unpacklo_epi16(va, vb);
+        hi = _mm_unpackhi_epi16(va, vb);
+    }
+    _mm_storeu_si128((__m128i *)(void *)dst, lo);
+    _mm_storeu_si128((__m128i *)(void *)(dst + 8), hi);
+#else
+    int32_t i;
+    for (i = 0; i < 8; i++) {
+        const uint8_t va = a[i * stride], vb = b[i * stride];
+        dst[2 * i] = is_signed ? (int16_t)(int8_t)va : (int16_t)va;
+        dst[2 * i + 1] = is_signed ? (int16_t)(int8_t)vb : (int16_t)vb;
+    }
+#endif
+}
+
+/* The pairs of one run for the channel pairs [0, pairs) from c0: pixel i reads column
+ * iw0 + i * stride of the rows a (channel 2j) and a + plane (2j + 1), or the pad outside
+ * [0, w); the columns [left, inside_end) are the inside ones, of a row of `w` bytes. A last
+ * channel without a partner (odd C) pairs with the pad, whose weight is 0. */
+Q8_INLINE void q8_pix_fill_pairs(int16_t *Q8_RESTRICT dst, size_t pair_stride,
+                                 const uint8_t *Q8_RESTRICT row, size_t plane, int32_t channels,
+                                 int32_t w, int32_t iw0, int32_t stride, int32_t count,
+                                 int32_t left, int32_t inside_end, int16_t pad, int is_signed)
+{
+    int32_t c, i;
+    for (c = 0; c < channels; c += 2, dst += pair_stride) {
+        const uint8_t *a = row + (size_t)c * plane;
+        const int partner = c + 1 < channels;
+        for (i = 0; i < 2 * left; i++) {
+            dst[i] = pad;
+        }
+        i = left;
+        if (stride == 1 && partner && inside_end - i >= 8) {
+            /* Blocks of 8 at once, the last one overlapping the one before. */
+            const int32_t last = inside_end - 8;
+            for (; i < last; i += 8) {
+                q8_pix_pairs8(dst + 2 * i, a + (iw0 + i), a + plane + (iw0 + i), 1, is_signed);
+            }
+            q8_pix_pairs8(dst + 2 * last, a + (iw0 + last), a + plane + (iw0 + last), 1,
+                          is_signed);
+            i = inside_end;
+        } else if (stride == 2 && partner) {
+            /* Blocks of 8 while their 16 bytes stay inside the row. */
+            for (; i + 8 <= inside_end && iw0 + 2 * i + 16 <= w; i += 8) {
+                q8_pix_pairs8(dst + 2 * i, a + (iw0 + 2 * i), a + plane + (iw0 + 2 * i), 2,
+                              is_signed);
+            }
+        }
+        for (; i < inside_end; i++) {
+            const size_t at = (size_t)(iw0 + i * stride);
+            const uint8_t va = a[at];
+            const uint8_t vb = partner ? a[plane + at] : 0;
+            dst[2 * i] = is_signed ? (int16_t)(int8_t)va : (int16_t)va;
+            dst[2 * i + 1] = !partner ? pad : is_signed ? (int16_t)(int8_t)vb
+                                                         : (int16_t)vb;
+        }
+        for (i = 2 * i; i < 2 * count; i++) {
+            dst[i] = pad;
+        }
+    }
+}
+
+/* The weight pair (w_k, w_k+1) of a row as the 32 bits a broadcast takes. */
+Q8_INLINE int32_t q8_pix_weight_pair(const int16_t *row, int32_t pair)
+{
+    int32_t v;
+    memcpy(&v, row + 2 * pair, sizeof v);
+    return v;
+}
+
+/* A flat run of requantized outputs, flat index q0.. of rows `row_len` wide, into the
+ * output's rows (ow_count wide, from y_first): flat q is output (q / row_len, q % row_len),
+ * and the columns from ow_count to row_len are not outputs. */
+Q8_INLINE void q8_pix_scatter_rows(const uint8_t *run, int32_t q0, int32_t n, int32_t row_len,
+                                   int32_t ow_count, uint8_t *y_first)
+{
+    int32_t q = q0, row = q0 / row_len, col = q0 % row_len;
+    const int32_t end = q0 + n;
+    while (q < end) {
+        if (col < ow_count) {
+            const int32_t left = ow_count - col, take = left < end - q ? left : end - q;
+            q8_copy_short(y_first + (size_t)row * (size_t)ow_count + (size_t)col,
+                          run + (q - q0), take);
+            q += take;
+            col += take;
+        } else {
+            q += row_len - col;
+            row++;
+            col = 0;
+        }
+    }
+}
+
+#endif /* Q8_PIX_H */
