@@ -10,6 +10,7 @@
 #include "q8_arith.h"
 #include "q8_dsp.h"
 #include "q8_index.h"
+#include "q8_pix.h"
 #include "q8_runtime.h"
 #include "q8_softfloat.h"
 
@@ -130,6 +131,37 @@ Q8_INLINE void qadd_fast_same_shape(const q8_qadd_params *p, const uint8_t *oute
     }
 }
 
+#if defined(Q8_PIX_X86)
+/* The same-shape float QLinearAdd eight lanes at a time on x86-64 CPUs with AVX2 and FMA
+ * (chosen when the kernel runs, as q8_pix.h's levels): t = fma(outer, r_outer, fma(inner,
+ * r_inner, fixed)) by VFMADD, each lane the one rounding of fmaf; CVTPS2DQ rounds half to
+ * even and gives INT32_MIN past the int32 range (and for NaN), and the saturating packs
+ * then clamp, exactly as q8_round_saturate. Returns how many outputs it wrote (whole
+ * groups of eight). */
+__attribute__((target("avx2,fma"))) static size_t qadd_fma_avx2(
+    const uint8_t *outer, const uint8_t *inner, uint8_t *y, size_t total, float r_outer,
+    float r_inner, float fixed, int is_signed)
+{
+    const __m256 ro = _mm256_set1_ps(r_outer), ri = _mm256_set1_ps(r_inner),
+                 f = _mm256_set1_ps(fixed);
+    size_t i;
+    for (i = 0; i + 8 <= total; i += 8) {
+        const __m128i o8 = _mm_loadl_epi64((const __m128i *)(const void *)(outer + i));
+        const __m128i n8 = _mm_loadl_epi64((const __m128i *)(const void *)(inner + i));
+        const __m256i o = is_signed ? _mm256_cvtepi8_epi32(o8) : _mm256_cvtepu8_epi32(o8);
+        const __m256i n = is_signed ? _mm256_cvtepi8_epi32(n8) : _mm256_cvtepu8_epi32(n8);
+        const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), ro,
+                                         _mm256_fmadd_ps(_mm256_cvtepi32_ps(n), ri, f));
+        const __m256i q = _mm256_cvtps_epi32(t);
+        const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q),
+                                          _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)(void *)(y + i),
+                         is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+    }
+    return i;
+}
+#endif
+
 Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
                     int is_signed)
 {
@@ -140,7 +172,15 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     if (same_shape(&p->shape)) {
         const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
         if (p->fast_table != NULL) {
-            qadd_fast_same_shape(p, p->b_first ? b : a, p->b_first ? a : b, y, total,
+            const uint8_t *outer = p->b_first ? b : a, *inner = p->b_first ? a : b;
+            size_t done = 0;
+#if defined(Q8_PIX_X86)
+            if (q8_pix_isa() >= 2 && __builtin_cpu_supports("fma")) {
+                done = qadd_fma_avx2(outer, inner, y, total, p->b_first ? rb : ra,
+                                     p->b_first ? ra : rb, fixed, is_signed);
+            }
+#endif
+            qadd_fast_same_shape(p, outer + done, inner + done, y + done, total - done,
                                  is_signed);
             return;
         }

@@ -61,10 +61,10 @@ Q8_UNUSED static void q8_pix_dw_products_c(const int16_t *Q8_RESTRICT planes,
 #include "q8_pix_each_isa.h"
 #undef Q8_PIX_BODY
 
-Q8_UNUSED static q8_pix_dw_products_fn *q8_pix_dw_products_for(void)
+Q8_UNUSED static q8_pix_dw_products_fn *q8_pix_dw_products_for(int isa)
 {
 #if defined(Q8_PIX_X86)
-    switch (q8_pix_isa()) {
+    switch (isa) {
     case 5:
         return q8_pix_dw_products_avx512vnni;
     case 4:
@@ -79,6 +79,7 @@ Q8_UNUSED static q8_pix_dw_products_fn *q8_pix_dw_products_for(void)
         break;
     }
 #endif
+    (void)isa;
     return q8_pix_dw_products_c;
 }
 
@@ -164,9 +165,10 @@ Q8_INLINE void q8_dwconv_pix(const q8_dwconv_params *p, const uint8_t *x, uint8_
     const int32_t count = p->channel_list != NULL ? p->channel_count : C;
     const int32_t flat = (OH - 1) * g.len + OW;
     int16_t *pairs = (int16_t *)(void *)(scratch + g.plane_bytes);
-    q8_pix_dw_products_fn *products = q8_pix_dw_products_for();
+    const int isa = q8_pix_isa();
+    q8_pix_dw_products_fn *products = q8_pix_dw_products_for(isa);
     int32_t sums[Q8_DW_PIX_RUN];
-    uint8_t run[Q8_DW_PIX_RUN];
+    uint8_t run[Q8_DW_PIX_RUN + Q8_PIX_RUN_SLACK];
     int32_t n, i_c, f, q0;
     q8_pad_border(H, W, p->pad_top, p->pad_left, g.ph, g.pw, (uint8_t)p->pad_value, scratch);
     for (f = 0; f < p->stride_w; f++) {
@@ -187,8 +189,8 @@ Q8_INLINE void q8_dwconv_pix(const q8_dwconv_params *p, const uint8_t *x, uint8_
                 const int32_t k = flat - q0 < Q8_DW_PIX_RUN ? flat - q0 : Q8_DW_PIX_RUN;
                 /* Whole vectors: k rounded up to 32 lanes, inside the slack. */
                 products(pairs + 2 * (size_t)q0, &taps, (k + 31) & ~31, sums);
-                q8_requantize_run(&rq, sums, p->bias[i_c], k, run, mode);
-                q8_pix_scatter_rows(run, q0, k, g.len, OW, y_c);
+                q8_pix_requantize_run(&rq, sums, p->bias[i_c], k, run, mode, isa);
+                q8_pix_scatter_rows(run, q0, k, g.len, OW, y_c, y_c + (size_t)(OH * OW));
             }
         }
     }

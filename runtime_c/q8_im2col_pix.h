@@ -170,10 +170,10 @@ Q8_UNUSED static void q8_pix_products_c(const int16_t *Q8_RESTRICT weights, int3
 #include "q8_pix_each_isa.h"
 #undef Q8_PIX_BODY
 
-Q8_UNUSED static q8_pix_products_fn *q8_pix_products_for(void)
+Q8_UNUSED static q8_pix_products_fn *q8_pix_products_for(int isa)
 {
 #if defined(Q8_PIX_X86)
-    switch (q8_pix_isa()) {
+    switch (isa) {
     case 5:
         return q8_pix_products_avx512vnni;
     case 4:
@@ -188,6 +188,7 @@ Q8_UNUSED static q8_pix_products_fn *q8_pix_products_for(void)
         break;
     }
 #endif
+    (void)isa;
     return q8_pix_products_c;
 }
 
@@ -198,18 +199,18 @@ typedef struct {
     const q8_conv_im2col_params *p;
     q8_pix_products_fn *products;
     q8_pix_taps taps;
-    int mode;
+    int mode, isa;
 } q8_pix_layer;
 
 /* Requantize a flat tile's sums whole (a dropped column's sum is a sum of in-range products
  * too, inside the same bound), then scatter them into the band's output rows. */
 Q8_INLINE void q8_pix_store_flat(const q8_row_requant *r, const int32_t *sums, int32_t bias,
                                  int32_t q0, int32_t n, int32_t wp, int32_t ow_count,
-                                 uint8_t *y_band, int mode)
+                                 uint8_t *y_band, const uint8_t *y_end, int mode, int isa)
 {
-    uint8_t run[Q8_PIX_TILE];
-    q8_requantize_run(r, sums, bias, n, run, mode);
-    q8_pix_scatter_rows(run, q0, n, wp, ow_count, y_band);
+    uint8_t run[Q8_PIX_TILE + Q8_PIX_RUN_SLACK];
+    q8_pix_requantize_run(r, sums, bias, n, run, mode, isa);
+    q8_pix_scatter_rows(run, q0, n, wp, ow_count, y_band, y_end);
 }
 
 /* The tile at `base` (its pixels as the layer's taps say) for every output channel. With
@@ -230,12 +231,13 @@ Q8_INLINE void q8_pix_channels(const q8_pix_layer *layer, const int16_t *base, u
                         channels, sums);
         for (j = 0; j < channels; j++) {
             const q8_row_requant r = q8_row_constants(&p->requant, m + j, layer->mode);
-            uint8_t *y_m = y_n + (size_t)(m + j) * pixels + y_row;
+            uint8_t *y_m = y_n + (size_t)(m + j) * pixels;
             if (wp > 0) {
-                q8_pix_store_flat(&r, sums[j], p->bias[m + j], first, n, wp, p->output.w, y_m,
-                                  layer->mode);
+                q8_pix_store_flat(&r, sums[j], p->bias[m + j], first, n, wp, p->output.w,
+                                  y_m + y_row, y_m + pixels, layer->mode, layer->isa);
             } else {
-                q8_requantize_run(&r, sums[j], p->bias[m + j], n, y_m + first, layer->mode);
+                q8_pix_requantize_run(&r, sums[j], p->bias[m + j], n, y_m + first,
+                                      layer->mode, layer->isa);
             }
         }
     }
@@ -322,7 +324,8 @@ Q8_INLINE void q8_conv_im2col_pix(const q8_conv_im2col_params *p, const uint8_t 
     q8_pix_layer layer;
     int32_t b;
     layer.p = p;
-    layer.products = q8_pix_products_for();
+    layer.isa = q8_pix_isa();
+    layer.products = q8_pix_products_for(layer.isa);
     layer.mode = mode;
     layer.taps.kernel_h = p->window.kernel_h;
     layer.taps.kernel_w = p->window.kernel_w;

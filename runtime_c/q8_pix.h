@@ -7,7 +7,7 @@
  *
  * On x86-64 (GCC 11+, Clang 12+) each kernel's products are instantiated once per
  * instruction set by q8_pix_each_isa.h: 1 SSE2 (every x86-64), 2 AVX2, 3 AVX-VNNI, 4
- * AVX-512BW, 5 AVX-512 VNNI; q8_pix_isa() gives the widest the machine has and the
+ * AVX-512BW (and VL), 5 AVX-512 VNNI; q8_pix_isa() gives the widest the machine has and the
  * operating system enables, up to Q8_PIX_ISA_MAX (the tests build each). Every level
  * computes the same integers: a program stays x86-64's baseline and takes what the machine
  * has. Elsewhere, or with -DQ8_PIX_PORTABLE, plain C (level 0).
@@ -36,11 +36,11 @@ Q8_UNUSED static int q8_pix_isa(void)
 {
 #if defined(Q8_PIX_X86)
     __builtin_cpu_init();
-    if (Q8_PIX_ISA_MAX >= 5 && __builtin_cpu_supports("avx512vnni") &&
-        __builtin_cpu_supports("avx512bw")) {
+    const int avx512 = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    if (Q8_PIX_ISA_MAX >= 5 && avx512 && __builtin_cpu_supports("avx512vnni")) {
         return 5;
     }
-    if (Q8_PIX_ISA_MAX >= 4 && __builtin_cpu_supports("avx512bw")) {
+    if (Q8_PIX_ISA_MAX >= 4 && avx512) {
         return 4;
     }
     if (Q8_PIX_ISA_MAX >= 3 && __builtin_cpu_supports("avxvnni")) {
@@ -167,19 +167,69 @@ Q8_INLINE int32_t q8_pix_weight_pair(const int16_t *row, int32_t pair)
     return v;
 }
 
+#if defined(Q8_PIX_X86)
+/* q8_requantize_run's float path sixteen lanes at a time (AVX-512): the same float32
+ * operations (VCVTDQ2PS, VMULPS, VMAXPS/VMINPS with the bounds on the same side, VCVTPS2DQ
+ * in the default rounding mode), the tail under a mask. After the clamp each value is
+ * inside the output type's range, so keeping its low byte (VPMOVDB) is exact for either
+ * signedness. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) Q8_UNUSED static void
+q8_pix_requant_avx512(const q8_row_requant *r, const int32_t *sums, int32_t bias, int32_t n,
+                      uint8_t *y)
+{
+    const __m512 scale = _mm512_set1_ps(r->scale), lo = _mm512_set1_ps(r->lo_f),
+                 hi = _mm512_set1_ps(r->hi_f);
+    const __m512i b = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(r->zero_point);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFFu
+                                        : (__mmask16)((1u << (uint32_t)(n - i)) - 1u);
+        const __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, sums + i), b);
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
+        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        _mm_mask_storeu_epi8(y + i, m,
+                             _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), zp)));
+    }
+}
+#endif
+
+/* q8_requantize_run at the kernel's instruction set level (q8_pix_isa()). */
+Q8_INLINE void q8_pix_requantize_run(const q8_row_requant *r, const int32_t *sums, int32_t bias,
+                                     int32_t n, uint8_t *y, int mode, int isa)
+{
+#if defined(Q8_PIX_X86)
+    if (isa >= 4 && mode != Q8_RQ_IREQ) {
+        q8_pix_requant_avx512(r, sums, bias, n, y);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    q8_requantize_run(r, sums, bias, n, y, mode);
+}
+
 /* A flat run of requantized outputs, flat index q0.. of rows `row_len` wide, into the
  * output's rows (ow_count wide, from y_first): flat q is output (q / row_len, q % row_len),
- * and the columns from ow_count to row_len are not outputs. */
+ * and the columns from ow_count to row_len are not outputs. A row of up to 8 outputs is
+ * stored as 8 bytes where they end before y_end: the bytes past the row are the next
+ * rows', which are stored after it. `run` has Q8_PIX_RUN_SLACK bytes past n. */
+#define Q8_PIX_RUN_SLACK 8
 Q8_INLINE void q8_pix_scatter_rows(const uint8_t *run, int32_t q0, int32_t n, int32_t row_len,
-                                   int32_t ow_count, uint8_t *y_first)
+                                   int32_t ow_count, uint8_t *y_first, const uint8_t *y_end)
 {
     int32_t q = q0, row = q0 / row_len, col = q0 % row_len;
     const int32_t end = q0 + n;
     while (q < end) {
         if (col < ow_count) {
             const int32_t left = ow_count - col, take = left < end - q ? left : end - q;
-            q8_copy_short(y_first + (size_t)row * (size_t)ow_count + (size_t)col,
-                          run + (q - q0), take);
+            uint8_t *dst = y_first + (size_t)row * (size_t)ow_count + (size_t)col;
+            if (take <= 8 && y_end - dst >= 8) {
+                uint64_t v;
+                memcpy(&v, run + (q - q0), 8);
+                memcpy(dst, &v, 8);
+            } else {
+                q8_copy_short(dst, run + (q - q0), take);
+            }
             q += take;
             col += take;
         } else {

@@ -70,6 +70,14 @@ def test_binary_ops(op: str, seed: int, requant: str) -> None:
     assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs) if o.mismatches]
 
 
+def test_qlinear_add_without_the_vector_path() -> None:
+    """The host's QLinearAdd takes AVX2 and FMA where the CPU has them (8 lanes of VFMADD),
+    the tables otherwise: capped at SSE2 (Q8_PIX_ISA_MAX=1), the tables against ORT."""
+    model = binary_model("QLinearAdd", 7)
+    report = codegen.verify(model, samples=3, seed=7, cflags=(*SANITIZE, "-DQ8_PIX_ISA_MAX=1"))
+    assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs) if o.mismatches]
+
+
 @pytest.mark.parametrize("op", ["QLinearSigmoid", "QLinearLeakyRelu"])
 def test_table_ops_on_every_input_value(op: str) -> None:
     rng = np.random.default_rng(5)
