@@ -167,14 +167,23 @@ Q8_INLINE void q8_dwconv_pix(const q8_dwconv_params *p, const uint8_t *x, uint8_
     int16_t *pairs = (int16_t *)(void *)(scratch + g.plane_bytes);
     const int isa = q8_pix_isa();
     q8_pix_dw_products_fn *products = q8_pix_dw_products_for(isa);
+    /* Runs of whole flat rows where they fit, so every run starts a row: with AVX-512 the
+     * outputs are then packed out of each run by one pattern of masks, computed once. */
+    const int32_t run_len = g.len <= Q8_DW_PIX_RUN ? Q8_DW_PIX_RUN / g.len * g.len
+                                                   : Q8_DW_PIX_RUN;
+    const int compress = Q8_PIX_COMPRESS(isa, mode) && g.len <= Q8_DW_PIX_RUN;
     int32_t sums[Q8_DW_PIX_RUN];
     uint8_t run[Q8_DW_PIX_RUN + Q8_PIX_RUN_SLACK];
+    uint16_t masks[Q8_DW_PIX_RUN / 16];
     int32_t n, i_c, f, q0;
     q8_pad_border(H, W, p->pad_top, p->pad_left, g.ph, g.pw, (uint8_t)p->pad_value, scratch);
     for (f = 0; f < p->stride_w; f++) {
         /* The slack the last vectors of a run read (their outputs are dropped). */
         memset(pairs + 2 * ((size_t)f * g.phase + (size_t)g.rows * (size_t)g.len), 0,
                Q8_DW_PIX_SLACK * 2 * sizeof(int16_t));
+    }
+    if (compress) {
+        q8_pix_row_masks(g.len, OW, run_len, masks);
     }
     for (n = 0; n < p->input.n; n++) {
         for (i_c = 0; i_c < count; i_c++) {
@@ -183,12 +192,21 @@ Q8_INLINE void q8_dwconv_pix(const q8_dwconv_params *p, const uint8_t *x, uint8_
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const q8_pix_dw_taps taps = q8_pix_dw_taps_of(p, &g, p->weights + (size_t)i_c * 9u);
             const q8_row_requant rq = q8_row_constants(&p->requant, i_c, mode);
+            uint8_t *out = y_c; /* where packed outputs go on */
+            (void)out;
             q8_copy_channel(x_c, H, W, p->pad_top, p->pad_left, g.ph, g.pw, 0u, scratch);
             q8_pix_dw_pairs(p, &g, scratch, pairs, is_signed);
-            for (q0 = 0; q0 < flat; q0 += Q8_DW_PIX_RUN) {
-                const int32_t k = flat - q0 < Q8_DW_PIX_RUN ? flat - q0 : Q8_DW_PIX_RUN;
+            for (q0 = 0; q0 < flat; q0 += run_len) {
+                const int32_t k = flat - q0 < run_len ? flat - q0 : run_len;
                 /* Whole vectors: k rounded up to 32 lanes, inside the slack. */
                 products(pairs + 2 * (size_t)q0, &taps, (k + 31) & ~31, sums);
+#if defined(Q8_PIX_X86)
+                if (compress) {
+                    out += q8_pix_requant_compress_avx512(&rq, sums, p->bias[i_c], k, masks,
+                                                          out);
+                    continue;
+                }
+#endif
                 q8_pix_requantize_run(&rq, sums, p->bias[i_c], k, run, mode, isa);
                 q8_pix_scatter_rows(run, q0, k, g.len, OW, y_c, y_c + (size_t)(OH * OW));
             }

@@ -193,6 +193,59 @@ q8_pix_requant_avx512(const q8_row_requant *r, const int32_t *sums, int32_t bias
 }
 #endif
 
+#if defined(Q8_PIX_X86)
+/* q8_pix_requant_avx512 over a flat run that starts a row, keeping only the outputs:
+ * masks[v] has bit i set when flat position 16 v + i is one (its column below the output
+ * width). Each vector's outputs are packed together (VPCOMPRESSD) and stored in order at
+ * y. Returns how many it stored. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) Q8_UNUSED static int32_t
+q8_pix_requant_compress_avx512(const q8_row_requant *r, const int32_t *sums, int32_t bias,
+                               int32_t n, const uint16_t *masks, uint8_t *y)
+{
+    const __m512 scale = _mm512_set1_ps(r->scale), lo = _mm512_set1_ps(r->lo_f),
+                 hi = _mm512_set1_ps(r->hi_f);
+    const __m512i b = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(r->zero_point);
+    int32_t i, stored = 0;
+    for (i = 0; i < n; i += 16) {
+        const uint32_t inside = n - i >= 16 ? 0xFFFFu : (1u << (uint32_t)(n - i)) - 1u;
+        const __mmask16 m = (__mmask16)(masks[i / 16] & inside);
+        const int32_t count = __builtin_popcount((uint32_t)m);
+        const __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, sums + i), b);
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
+        __m512i q;
+        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        q = _mm512_maskz_compress_epi32(m, _mm512_add_epi32(_mm512_cvtps_epi32(v), zp));
+        _mm_mask_storeu_epi8(y + stored, (__mmask16)((1u << (uint32_t)count) - 1u),
+                             _mm512_cvtepi32_epi8(q));
+        stored += count;
+    }
+    return stored;
+}
+#endif
+
+/* Whether a kernel packs its outputs out of flat runs with q8_pix_requant_compress_avx512:
+ * AVX-512 and the float requantization. */
+#if defined(Q8_PIX_X86)
+#define Q8_PIX_COMPRESS(isa, mode) ((isa) >= 4 && (mode) != Q8_RQ_IREQ)
+#else
+#define Q8_PIX_COMPRESS(isa, mode) 0
+#endif
+
+/* The masks of q8_pix_requant_compress_avx512 for n flat positions of rows `len` wide, the
+ * first `ow_count` of each an output. */
+Q8_INLINE void q8_pix_row_masks(int32_t len, int32_t ow_count, int32_t n, uint16_t *masks)
+{
+    int32_t i;
+    for (i = 0; i < n; i++) {
+        if (i % 16 == 0) {
+            masks[i / 16] = 0;
+        }
+        if (i % len < ow_count) {
+            masks[i / 16] = (uint16_t)(masks[i / 16] | (1u << (uint32_t)(i % 16)));
+        }
+    }
+}
+
 /* q8_requantize_run at the kernel's instruction set level (q8_pix_isa()). */
 Q8_INLINE void q8_pix_requantize_run(const q8_row_requant *r, const int32_t *sums, int32_t bias,
                                      int32_t n, uint8_t *y, int mode, int isa)
