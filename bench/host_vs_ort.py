@@ -3,8 +3,9 @@
 For each MLPerf Tiny model of the test zoo (quantized by ORT in QOperator format, uint8
 activations, per-channel int8 weights), this builds the generated sources with a small
 timing harness (cc -O2, the generated project's flags) and times NAME_run; then it times
-ORT (CPUExecutionProvider, one thread, ORT_ENABLE_ALL) on the same input. It prints the
-median time per inference of each and their ratio (generated C / ORT).
+ORT (CPUExecutionProvider, one thread, ORT_ENABLE_ALL) on the same input, in five rounds
+taken in turn. It prints the median time per inference of each and their ratio
+(generated C / ORT).
 
     .venv/bin/python bench/host_vs_ort.py [--repeats 200] [--models resnet8,dscnn]
 """
@@ -35,6 +36,8 @@ from codegen.pipeline import generate_sources  # noqa: E402
 from codegen.target.build import encode_samples, host_compiler  # noqa: E402
 
 MLPERF_TINY = ("resnet8", "dscnn", "mobilenet_v1_025", "ad_autoencoder")
+# The runs of each side are split into rounds taken in turn.
+ROUNDS = 5
 
 TIMER = r"""
 #define _POSIX_C_SOURCE 199309L
@@ -77,8 +80,21 @@ int main(int argc, char **argv)
 """
 
 
-def time_generated_c(model: object, x: np.ndarray, repeats: int, work: Path,
-                     native: bool) -> list[float]:
+def host_vectors() -> str:
+    """The instruction set the host kernels choose on this CPU (runtime_c/q8_pix.h's
+    q8_pix_isa), from /proc/cpuinfo."""
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = set(cpuinfo.read_text().split()) if cpuinfo.exists() else set()
+    for name, needs in (("AVX-512 VNNI", {"avx512bw", "avx512vl", "avx512_vnni"}),
+                        ("AVX-512BW", {"avx512bw", "avx512vl"}), ("AVX-VNNI", {"avx_vnni"}),
+                        ("AVX2", {"avx2"}), ("SSE2", {"sse2"})):
+        if needs <= flags:
+            return name
+    return "plain C"
+
+
+def build_timer(model: object, x: np.ndarray, work: Path, native: bool) -> Path:
+    """The generated C with the timing harness, built in `work`; returns the program."""
     gen = generate_sources(model, Options(name="net", native=native))  # type: ignore[arg-type]
     write_files(work, gen.files)
     (work / "timer.c").write_text(TIMER.replace("PREFIX", "NET").replace("NAME", "net"))
@@ -88,7 +104,11 @@ def time_generated_c(model: object, x: np.ndarray, repeats: int, work: Path,
                     "-o", "timer", *sources, "-lm"], cwd=work, check=True)
     (work / "in.bin").write_bytes(encode_samples(gen.program.inputs,
                                                  [{gen.program.inputs[0].name: x}]))
-    out = subprocess.run([str(work / "timer"), str(work / "in.bin"), str(repeats)],
+    return work / "timer"
+
+
+def time_generated_c(timer: Path, repeats: int) -> list[float]:
+    out = subprocess.run([str(timer), str(timer.parent / "in.bin"), str(repeats)],
                          capture_output=True, text=True, check=True).stdout
     return [float(v) for v in out.split()]
 
@@ -113,15 +133,21 @@ def main() -> int:
     parser.add_argument("--native", action="store_true", help="add -march=native")
     args = parser.parse_args()
     flags = " ".join(with_native(load_board("host"), args.native).cflags)
-    print(f"onnxruntime {ort_version()}, 1 thread; generated C: {host_compiler()} {flags}; "
-          f"{args.repeats} runs each, median")
+    print(f"onnxruntime {ort_version()}, 1 thread; generated C: {host_compiler()} {flags} "
+          f"(kernels choose {host_vectors()}); {args.repeats} runs each in {ROUNDS} rounds, "
+          "median")
     print(f"{'model':<20} {'C (ms)':>10} {'ORT (ms)':>10} {'C / ORT':>8}")
     for name in args.models.split(","):
         model = zoo.quantized_model(name, args.variant)
         x = zoo.sample_inputs(name, 1)[0]
+        c_times: list[float] = []
+        ort_times: list[float] = []
         with tempfile.TemporaryDirectory() as tmp:
-            c_times = time_generated_c(model, x, args.repeats, Path(tmp), args.native)
-        ort_times = time_ort(model, x, args.repeats)
+            timer = build_timer(model, x, Path(tmp), args.native)
+            # Rounds of each in turn, so that a slow spell of the machine falls on both.
+            for _ in range(ROUNDS):
+                c_times += time_generated_c(timer, max(1, args.repeats // ROUNDS))
+                ort_times += time_ort(model, x, max(1, args.repeats // ROUNDS))
         c_ms, ort_ms = statistics.median(c_times) * 1e3, statistics.median(ort_times) * 1e3
         print(f"{name:<20} {c_ms:>10.3f} {ort_ms:>10.3f} {c_ms / ort_ms:>8.2f}")
     return 0
