@@ -4,7 +4,7 @@ count. A developer's tool for kernel work (QEMU TCG plugin qemu/pcprofile.c); th
 include the harness around one inference (input and output copies).
 
     .venv/bin/python bench/profile.py resnet8|MODEL.onnx [--board cortex-m4f] [--variant i8-pc]
-        [--top 20] [--disasm dot_2x2] [--integer-only]
+        [--top 20] [--disasm dot_2x2] [--integer-only] [--io quantized]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import zoo  # noqa: E402
 
+from codegen.backend.interface import Interface  # noqa: E402
 from codegen.options import Options  # noqa: E402
 from codegen.oracle.verify import random_inputs  # noqa: E402
 from codegen.pipeline import generate_sources  # noqa: E402
@@ -96,13 +97,17 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--weights", choices=["auto", "int8", "int16"], default="auto")
     parser.add_argument("--disasm", help="annotate this function's disassembly")
+    parser.add_argument("--io", choices=["float", "quantized"], default="float",
+                        help="the entry point's I/O, as generate --io (quantized: no "
+                             "QuantizeLinear of the input in the count)")
     parser.add_argument("--integer-only", action="store_true",
                         help="as generate --integer-only (the 16-bit kernels of A16W8 models)")
     args = parser.parse_args()
     model = (onnx.load(args.model) if args.model.endswith(".onnx")
              else zoo.quantized_model(args.model, args.variant))
     gen = generate_sources(model, Options(board=args.board, weights=args.weights,
-                                          integer_only=args.integer_only))
+                                          integer_only=args.integer_only,
+                                          interface=Interface(io=args.io)))
     build = build_firmware(gen.files, gen.name, gen.board, size=False)
     data = random_inputs(gen.program.inputs, 1, seed=0)
     _, log = run_firmware(build.elf, gen.board, gen.program.inputs, gen.program.outputs,

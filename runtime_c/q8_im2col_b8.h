@@ -242,15 +242,21 @@ Q8_UNUSED static void q8_dot_b8_2x2(const uint8_t *w0, int32_t k_padded, const i
 #define Q8_B8_ROW_PAIRS 1
 #endif
 
-/* Pixel px's column and the sum of its taps, in one pass over them (fill_mode 2: int8
- * stored as x + 128; 0: uint8). */
+/* Output pixel (oh, ow)'s column and the sum of its taps, in one pass over them
+ * (fill_mode 2: int8 stored as x + 128; 0: uint8); then (oh, ow) one pixel on along the
+ * rows (the kernels fill every pixel once, in order: no division per pixel, which Thumb-1
+ * makes a library call). */
 Q8_INLINE uint32_t q8_fill_sum(const q8_conv_im2col_b8_params *p, const uint8_t *x_n,
-                               int32_t px, int16_t *col, int fill_mode)
+                               int32_t *oh, int32_t *ow, int16_t *col, int fill_mode)
 {
-    const int32_t OW = p->output.w;
-    return fill_mode == 2
-        ? q8_fill_sum_s8_offset(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col)
-        : q8_fill_sum_u8(&p->input, &p->window, p->pad_value, x_n, px / OW, px % OW, col);
+    const uint32_t sum = fill_mode == 2
+        ? q8_fill_sum_s8_offset(&p->input, &p->window, p->pad_value, x_n, *oh, *ow, col)
+        : q8_fill_sum_u8(&p->input, &p->window, p->pad_value, x_n, *oh, *ow, col);
+    if (++*ow == p->output.w) {
+        *ow = 0;
+        ++*oh;
+    }
+    return sum;
 }
 
 /* Four pixels per pass (columns == 4, Thumb-1 cores): their columns filled and summed,
@@ -275,6 +281,7 @@ Q8_INLINE void q8_conv_b8_quads(const q8_conv_im2col_b8_params *p, const uint8_t
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        int32_t oh = 0, ow = 0;
         for (px = 0; px < pixels; px += 4) {
             const int32_t count = pixels - px < 4 ? pixels - px : 4;
             const int16_t *cols[4];
@@ -283,7 +290,7 @@ Q8_INLINE void q8_conv_b8_quads(const q8_conv_im2col_b8_params *p, const uint8_t
             for (i = 0; i < 4; i++) {
                 int16_t *col = scratch + (size_t)(i < count ? i : 0) * (size_t)k_padded;
                 if (i < count) {
-                    sums[i] = q8_fill_sum(p, x_n, px + i, col, fill_mode) << 7;
+                    sums[i] = q8_fill_sum(p, x_n, &oh, &ow, col, fill_mode) << 7;
                 } else {
                     sums[i] = sums[0];
                 }
@@ -337,13 +344,14 @@ Q8_INLINE void q8_conv_im2col_b8(const q8_conv_im2col_b8_params *p, const uint8_
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        int32_t oh = 0, ow = 0;
         for (px = 0; px < pixels; px += 2) {
             const int two = px + 1 < pixels;
             const int16_t *c1 = two ? col1 : col0;
             uint8_t *y0 = y_n + (size_t)px;
             uint32_t s0, s1;
-            s0 = q8_fill_sum(p, x_n, px, col0, fill_mode) << 7;
-            s1 = two ? q8_fill_sum(p, x_n, px + 1, col1, fill_mode) << 7 : s0;
+            s0 = q8_fill_sum(p, x_n, &oh, &ow, col0, fill_mode) << 7;
+            s1 = two ? q8_fill_sum(p, x_n, &oh, &ow, col1, fill_mode) << 7 : s0;
             for (m = 0; Q8_B8_ROW_PAIRS && m + 1 < M; m += 2) {
                 const q8_row_requant r0 = q8_channel_constants(layer, scale, mult, exp, m * ch_step,
                                                          mode);

@@ -280,16 +280,40 @@ def test_depthwise_rows_kernel_against_ort_in_qemu(board: str, requant: str) -> 
     assert not bad, bad
 
 
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
 @pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
-def test_binary_ops_in_qemu(op: str) -> None:
-    """QLinearAdd's bounded path (VFMA, then VCVTR and SSAT/USAT) and QLinearMul on the
-    core, every broadcasting kind of the host test, against ORT."""
+def test_binary_ops_in_qemu(op: str, board: str) -> None:
+    """QLinearAdd's bounded path (VFMA, then VCVTR and SSAT/USAT) on M4F and its integer
+    tables (Thumb-1's loop by hand) on M0+, and QLinearMul, every broadcasting kind of the
+    host test, against ORT."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from test_elementwise_ops import SHAPE_PAIRS, binary_model
 
-    report = codegen.verify(binary_model(op, 7), board="cortex-m4f", samples=3, seed=7)
+    report = codegen.verify(binary_model(op, 7), board=board, samples=3, seed=7)
     assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs)
                        if o.mismatches]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_qlinear_add_halves_on_thumb1(dtype: str) -> None:
+    """Both ratios 0.5: half the sums lie exactly on a half, where Thumb-1's loop by hand
+    stops and the exact path rounds (to even), then goes on; the other half run through
+    the loop, out to both clamps."""
+    from modelgen import graph_model
+    from onnx import helper
+
+    zp = 0 if dtype == "uint8" else -3
+    inits = {"as": np.array(0.01, np.float32), "az": np.array(zp, dtype),
+             "bs": np.array(0.01, np.float32), "bz": np.array(zp, dtype),
+             "cs": np.array(0.02, np.float32), "cz": np.array(zp + 1, dtype)}
+    node = helper.make_node("QLinearAdd", ["a", "as", "az", "b", "bs", "bz", "cs", "cz"],
+                            ["y"], name="add", domain="com.microsoft")
+    model = graph_model([node], {"a": (dtype, [1, 4, 9, 9]), "b": (dtype, [1, 4, 9, 9])},
+                        {"y": dtype}, inits, opset=13, ms_domain=True)
+    gen = generate_sources(model, Options(board="cortex-m0plus"))
+    assert ".fast_table = " in gen.files[f"{gen.name}.c"].decode()
+    report = codegen.verify(model, board="cortex-m0plus", samples=3, seed=1)
+    assert report.ok, report.outputs
 
 
 @pytest.mark.parametrize("weights", ["int8", "int16"])
