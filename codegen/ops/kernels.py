@@ -29,9 +29,12 @@ SUFFIXES: dict[str, str] = {
     "3x3": "a 3x3 filter per channel",
     "im2col": "gathers the input windows into columns, then dot products",
     "w16": "int16 weights, row pairs interleaved per two taps (the DSP's dual MAC)",
-    "w16p": "int16 weights, output pixels in the vector lanes (the host: SSE2/AVX2)",
+    "w16p": "int16 weights, output pixels in the vector lanes (the host: SSE2 to AVX-512 VNNI, "
+            "chosen at run time)",
     "b8": "unsigned bytes (x + 128, w + 128) for cores without DSP",
     "padded": "copies each channel into a plane with its border first",
+    "pix": "the host's depthwise: outputs in the vector lanes, weight pairs over row pairs "
+           "(SSE2 to AVX-512 VNNI, chosen at run time)",
     "rows": "two output rows per pass from bands of four padded rows (DSP cores)",
     "gather": "a band of --memory min: reads its window's rows from the layer's bands",
     "strided": "reduces an axis that is not the innermost",
