@@ -107,7 +107,8 @@ Q8_INLINE uint8_t qadd_int_one(const q8_qadd_params *p, uint8_t outer_byte, uint
  * float kernel takes it too where the generator gave it the tables (the host): the result
  * is the same fmaf arithmetic, decided without two fmaf calls per element. */
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM) && \
+    !defined(__ARM_RWPI)
 /* qadd_fast_same_shape's loop by hand for Thumb-1 (GCC 12 reloads its constants every
  * element there: about 50 cycles per element on Cortex-M0+, this about 34). The same
  * operations: u = fast[o] + fast[256 + n] + 0x3FF80040 (modulo 2^32); near a half (the low

@@ -69,8 +69,10 @@ Q8_UNUSED static q8_pix_dw_products_fn *q8_pix_dw_products_for(int isa)
         return q8_pix_dw_products_avx512vnni;
     case 4:
         return q8_pix_dw_products_avx512;
+#if defined(Q8_PIX_AVXVNNI)
     case 3:
         return q8_pix_dw_products_avxvnni;
+#endif
     case 2:
         return q8_pix_dw_products_avx2;
     case 1:
@@ -192,8 +194,9 @@ Q8_INLINE void q8_dwconv_pix(const q8_dwconv_params *p, const uint8_t *x, uint8_
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
             const q8_pix_dw_taps taps = q8_pix_dw_taps_of(p, &g, p->weights + (size_t)i_c * 9u);
             const q8_row_requant rq = q8_row_constants(&p->requant, i_c, mode);
+#if defined(Q8_PIX_X86)
             uint8_t *out = y_c; /* where packed outputs go on */
-            (void)out;
+#endif
             q8_copy_channel(x_c, H, W, p->pad_top, p->pad_left, g.ph, g.pw, 0u, scratch);
             q8_pix_dw_pairs(p, &g, scratch, pairs, is_signed);
             for (q0 = 0; q0 < flat; q0 += run_len) {

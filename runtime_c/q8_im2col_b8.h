@@ -24,7 +24,8 @@
  * and bias[m] = B[m] - (x_zp + off) * sum w[m] (modulo 2^32) completes the accumulator.
  */
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM) && \
+    !defined(__ARM_RWPI)
 /* Thumb-1 by hand (GCC 12 spills in this loop: 68 instructions per 16 MACs; at -Os GCC
  * keeps the high registers out of use, and the C loop runs): per tap one
  * byte and two halfword loads with immediate offsets, two MULS, two ADDs; 60 instructions
@@ -108,7 +109,8 @@ Q8_UNUSED static void q8_dot_b8_1x2(const uint8_t *w, const int16_t *c0, const i
  * bias, call) is shared by four outputs. Seven low registers: all of r0-r6 beside the
  * frame pointer; the accumulators and the end in high ones. */
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM) && \
+    !defined(__ARM_RWPI)
 #define Q8_B8_TAP4_ASM(J, J2)                                                               \
     "ldrb %[u], [%[w], #" #J "]\n\t"                                                        \
     "ldrh %[x], [%[c0], #" #J2 "]\n\t"                                                      \

@@ -63,7 +63,8 @@ Q8_INLINE uint32_t q8_fill_border_3wide(const q8_dims *input, const q8_window *w
 }
 
 #if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && \
-    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM)
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(Q8_NO_ASM) && \
+    !defined(__ARM_RWPI)
 /* Thumb-1 by hand: an interior 3x3 window of every channel into an offset column (int8
  * stored as x + 128, that is x ^ 0x80 of its byte) and the taps' sum, as the C below: per
  * tap a byte load, EOR, halfword store and add (about 6 cycles on Cortex-M0+; GCC 12 adds a

@@ -178,8 +178,10 @@ Q8_UNUSED static q8_pix_products_fn *q8_pix_products_for(int isa)
         return q8_pix_products_avx512vnni;
     case 4:
         return q8_pix_products_avx512;
+#if defined(Q8_PIX_AVXVNNI)
     case 3:
         return q8_pix_products_avxvnni;
+#endif
     case 2:
         return q8_pix_products_avx2;
     case 1:
@@ -192,9 +194,8 @@ Q8_UNUSED static q8_pix_products_fn *q8_pix_products_for(int isa)
     return q8_pix_products_c;
 }
 
-/* One block of output channels over a tile: the products, then each channel's sums
- * requantized into its consecutive outputs (NCHW). `store` lays a channel's pixels out:
- * y_channel[0..n) for gathered tiles, or the rows of a flat band (q8_pix_store_flat). */
+/* A layer as the kernel runs it: its parameters, the products of the instruction set
+ * chosen (and that level, for the requantization), where the taps lie, and the mode. */
 typedef struct {
     const q8_conv_im2col_params *p;
     q8_pix_products_fn *products;
@@ -213,9 +214,10 @@ Q8_INLINE void q8_pix_store_flat(const q8_row_requant *r, const int32_t *sums, i
     q8_pix_scatter_rows(run, q0, n, wp, ow_count, y_band, y_end);
 }
 
-/* The tile at `base` (its pixels as the layer's taps say) for every output channel. With
- * wp > 0 the tile is flat pixels q0.. of a band whose first output row is y_row; else the
- * pixels px.. of the output, n of them. */
+/* The tile at `base` (its pixels as the layer's taps say) for every output channel, each
+ * channel's sums requantized into its consecutive outputs (NCHW). With wp > 0 the tile is
+ * the n flat pixels from `first` of a band whose first output row starts at y_row; else
+ * the n output pixels from `first`. */
 Q8_INLINE void q8_pix_channels(const q8_pix_layer *layer, const int16_t *base, uint8_t *y_n,
                                size_t y_row, int32_t first, int32_t n, int32_t wp)
 {

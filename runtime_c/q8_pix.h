@@ -5,7 +5,7 @@
  * widening of two rows of bytes into (a, b) int16 pairs per pixel, and the scatter of a
  * flat run of outputs (rows of a padded width) into the output's rows.
  *
- * On x86-64 (GCC 11+, Clang 12+) each kernel's products are instantiated once per
+ * On x86-64 (GCC 8+, Clang 8+) each kernel's products are instantiated once per
  * instruction set by q8_pix_each_isa.h: 1 SSE2 (every x86-64), 2 AVX2, 3 AVX-VNNI, 4
  * AVX-512BW (and VL), 5 AVX-512 VNNI; q8_pix_isa() gives the widest the machine has and the
  * operating system enables, up to Q8_PIX_ISA_MAX (the tests build each). Every level
@@ -21,13 +21,20 @@
 #include "q8_arith.h"
 #include "q8_requant_run.h"
 
+/* Target attributes, the AVX-512 VNNI intrinsics and their __builtin_cpu_supports names:
+ * GCC 8 and Clang 8 on. AVX-VNNI (level 3) only where the compiler knows it (GCC 11, Clang
+ * 18; not Apple's Clang, numbered apart): elsewhere its CPUs take AVX2. */
 #if !defined(Q8_PIX_PORTABLE) && defined(__x86_64__) &&                                    \
-    ((defined(__clang__) && __clang_major__ >= 12) ||                                      \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+    ((defined(__clang__) && __clang_major__ >= 8) ||                                       \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
 #define Q8_PIX_X86 1
 #include <immintrin.h>
 #ifndef Q8_PIX_ISA_MAX
 #define Q8_PIX_ISA_MAX 5
+#endif
+#if (defined(__clang__) && __clang_major__ >= 18 && !defined(__apple_build_version__)) ||   \
+    (!defined(__clang__) && __GNUC__ >= 11)
+#define Q8_PIX_AVXVNNI 1
 #endif
 #endif
 
@@ -43,9 +50,11 @@ Q8_UNUSED static int q8_pix_isa(void)
     if (Q8_PIX_ISA_MAX >= 4 && avx512) {
         return 4;
     }
+#if defined(Q8_PIX_AVXVNNI)
     if (Q8_PIX_ISA_MAX >= 3 && __builtin_cpu_supports("avxvnni")) {
         return 3;
     }
+#endif
     if (Q8_PIX_ISA_MAX >= 2 && __builtin_cpu_supports("avx2")) {
         return 2;
     }
@@ -112,7 +121,7 @@ Q8_INLINE void q8_pix_pairs8(int16_t *Q8_RESTRICT dst, const uint8_t *Q8_RESTRIC
 #endif
 }
 
-/* The pairs of one run for the channel pairs [0, pairs) from c0: pixel i reads column
+/* The pairs of one run for the channels [0, channels) in pairs: pixel i reads column
  * iw0 + i * stride of the rows a (channel 2j) and a + plane (2j + 1), or the pad outside
  * [0, w); the columns [left, inside_end) are the inside ones, of a row of `w` bytes. A last
  * channel without a partner (odd C) pairs with the pad, whose weight is 0. */
@@ -265,7 +274,10 @@ Q8_INLINE void q8_pix_requantize_run(const q8_row_requant *r, const int32_t *sum
  * output's rows (ow_count wide, from y_first): flat q is output (q / row_len, q % row_len),
  * and the columns from ow_count to row_len are not outputs. A row of up to 8 outputs is
  * stored as 8 bytes where they end before y_end: the bytes past the row are the next
- * rows', which are stored after it. `run` has Q8_PIX_RUN_SLACK bytes past n. */
+ * rows', which are stored after it (a kernel's stores within a channel go strictly
+ * forward, so those bytes, dropped columns' values or `run`'s bytes past n, never stay;
+ * a checker of uninitialized reads would still see them copied). `run` has
+ * Q8_PIX_RUN_SLACK bytes past n. */
 #define Q8_PIX_RUN_SLACK 8
 Q8_INLINE void q8_pix_scatter_rows(const uint8_t *run, int32_t q0, int32_t n, int32_t row_len,
                                    int32_t ow_count, uint8_t *y_first, const uint8_t *y_end)

@@ -1,8 +1,8 @@
 /*
  * q8_pix_each_isa.h - includes the products body Q8_PIX_BODY (a header name) once per x86-64
  * instruction set (q8_pix.h), each time with:
- *   Q8_PX_FN(f)    the function's name for this set: f_sse2, f_avx2, f_avxvnni, f_avx512,
- *                  f_avx512vnni;
+ *   Q8_PX_FN(f)    the function's name for this set: f_sse2, f_avx2, f_avxvnni (where
+ *                  Q8_PIX_AVXVNNI), f_avx512, f_avx512vnni;
  *   Q8_PX_TARGET   its target attribute;
  *   Q8_PX_LANES    int32 lanes per vector; Q8_PX_VEC the vector type;
  *   Q8_PX_LOAD(p), Q8_PX_STORE(p, v), Q8_PX_SPLAT(w32), Q8_PX_ZERO();
@@ -49,12 +49,14 @@
 #undef Q8_PX_TARGET
 #undef Q8_PX_MAC
 
+#if defined(Q8_PIX_AVXVNNI)
 #define Q8_PX_FN(f) Q8_PX_CAT(f, _avxvnni)
 #define Q8_PX_TARGET __attribute__((target("avx2,avxvnni")))
 #define Q8_PX_MAC(s, a, w) _mm256_dpwssd_avx_epi32((s), (a), (w))
 #include Q8_PIX_BODY
 #undef Q8_PX_FN
 #undef Q8_PX_TARGET
+#endif
 #undef Q8_PX_LANES
 #undef Q8_PX_VEC
 #undef Q8_PX_LOAD
