@@ -63,26 +63,7 @@ Q8_UNUSED static void q8_pix_dw_products_c(const int16_t *Q8_RESTRICT planes,
 
 Q8_UNUSED static q8_pix_dw_products_fn *q8_pix_dw_products_for(int isa)
 {
-#if defined(Q8_PIX_X86)
-    switch (isa) {
-    case 5:
-        return q8_pix_dw_products_avx512vnni;
-    case 4:
-        return q8_pix_dw_products_avx512;
-#if defined(Q8_PIX_AVXVNNI)
-    case 3:
-        return q8_pix_dw_products_avxvnni;
-#endif
-    case 2:
-        return q8_pix_dw_products_avx2;
-    case 1:
-        return q8_pix_dw_products_sse2;
-    default:
-        break;
-    }
-#endif
-    (void)isa;
-    return q8_pix_dw_products_c;
+    Q8_PIX_RETURN_FOR_ISA(isa, q8_pix_dw_products)
 }
 
 /* Two int16 weights as the 32 bits of a pair (first in the low half). */

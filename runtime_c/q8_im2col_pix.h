@@ -172,26 +172,7 @@ Q8_UNUSED static void q8_pix_products_c(const int16_t *Q8_RESTRICT weights, int3
 
 Q8_UNUSED static q8_pix_products_fn *q8_pix_products_for(int isa)
 {
-#if defined(Q8_PIX_X86)
-    switch (isa) {
-    case 5:
-        return q8_pix_products_avx512vnni;
-    case 4:
-        return q8_pix_products_avx512;
-#if defined(Q8_PIX_AVXVNNI)
-    case 3:
-        return q8_pix_products_avxvnni;
-#endif
-    case 2:
-        return q8_pix_products_avx2;
-    case 1:
-        return q8_pix_products_sse2;
-    default:
-        break;
-    }
-#endif
-    (void)isa;
-    return q8_pix_products_c;
+    Q8_PIX_RETURN_FOR_ISA(isa, q8_pix_products)
 }
 
 /* A layer as the kernel runs it: its parameters, the products of the instruction set

@@ -38,6 +38,36 @@
 #endif
 #endif
 
+/* Return the instantiation of f (q8_pix_each_isa.h's f_sse2 .. f_avx512vnni) for level
+ * isa, or f_c (plain C) at level 0 and off x86-64. */
+#if defined(Q8_PIX_X86) && defined(Q8_PIX_AVXVNNI)
+#define Q8_PIX_AVXVNNI_CASE(f)                                                             \
+    case 3:                                                                                \
+        return f##_avxvnni;
+#else
+#define Q8_PIX_AVXVNNI_CASE(f)
+#endif
+#if defined(Q8_PIX_X86)
+#define Q8_PIX_RETURN_FOR_ISA(isa, f)                                                      \
+    switch (isa) {                                                                         \
+    case 5:                                                                                \
+        return f##_avx512vnni;                                                             \
+    case 4:                                                                                \
+        return f##_avx512;                                                                 \
+    Q8_PIX_AVXVNNI_CASE(f)                                                                 \
+    case 2:                                                                                \
+        return f##_avx2;                                                                   \
+    case 1:                                                                                \
+        return f##_sse2;                                                                   \
+    default:                                                                               \
+        return f##_c;                                                                      \
+    }
+#else
+#define Q8_PIX_RETURN_FOR_ISA(isa, f)                                                      \
+    (void)(isa);                                                                           \
+    return f##_c;
+#endif
+
 /* The instruction set level to run (see above). */
 Q8_UNUSED static int q8_pix_isa(void)
 {
@@ -177,55 +207,57 @@ Q8_INLINE int32_t q8_pix_weight_pair(const int16_t *row, int32_t pair)
 }
 
 #if defined(Q8_PIX_X86)
-/* q8_requantize_run's float path sixteen lanes at a time (AVX-512): the same float32
- * operations (VCVTDQ2PS, VMULPS, VMAXPS/VMINPS with the bounds on the same side, VCVTPS2DQ
- * in the default rounding mode), the tail under a mask. After the clamp each value is
- * inside the output type's range, so keeping its low byte (VPMOVDB) is exact for either
- * signedness. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) Q8_UNUSED static void
-q8_pix_requant_avx512(const q8_row_requant *r, const int32_t *sums, int32_t bias, int32_t n,
-                      uint8_t *y)
+#define Q8_PIX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* q8_requantize_run's float path on sixteen lanes (AVX-512), the lanes of m only: the same
+ * float32 operations (VCVTDQ2PS, VMULPS, VMAXPS/VMINPS with the bounds on the same side,
+ * VCVTPS2DQ in the default rounding mode). After the clamp each value is inside the output
+ * type's range, so keeping its low byte (VPMOVDB) is exact for either signedness. */
+Q8_PIX_AVX512 static inline __m512i q8_pix_requant16(const q8_row_requant *r,
+                                                     const int32_t *sums, int32_t bias,
+                                                     __mmask16 m)
 {
-    const __m512 scale = _mm512_set1_ps(r->scale), lo = _mm512_set1_ps(r->lo_f),
-                 hi = _mm512_set1_ps(r->hi_f);
-    const __m512i b = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(r->zero_point);
+    const __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, sums),
+                                         _mm512_set1_epi32(bias));
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(r->scale));
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(r->lo_f)), _mm512_set1_ps(r->hi_f));
+    return _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(r->zero_point));
+}
+
+/* The lanes [0, left) of a vector (none for left 0, all from 16 on). */
+Q8_INLINE __mmask16 q8_pix_lanes(int32_t left)
+{
+    return left >= 16 ? (__mmask16)0xFFFFu : (__mmask16)((1u << (uint32_t)left) - 1u);
+}
+
+/* q8_requantize_run's float path sixteen lanes at a time, the tail under a mask. */
+Q8_PIX_AVX512 Q8_UNUSED static void q8_pix_requant_avx512(const q8_row_requant *r,
+                                                          const int32_t *sums, int32_t bias,
+                                                          int32_t n, uint8_t *y)
+{
     int32_t i;
     for (i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFFu
-                                        : (__mmask16)((1u << (uint32_t)(n - i)) - 1u);
-        const __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, sums + i), b);
-        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
-        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-        _mm_mask_storeu_epi8(y + i, m,
-                             _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), zp)));
+        const __mmask16 m = q8_pix_lanes(n - i);
+        _mm_mask_storeu_epi8(y + i, m, _mm512_cvtepi32_epi8(q8_pix_requant16(r, sums + i,
+                                                                             bias, m)));
     }
 }
-#endif
 
-#if defined(Q8_PIX_X86)
 /* q8_pix_requant_avx512 over a flat run that starts a row, keeping only the outputs:
  * masks[v] has bit i set when flat position 16 v + i is one (its column below the output
  * width). Each vector's outputs are packed together (VPCOMPRESSD) and stored in order at
  * y. Returns how many it stored. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) Q8_UNUSED static int32_t
-q8_pix_requant_compress_avx512(const q8_row_requant *r, const int32_t *sums, int32_t bias,
-                               int32_t n, const uint16_t *masks, uint8_t *y)
+Q8_PIX_AVX512 Q8_UNUSED static int32_t q8_pix_requant_compress_avx512(
+    const q8_row_requant *r, const int32_t *sums, int32_t bias, int32_t n,
+    const uint16_t *masks, uint8_t *y)
 {
-    const __m512 scale = _mm512_set1_ps(r->scale), lo = _mm512_set1_ps(r->lo_f),
-                 hi = _mm512_set1_ps(r->hi_f);
-    const __m512i b = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(r->zero_point);
     int32_t i, stored = 0;
     for (i = 0; i < n; i += 16) {
-        const uint32_t inside = n - i >= 16 ? 0xFFFFu : (1u << (uint32_t)(n - i)) - 1u;
-        const __mmask16 m = (__mmask16)(masks[i / 16] & inside);
+        const __mmask16 m = (__mmask16)(masks[i / 16] & q8_pix_lanes(n - i));
         const int32_t count = __builtin_popcount((uint32_t)m);
-        const __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, sums + i), b);
-        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
-        __m512i q;
-        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-        q = _mm512_maskz_compress_epi32(m, _mm512_add_epi32(_mm512_cvtps_epi32(v), zp));
-        _mm_mask_storeu_epi8(y + stored, (__mmask16)((1u << (uint32_t)count) - 1u),
-                             _mm512_cvtepi32_epi8(q));
+        const __m512i q = _mm512_maskz_compress_epi32(m, q8_pix_requant16(r, sums + i, bias,
+                                                                          m));
+        _mm_mask_storeu_epi8(y + stored, q8_pix_lanes(count), _mm512_cvtepi32_epi8(q));
         stored += count;
     }
     return stored;

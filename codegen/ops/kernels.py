@@ -128,13 +128,20 @@ def _im2col_scratch(p: CStruct) -> int:
     return 2 * taps
 
 
+def flat_band_bytes(channels: int, kernel_h: int, padded_w: int, band: int,
+                    tile: int) -> int:
+    """The host convolution's flat band (q8_conv_im2col_w16p_scratch_bytes with band > 0):
+    each channel pair's plane of the band's input rows over the padded width, and a tile
+    of slack, in int16 pairs."""
+    return (channels + 1) // 2 * 2 * ((band + kernel_h - 1) * padded_w + tile) * 2
+
+
 def _pix_scratch(p: CStruct) -> int:
-    """Flat bands: each channel pair's plane of the band's input rows over the padded width
-    and a tile; gathered tiles: k_padded int16 per pixel of a tile (q8_api_conv.h)."""
+    """Flat bands (flat_band_bytes); gathered tiles: k_padded int16 per pixel of a tile."""
     if field(p, "band") > 0:
-        padded_w = field(p, "output.w") + field(p, "window.kernel_w") - 1
-        rows = field(p, "band") + field(p, "window.kernel_h") - 1
-        return (field(p, "input.c") + 1) // 2 * 2 * (rows * padded_w + field(p, "chunk")) * 2
+        return flat_band_bytes(field(p, "input.c"), field(p, "window.kernel_h"),
+                               field(p, "output.w") + field(p, "window.kernel_w") - 1,
+                               field(p, "band"), field(p, "chunk"))
     return field(p, "k_padded") * field(p, "chunk") * 2
 
 

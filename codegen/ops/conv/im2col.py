@@ -18,7 +18,7 @@ from codegen.core.program import CArray, CRef, CStruct, KernelCall, Overlap
 from .. import LoweringOptions
 from .._common import bounded_requant, conv_acc_bound, folded_bias, kernel_suffix
 from .._geometry import Window, dims_struct, window_struct
-from ..kernels import field, kernel
+from ..kernels import field, flat_band_bytes, kernel
 
 # The im2col kernels (the kernel table): one function per runtime file, named after it,
 # so a project compiles only the variants it calls (each instantiates the whole kernel).
@@ -198,11 +198,6 @@ PIXEL_TILE = 32
 FLAT_BAND_BYTES = 128 * 1024
 
 
-def flat_band_bytes(channels: int, kernel_h: int, padded_w: int, band: int) -> int:
-    """q8_conv_im2col_w16p_scratch_bytes with band > 0."""
-    return (channels + 1) // 2 * 2 * ((band + kernel_h - 1) * padded_w + PIXEL_TILE) * 2
-
-
 def flat_band(x: Tensor, y: Tensor, window: Window) -> int:
     """Output rows per flat band of the host's kernel, or 0 for gathered tiles: flat bands
     read every tap of a run of output pixels from one converted copy of the input's rows,
@@ -216,8 +211,8 @@ def flat_band(x: Tensor, y: Tensor, window: Window) -> int:
         return 0
     padded_w = field(out, "w") + kernel_w - 1
     band = field(out, "h")
-    while band > 1 and flat_band_bytes(x.shape[1], kernel_h, padded_w,
-                                       band) > FLAT_BAND_BYTES:
+    while band > 1 and flat_band_bytes(x.shape[1], kernel_h, padded_w, band,
+                                       PIXEL_TILE) > FLAT_BAND_BYTES:
         band = (band + 1) // 2
     return band
 
