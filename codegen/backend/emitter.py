@@ -577,7 +577,7 @@ def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
         return env.get_template("link.ld.j2").render(
             firmware, ld_name=ld_name, ld_what=what, flash_origin=memory.flash_origin,
             flash_length=memory.flash_length, ram_origin=memory.ram_origin,
-            ram_length=memory.ram_length,
+            ram_length=memory.ram_length, vector_origin=memory.vector_origin,
             stack_reserve=harness_stack_reserve(memory.ram_length))
 
     return {

@@ -22,6 +22,9 @@ class MemoryMap:
     flash_length: int
     ram_origin: int
     ram_length: int
+    # Where the core reads its vector table at reset, when that is not in flash (the
+    # Corstone-300's Cortex-M55 boots from its ITCM): the linker puts the table alone there.
+    vector_origin: int | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"
              "cortex-m85")
 THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
 MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
+OPTIONAL_MEMORY_KEYS = ("vector_origin",)
 TOP_LEVEL_KEYS = ("description", "kind", "cpu", "cflags", "requant", "ram_bytes",
                   "flash_bytes", "fpu", "dsp", "clock_hz", "memory", "qemu", "flash_timing")
 FLASH_TIMING_KEYS = ("wait_states", "line_bytes", "icache_lines", "dcache_lines")
@@ -165,13 +169,14 @@ def _memory_problems(table: str, data: object) -> list[str]:
         return []
     if not isinstance(data, dict):
         return [f"'{table}' must be a table"]
-    allowed = (*MEMORY_KEYS, *(("machine",) if table == "qemu" else ()))
+    allowed = (*MEMORY_KEYS, *OPTIONAL_MEMORY_KEYS, *(("machine",) if table == "qemu" else ()))
     problems = [f"unknown field '{table}.{k}' (known: {', '.join(allowed)})"
                 for k in data if k not in allowed]
-    for key in MEMORY_KEYS:
+    for key in (*MEMORY_KEYS, *OPTIONAL_MEMORY_KEYS):
         value = data.get(key)
         if value is None:
-            problems.append(f"field '{table}.{key}' is missing")
+            if key in MEMORY_KEYS:
+                problems.append(f"field '{table}.{key}' is missing")
         elif not _is_int(value) or not 0 <= int(value) < 1 << 32 or (
                 key.endswith("length") and int(value) == 0):
             problems.append(f"field '{table}.{key}' must be a "
@@ -188,7 +193,10 @@ def _memory_problems(table: str, data: object) -> list[str]:
 def _memory(data: object) -> MemoryMap | None:
     if not isinstance(data, dict) or not data:
         return None
-    return MemoryMap(*(int(data[k]) for k in MEMORY_KEYS))
+    vectors = data.get("vector_origin")
+    flash_origin, flash_length, ram_origin, ram_length = (int(data[k]) for k in MEMORY_KEYS)
+    return MemoryMap(flash_origin, flash_length, ram_origin, ram_length,
+                     vector_origin=int(vectors) if vectors is not None else None)
 
 
 def _parse_board(name: str, data: dict[str, object]) -> Board:

@@ -34,7 +34,7 @@ if not (cross_toolchain_available() and qemu_available()):
           "qemu-system-arm) ***\n", file=sys.stderr)
     pytest.skip("no Cortex-M toolchain or QEMU", allow_module_level=True)
 
-CORES = ["cortex-m0plus", "cortex-m3", "cortex-m4f", "cortex-m7", "cortex-m33"]
+CORES = ["cortex-m0plus", "cortex-m3", "cortex-m4f", "cortex-m7", "cortex-m33", "cortex-m55"]
 MODELS = ["dscnn", "resnet8", "ad_autoencoder", "mobilenet_v1_025"]
 # Boundary conversions (float input and output) may use float; nothing else may.
 BOUNDARY = ("q8_quantize_linear", "q8_dequantize_linear")

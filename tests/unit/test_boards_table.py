@@ -54,7 +54,9 @@ GENERIC = {"cortex-m4": "cortex-m4f", "cortex-m0plus": "cortex-m0plus",
            "cortex-m7": "cortex-m7", "cortex-m33": "cortex-m33"}
 # The FPUs each core comes with (an M7 has a single- or a double-precision one).
 FPUS = {"cortex-m4": {"fpv4-sp-d16"}, "cortex-m7": {"fpv5-sp-d16", "fpv5-d16"},
-        "cortex-m33": {"fpv5-sp-d16"}}
+        "cortex-m33": {"fpv5-sp-d16"},
+        # the M55's FPU and MVE come with -mcpu (-mfpu=auto)
+        "cortex-m55": {"auto"}}
 
 
 def flag(board: Board, prefix: str) -> str | None:
@@ -191,3 +193,35 @@ def test_flash_timing_is_checked_field_by_field(tmp_path: Path) -> None:
     assert load("cortex-m4f").flash_timing is None
     timing = load("nucleo-l4r5zi").flash_timing
     assert timing is not None and (timing.wait_states, timing.line_bytes) == (5, 32)
+
+
+def test_a_vector_table_away_from_flash_gets_its_own_region(tmp_path: Path) -> None:
+    """vector_origin (the Corstone-300's M55 reads its vectors from the ITCM at reset):
+    checked like the other addresses; both linker scripts place the table alone there,
+    and a board without it keeps the table at the start of its flash."""
+    from zoo import quantized_model
+
+    from codegen.core.boards import load_board as load
+    from codegen.errors import OptionError
+    from codegen.options import Options
+    from codegen.pipeline import generate_sources
+
+    m55 = load("cortex-m55")
+    assert m55.memory is not None and m55.memory.vector_origin == 0x10000000
+    assert m55.qemu_memory is not None and m55.qemu_memory.vector_origin == 0x10000000
+    text = (boards_dir() / "cortex-m55.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("vector_origin = 0x10000000", "vector_origin = -4", 1))
+    with pytest.raises(OptionError, match=re.escape("field 'memory.vector_origin' must be "
+                                                    "a non-negative 32-bit integer")):
+        load(str(bad))
+    gen = generate_sources(quantized_model("ad_autoencoder", "i8-pc"),
+                           Options(board="cortex-m55"))
+    for script in (f"{gen.name}.ld", f"{gen.name}_qemu.ld"):
+        ld = gen.files[script].decode()
+        assert "VECTORS (rx) : ORIGIN = 0x10000000, LENGTH = 64" in ld
+        assert ".isr_vector : { KEEP(*(.isr_vector)) } > VECTORS" in ld
+    plain = generate_sources(quantized_model("ad_autoencoder", "i8-pc"),
+                             Options(board="cortex-m4f")).files
+    ld = next(v.decode() for k, v in plain.items() if k.endswith("_qemu.ld"))
+    assert "VECTORS" not in ld and ".isr_vector : { KEEP(*(.isr_vector)) } > FLASH" in ld
