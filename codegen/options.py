@@ -223,10 +223,10 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board,
     the model (default the board's; less with --reserve-flash). Never on a Cortex-M core without
     the DSP extension, whose byte kernels are both smaller and faster (the AD autoencoder
     on M0+: 2.36 M estimated cycles and 287 KB of flash, against 3.01 M and 551 KB with
-    int16 weights)."""
+    int16 weights), nor on a Helium core, whose int8 kernels take 16 bytes a product."""
     if choice != "auto":
         return None if choice == "int16" else frozenset()
-    if board.is_cortex_m and not board.dsp:
+    if (board.is_cortex_m and not board.dsp) or board.has_mve:
         return frozenset()
     flash = board.flash_bytes if flash_bytes is None else flash_bytes
     if flash is None:
@@ -251,7 +251,8 @@ def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     wide = wide_weight_nodes(target.weights, graph, target.board, available_flash(target))
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
                            wide_weights=wide is None or bool(wide), wide_nodes=wide,
-                           cortex_m=target.board.is_cortex_m, thumb1=target.board.is_thumb1)
+                           cortex_m=target.board.is_cortex_m, thumb1=target.board.is_thumb1,
+                           mve=target.board.has_mve)
 
 
 class OptionKeywords(TypedDict, total=False):

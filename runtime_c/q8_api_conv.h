@@ -98,6 +98,31 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
                             int16_t *Q8_RESTRICT scratch);
 
 /*
+ * The same parameters on Helium (MVE) cores (conv_*_im2col_mve_*.c, q8_im2col_mve.h):
+ * int8 weights, rows of k taps zero-padded to k_padded (a multiple of 16), the rows in
+ * fours (the count padded with zero rows) interleaved per 16 taps: [M/4][k_padded/16][4][16].
+ * The columns are int8: the input (int8) or x - 128 (uint8); pad_value is x_zp or x_zp - 128
+ * accordingly, and bias[m] = B[m] - pad_value * sum(W[m]) (modulo 2^32), one per padded
+ * row. slab 0. scratch: two columns, 2 * k_padded bytes.
+ */
+static inline size_t q8_conv_im2col_mve_scratch_bytes(const q8_conv_im2col_params *params)
+{
+    return 2u * (size_t)params->k_padded;
+}
+void q8_conv_u8_im2col_mve_freq(const q8_conv_im2col_params *params,
+                                const uint8_t *input, void *output,
+                                int8_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_mve_freq(const q8_conv_im2col_params *params,
+                                const int8_t *input, void *output,
+                                int8_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_mve_ireq(const q8_conv_im2col_params *params,
+                                const uint8_t *input, void *output,
+                                int8_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_mve_ireq(const q8_conv_im2col_params *params,
+                                const int8_t *input, void *output,
+                                int8_t *Q8_RESTRICT scratch);
+
+/*
  * The same parameters with wide weights (conv_*_im2col_w16_*.c): int16, output channels in pairs (an odd
  * count padded with a zero row; bias has one entry per padded row), each pair's rows
  * interleaved per two taps: [m][k, k+1], [m+1][k, k+1], [m][k+2, k+3], ...; k_padded a

@@ -70,6 +70,11 @@ class Board:
         return self.kind == "cortex-m"
 
     @property
+    def has_mve(self) -> bool:
+        """A core with Helium (the M-profile Vector Extension): its own int8 kernels."""
+        return self.kind == "cortex-m" and self.cpu in MVE_CORES
+
+    @property
     def is_thumb1(self) -> bool:
         """An ARMv6-M or ARMv8-M Baseline core: Thumb-1 with its few 32-bit instructions."""
         return self.cpu in THUMB1_CORES
@@ -83,6 +88,8 @@ CORTEX_M_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m3", "corte
                   "cortex-m85")
 DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55",
              "cortex-m85")
+# Armv8.1-M cores with Helium; arm-none-eabi-gcc's -mcpu enables it (with -mfpu=auto).
+MVE_CORES = ("cortex-m55", "cortex-m85")
 THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
 MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
 OPTIONAL_MEMORY_KEYS = ("vector_origin",)

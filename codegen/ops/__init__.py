@@ -74,6 +74,8 @@ class LoweringOptions:
     cortex_m: bool = False
     # A Thumb-1 core (M0/M0+): its depthwise kernel always works from a padded copy.
     thumb1: bool = False
+    # A core with Helium (MVE: Cortex-M55, M85): its int8 kernels where it has them.
+    mve: bool = False
 
     @property
     def requant_suffix(self) -> str:

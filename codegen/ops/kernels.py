@@ -32,6 +32,8 @@ SUFFIXES: dict[str, str] = {
     "w16p": "int16 weights, output pixels in the vector lanes (the host: SSE2 to AVX-512 VNNI, "
             "chosen at run time)",
     "b8": "unsigned bytes (x + 128, w + 128) for cores without DSP",
+    "mve": "Helium (MVE, Cortex-M55/M85): int8 weights and int8 columns, 16 products a "
+           "VMLADAVA",
     "padded": "copies each channel into a plane with its border first",
     "pix": "the host's depthwise: outputs in the vector lanes, weight pairs over row pairs "
            "(SSE2 to AVX-512 VNNI, chosen at run time)",
@@ -192,6 +194,12 @@ KERNELS: tuple[Kernel, ...] = (
            _IM2COL_WHEN + ", on the host",
            "int16 rows [M][KH][KW][C padded to even]",
            Scratch("q8_conv_im2col_w16p_scratch_bytes", _pix_scratch)),
+    Kernel("conv_im2col_mve", "q8_conv_{x}_im2col_mve_{rq}", (("x", INT8), ("rq", REQUANT)),
+           "conv_{x}_im2col_mve_{rq}.c", "q8_conv_im2col_params",
+           _IM2COL_WHEN + ", on Helium (MVE) cores with int8 weights",
+           "int8 rows padded to 16 taps, rows in fours interleaved per 16 taps "
+           "[M/4][k/16][4][16]; int8 columns (uint8 input less 128)",
+           Scratch("q8_conv_im2col_mve_scratch_bytes", lambda p: 2 * field(p, "k_padded"))),
     Kernel("conv_im2col_b8", "q8_conv_{x}_im2col_b8_{rq}", (("x", INT8), ("rq", REQUANT)),
            "conv_{x}_im2col_b8_{rq}.c", "q8_conv_im2col_b8_params",
            _IM2COL_WHEN + ", on Cortex-M cores without DSP (M0+, M3)",

@@ -137,11 +137,13 @@ def test_float_islands_are_bit_exact_on_the_core(board: str) -> None:
 @pytest.mark.parametrize("board,requant,weights", [
     ("cortex-m4f", "float", "int16"), ("cortex-m4f", "float", "int8"),
     ("cortex-m3", "int", "int8"), ("cortex-m3", "float", "int8"),
-    ("cortex-m0plus", "int", "int8")])
+    ("cortex-m0plus", "int", "int8"), ("cortex-m55", "float", "int8"),
+    ("cortex-m55", "int", "int8")])
 def test_random_convolutions_on_the_core(board: str, requant: str, weights: str) -> None:
     """The randomized QLinearConv configurations on the core against ORT: the DSP
     instructions on M4F (compact and wide weights), the unsigned-byte kernels on M3
-    (Thumb-2, rows in pairs) and M0+ (Thumb-1, one row at a time)."""
+    (Thumb-2, rows in pairs), M0+ (Thumb-1, one row at a time) and the Helium kernel on
+    M55 (rows in fours, 16 bytes a product)."""
     rng = np.random.default_rng(77)
     configs = [random_conv_config(rng, 7700 + i) for i in range(24)]
     report = codegen.verify(conv_batch_model(configs), board=board, requant=requant,
@@ -194,11 +196,12 @@ def test_auto_weights_are_never_wide_without_dsp(board: str, wide: bool) -> None
 
 
 @pytest.mark.parametrize("board,weights", [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
-                                           ("cortex-m0plus", "int8")])
+                                           ("cortex-m0plus", "int8"), ("cortex-m55", "int8")])
 def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(board: str,
                                                                   weights: str) -> None:
     """-DQ8_NO_ASM compiles the convolution (int8 and int16 weights), depthwise and fully
-    connected loops from C instead of their Thumb-2 assembly (and rounds without VCVTR):
+    connected loops from C instead of their Thumb-2 assembly or Helium (and rounds without
+    VCVTR):
     the reference of the hand-scheduled path, on the same core, against ORT."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from conftest import ort_reference

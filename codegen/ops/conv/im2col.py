@@ -26,6 +26,7 @@ CONV_IM2COL = kernel("conv_im2col")
 CONV_IM2COL_W16 = kernel("conv_im2col_w16")
 CONV_IM2COL_B8 = kernel("conv_im2col_b8")
 CONV_IM2COL_W16P = kernel("conv_im2col_w16p")
+CONV_IM2COL_MVE = kernel("conv_im2col_mve")
 
 # The _w16p_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16p_*.c,
 # q8_im2col_pix.h). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
@@ -43,6 +44,9 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     if options.cortex_m and not options.dsp:
         call = im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
                               requant_arrays, mode, options.thumb1)
+    elif options.mve and not options.wide_for(node.name):
+        call = im2col_mve_call(node, x, y, window, x_zp, weights, bias, requant,
+                               requant_arrays, mode)
     elif (options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS
           and not options.cortex_m and not options.dsp):
         call = im2col_w16p_call(node, x, y, window, x_zp, weights, bias, requant,
@@ -149,6 +153,37 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     arrays = (CArray("weights", "int8_t", padded.reshape(-1), aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     kernel, axes = CONV_IM2COL, {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
+                      (kernel.file(**axes),), y.numel * k,
+                      scratch_bytes=kernel.scratch_bytes(params))
+
+
+def im2col_mve_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                    weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                    requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The Helium path (conv_*_im2col_mve_*.c, q8_im2col_mve.h): int8 rows of k taps padded
+    to 16, in fours (zero rows to a multiple of 4) interleaved per 16 taps; the columns are
+    int8, so a uint8 input's taps and pad are less 128, and the bias folds that pad."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded, m_padded = (k + 15) // 16 * 16, (m + 3) // 4 * 4
+    padded = np.zeros((m_padded, k_padded), dtype=np.int8)
+    padded[:m, :k] = rows
+    blocks = padded.reshape(m_padded // 4, 4, k_padded // 16, 16).transpose(0, 2, 1, 3)
+    pad = x_zp if x.dtype == "int8" else x_zp - 128
+    wrapped = np.zeros(m_padded, np.int32)
+    wrapped[:m] = folded_bias(bias, rows, pad)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    params = CStruct("q8_conv_im2col_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", pad), ("k_padded", k_padded),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
+        ("slab", 0), ("chunk", 0), ("band", 0)))
+    arrays = (CArray("weights", "int8_t", np.ascontiguousarray(blocks).reshape(-1),
+                     aligned8=True),
+              CArray("bias", "int32_t", wrapped), *requant_arrays)
+    kernel, axes = CONV_IM2COL_MVE, {"x": kernel_suffix(x.dtype), "rq": mode}
     return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
                       (kernel.file(**axes),), y.numel * k,
                       scratch_bytes=kernel.scratch_bytes(params))

@@ -1,0 +1,244 @@
+/*
+ * q8_im2col_mve.h - the im2col convolution for cores with Helium (MVE: Cortex-M55, M85),
+ * exported one function per file (conv_s8_im2col_mve_freq.c holds
+ * q8_conv_s8_im2col_mve_freq). QLinearConv, group 1, weight zero point 0.
+ *
+ * Both operands stay bytes: each output pixel's window is gathered into a column of int8
+ * (the input itself for int8, x - 128 = x ^ 0x80 for uint8; the pad value outside), and
+ * one VMLADAVA.S8 multiplies 16 weights by 16 taps and adds the 16 products to a scalar
+ * accumulator. A block of 4 output channels x 2 pixels loads 4 weight vectors and 2 column
+ * vectors per 16 taps for 8 VMLADAVA: 128 multiply-accumulates in 14 instructions, against
+ * 16 in about 20 for the DSP extension's 2x2 block (q8_im2col_dot.h).
+ *
+ * Weights: rows of k = C * KH * KW taps in (c, kh, kw) order, zero-padded to k_padded (a
+ * multiple of 16); rows in fours (the count padded with zero rows) interleaved per 16
+ * taps: [M/4][k_padded/16][4][16]. bias[m] = B[m] - pad * sum(W[m]) (modulo 2^32) where
+ * pad = x_zp for int8 input and x_zp - 128 for uint8 (the column's own zero), one per
+ * padded row: sum (col - pad) * w + B, the same sum modulo 2^32 as the model's.
+ * pad_value holds that pad. scratch: two columns of k_padded bytes.
+ *
+ * Without MVE (the host, or Q8_NO_MVE or Q8_NO_ASM) the same layout runs plain C loops: the reference
+ * this file's tests hold the vector path to, bit for bit. Requantization as the other
+ * fast kernels (q8_requant_row.h).
+ */
+#ifndef Q8_IM2COL_MVE_H
+#define Q8_IM2COL_MVE_H
+
+#include <string.h>
+
+#include "q8_arith.h"
+#include "q8_dsp.h"
+#include "q8_requant_row.h"
+#include "q8_runtime.h"
+#include "q8_window.h"
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(Q8_NO_MVE) && \
+    !defined(Q8_NO_ASM)
+#include <arm_mve.h>
+#define Q8_HAS_MVE 1
+#else
+#define Q8_HAS_MVE 0
+#endif
+
+/* The column of output pixel (oh, ow) as int8: x (int8 input) or x ^ 0x80 (uint8), the pad
+ * byte outside the input; taps k .. k_padded - 1 are zeroed once per call and never
+ * written here. */
+Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int8_t pad,
+                              const uint8_t *x, int32_t oh, int32_t ow, int8_t *column,
+                              uint8_t flip)
+{
+    const int32_t C = input->c, H = input->h, W = input->w;
+    const int32_t KH = win->kernel_h, KW = win->kernel_w;
+    const int32_t dh = win->dilation_h, dw = win->dilation_w;
+    const int32_t ih0 = oh * win->stride_h - win->pad_top;
+    const int32_t iw0 = ow * win->stride_w - win->pad_left;
+    const size_t plane = (size_t)(H * W);
+    int8_t *out = column;
+    int32_t c, kh, kw;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
+        const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
+        for (c = 0; c < C; c++) {
+            const uint8_t *row = base + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                for (kw = 0; kw < KW; kw++) {
+                    *out++ = (int8_t)(row[kw * dw] ^ flip);
+                }
+                row += (size_t)dh * (size_t)W;
+            }
+        }
+        return;
+    }
+    for (c = 0; c < C; c++) {
+        const uint8_t *x_c = x + (size_t)c * plane;
+        for (kh = 0; kh < KH; kh++) {
+            const int32_t ih = ih0 + kh * dh;
+            for (kw = 0; kw < KW; kw++) {
+                const int32_t iw = iw0 + kw * dw;
+                *out++ = (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                             ? (int8_t)(x_c[(size_t)ih * (size_t)W + (size_t)iw] ^ flip)
+                             : pad;
+            }
+        }
+    }
+}
+
+/* Out of line, as the other fills: inlined, the loops run short of registers. */
+Q8_UNUSED static void q8_fill_column_i8_s8(const q8_dims *input, const q8_window *win,
+                                        int8_t pad, const uint8_t *x, int32_t oh,
+                                        int32_t ow, int8_t *column)
+{
+    q8_fill_column_i8(input, win, pad, x, oh, ow, column, 0u);
+}
+
+Q8_UNUSED static void q8_fill_column_i8_u8(const q8_dims *input, const q8_window *win,
+                                        int8_t pad, const uint8_t *x, int32_t oh,
+                                        int32_t ow, int8_t *column)
+{
+    q8_fill_column_i8(input, win, pad, x, oh, ow, column, 0x80u);
+}
+
+/* acc[2r + j] += weight row r (of the block's four) . column j, over blocks of 16 taps. */
+#if Q8_HAS_MVE
+Q8_INLINE void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const int8_t *c1,
+                           int32_t blocks, int32_t acc[8])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    int32_t a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
+    do {
+        const int8x16_t x0 = vld1q_s8(c0), x1 = vld1q_s8(c1);
+        const int8x16_t w0 = vld1q_s8(w), w1 = vld1q_s8(w + 16);
+        const int8x16_t w2 = vld1q_s8(w + 32), w3 = vld1q_s8(w + 48);
+        a0 = vmladavaq_s8(a0, w0, x0);
+        a1 = vmladavaq_s8(a1, w0, x1);
+        a2 = vmladavaq_s8(a2, w1, x0);
+        a3 = vmladavaq_s8(a3, w1, x1);
+        a4 = vmladavaq_s8(a4, w2, x0);
+        a5 = vmladavaq_s8(a5, w2, x1);
+        a6 = vmladavaq_s8(a6, w3, x0);
+        a7 = vmladavaq_s8(a7, w3, x1);
+        w += 64;
+        c0 += 16;
+        c1 += 16;
+    } while (--blocks);
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = a4;
+    acc[5] = a5;
+    acc[6] = a6;
+    acc[7] = a7;
+}
+#else
+Q8_UNUSED static void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const int8_t *c1,
+                                  int32_t blocks, int32_t acc[8])
+{
+    uint32_t a[8];
+    int32_t i, r, t;
+    for (i = 0; i < 8; i++) {
+        a[i] = (uint32_t)acc[i];
+    }
+    do {
+        for (r = 0; r < 4; r++) {
+            for (t = 0; t < 16; t++) {
+                a[2 * r] += (uint32_t)(w[16 * r + t] * c0[t]);
+                a[2 * r + 1] += (uint32_t)(w[16 * r + t] * c1[t]);
+            }
+        }
+        w += 64;
+        c0 += 16;
+        c1 += 16;
+    } while (--blocks);
+    for (i = 0; i < 8; i++) {
+        acc[i] = (int32_t)a[i];
+    }
+}
+#endif
+
+/* Every output channel, four at a time, on columns c0 and c1 (c1 == c0 and two == 0 for a
+ * lone pixel), requantized and stored at y0 + m * pixels; padded rows are not stored. */
+Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant *layer,
+                        const int8_t *c0, const int8_t *c1, uint8_t *y0, int32_t pixels,
+                        int two, int mode)
+{
+    const int32_t M = p->output.c, blocks = p->k_padded / 16;
+    const int8_t *w = (const int8_t *)p->weights;
+    const int32_t *bias = p->bias;
+    const float *const scale = p->requant.scale;
+    const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
+    const int32_t ch_step = p->requant.per_channel ? 1 : 0;
+    const size_t block_bytes = 4u * (size_t)p->k_padded;
+    int32_t m, r;
+    for (m = 0; m < M; m += 4) {
+        int32_t acc[8];
+        for (r = 0; r < 4; r++) {
+            acc[2 * r] = acc[2 * r + 1] = bias[m + r];
+        }
+        q8_dot_mve_4x2(w, c0, c1, blocks, acc);
+        for (r = 0; r < 4 && m + r < M; r++) {
+            const q8_row_requant rq = q8_channel_constants(*layer, scale, mult, exp,
+                                                        (m + r) * ch_step, mode);
+            uint8_t *out = y0 + (size_t)(m + r) * (size_t)pixels;
+            if (two) {
+                q8_requantize_pair(&rq, acc[2 * r], acc[2 * r + 1], &out[0], &out[1], mode);
+            } else {
+                out[0] = q8_requantize(&rq, acc[2 * r], mode);
+            }
+        }
+        w += block_bytes;
+    }
+}
+
+Q8_INLINE void q8_conv_im2col_mve(const q8_conv_im2col_params *p, const uint8_t *x,
+                               uint8_t *y, int8_t *Q8_RESTRICT scratch, int is_signed,
+                               int mode)
+{
+    const int32_t M = p->output.c, OW = p->output.w, k_padded = p->k_padded;
+    const int32_t pixels = p->output.h * OW;
+    const int32_t k = p->input.c * p->window.kernel_h * p->window.kernel_w;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const q8_row_requant layer = q8_layer_constants(&p->requant);
+    const int8_t pad = (int8_t)p->pad_value;
+    int8_t *col0 = scratch, *col1 = scratch + k_padded;
+    int32_t n, px;
+    /* The columns' padding taps meet zero weights: any byte would do; zero them once. */
+    memset(col0 + k, 0, (size_t)(k_padded - k));
+    memset(col1 + k, 0, (size_t)(k_padded - k));
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (px = 0; px < pixels; px += 2) {
+            const int two = px + 1 < pixels;
+            if (is_signed) {
+                q8_fill_column_i8_s8(&p->input, &p->window, pad, x_n, px / OW, px % OW, col0);
+                if (two) {
+                    q8_fill_column_i8_s8(&p->input, &p->window, pad, x_n, (px + 1) / OW,
+                                      (px + 1) % OW, col1);
+                }
+            } else {
+                q8_fill_column_i8_u8(&p->input, &p->window, pad, x_n, px / OW, px % OW, col0);
+                if (two) {
+                    q8_fill_column_i8_u8(&p->input, &p->window, pad, x_n, (px + 1) / OW,
+                                      (px + 1) % OW, col1);
+                }
+            }
+            q8_mve_rows(p, &layer, col0, two ? col1 : col0, y_n + (size_t)px, pixels, two,
+                        mode);
+        }
+    }
+}
+
+/* The exported kernels, one per file named after the function: the bounded float
+ * requantization is chosen per call, from the parameters. */
+#define Q8_IM2COL_MVE_CALL(RQ) q8_conv_im2col_mve(params, x, y, scratch, is_signed, RQ)
+#define Q8_DEFINE_IM2COL_MVE(NAME, TX, SIGNED, MODE)                                         \
+    void NAME(const q8_conv_im2col_params *params, const TX *input, void *output,             \
+              int8_t *Q8_RESTRICT scratch)                                                   \
+    {                                                                                        \
+        enum { is_signed = SIGNED };                                                         \
+        const uint8_t *x = (const uint8_t *)input;                                           \
+        uint8_t *y = (uint8_t *)output;                                                      \
+        Q8_CALL_FOR_LAYER_MODE(&params->requant, MODE, Q8_IM2COL_MVE_CALL)                   \
+    }
+
+#endif /* Q8_IM2COL_MVE_H */
