@@ -32,6 +32,9 @@
 #include "q8_runtime.h"
 #include "q8_window.h"
 
+/* Bytes after each column that the pair fill's word stores may run into. */
+#define Q8_MVE_COLUMN_SLACK 16
+
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(Q8_NO_MVE) && \
     !defined(Q8_NO_ASM)
 #include <arm_mve.h>
@@ -41,8 +44,8 @@
 #endif
 
 /* The column of output pixel (oh, ow) as int8: x (int8 input) or x ^ 0x80 (uint8), the pad
- * byte outside the input; taps k .. k_padded - 1 are zeroed once per call and never
- * written here. */
+ * byte outside the input. The taps past k meet zero weights: they are zeroed once per call,
+ * and the word stores of narrow windows may leave input bytes there. */
 Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int8_t pad,
                               const uint8_t *x, int32_t oh, int32_t ow, int8_t *column,
                               uint8_t flip)
@@ -57,6 +60,30 @@ Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int
     int32_t c, kh, kw;
     if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * dh < H && iw0 + (KW - 1) * dw < W) {
         const uint8_t *base = x + (size_t)ih0 * (size_t)W + (size_t)iw0;
+        if (KH * KW == 1) { /* pointwise: a byte per channel, a plane apart */
+            for (c = 0; c < C; c++) {
+                out[c] = (int8_t)(base[(size_t)c * plane] ^ flip);
+            }
+            return;
+        }
+        if (KW <= 3 && dw == 1 && (iw0 + 3 < W || iw0 >= 1)) {
+            /* a word per (c, kh), KW bytes on; the bytes past the window land on the next
+             * row's taps or past the last tap (Q8_MVE_COLUMN_SLACK). At the right edge the
+             * word starts a byte early and is shifted down. */
+            const uint32_t flip4 = flip * 0x01010101u;
+            const int early = iw0 + 3 >= W;
+            const uint8_t *first = early ? base - 1 : base;
+            const uint32_t shift = early ? 8u : 0u;
+            for (c = 0; c < C; c++) {
+                const uint8_t *row = first + (size_t)c * plane;
+                for (kh = 0; kh < KH; kh++) {
+                    q8_store32(out, (q8_load32(row) >> shift) ^ flip4);
+                    out += KW;
+                    row += (size_t)dh * (size_t)W;
+                }
+            }
+            return;
+        }
         for (c = 0; c < C; c++) {
             const uint8_t *row = base + (size_t)c * plane;
             for (kh = 0; kh < KH; kh++) {
@@ -68,18 +95,99 @@ Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int
         }
         return;
     }
-    for (c = 0; c < C; c++) {
-        const uint8_t *x_c = x + (size_t)c * plane;
-        for (kh = 0; kh < KH; kh++) {
-            const int32_t ih = ih0 + kh * dh;
-            for (kw = 0; kw < KW; kw++) {
-                const int32_t iw = iw0 + kw * dw;
-                *out++ = (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                             ? (int8_t)(x_c[(size_t)ih * (size_t)W + (size_t)iw] ^ flip)
-                             : pad;
+    {
+        /* Over the border: the taps kw_lo .. kw_hi - 1 of a row lie inside the input, the
+         * same on every row; rows outside are all pad. */
+        int32_t kw_lo = 0, kw_hi = KW;
+        while (kw_lo < KW && iw0 + kw_lo * dw < 0) {
+            kw_lo++;
+        }
+        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * dw >= W) {
+            kw_hi--;
+        }
+        for (c = 0; c < C; c++) {
+            const uint8_t *x_c = x + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                const int32_t ih = ih0 + kh * dh;
+                if (ih < 0 || ih >= H) {
+                    for (kw = 0; kw < KW; kw++) {
+                        out[kw] = pad;
+                    }
+                } else {
+                    const uint8_t *row = x_c + (size_t)ih * (size_t)W;
+                    for (kw = 0; kw < kw_lo; kw++) {
+                        out[kw] = pad;
+                    }
+                    for (; kw < kw_hi; kw++) {
+                        out[kw] = (int8_t)(row[iw0 + kw * dw] ^ flip);
+                    }
+                    for (; kw < KW; kw++) {
+                        out[kw] = pad;
+                    }
+                }
+                out += KW;
             }
         }
     }
+}
+
+/*
+ * Both columns of output pixels (oh, ow) and (oh, ow + 1) of a layer with stride 1 and
+ * dilation 1 across and a kernel at most 3 taps wide, both windows inside the input and a
+ * tap to spare on the right: per (c, kh) one word of the input row holds both windows'
+ * taps (bytes 0..KW-1 and 1..KW). Each column takes the whole word, KW bytes on: the
+ * byte(s) past a window land on the next row's taps, written next, or past the last tap,
+ * where the weights are zero (the columns are Q8_MVE_COLUMN_SLACK bytes apart for that).
+ */
+Q8_INLINE void q8_fill_pair_i8_narrow(const q8_dims *input, const q8_window *win,
+                                   const uint8_t *base, int8_t *col0, int8_t *col1,
+                                   uint32_t flip)
+{
+    const int32_t C = input->c, KH = win->kernel_h, KW = win->kernel_w;
+    const size_t plane = (size_t)(input->h * input->w);
+    const size_t row_step = (size_t)win->dilation_h * (size_t)input->w;
+    int32_t c, kh;
+    for (c = 0; c < C; c++) {
+        const uint8_t *row = base + (size_t)c * plane;
+        for (kh = 0; kh < KH; kh++) {
+            const uint32_t v = q8_load32(row) ^ flip;
+            q8_store32(col0, v);
+            q8_store32(col1, v >> 8);
+            col0 += KW;
+            col1 += KW;
+            row += row_step;
+        }
+    }
+}
+
+Q8_UNUSED static void q8_fill_pair_i8_narrow_s8(const q8_dims *input, const q8_window *win,
+                                             const uint8_t *base, int8_t *col0,
+                                             int8_t *col1)
+{
+    q8_fill_pair_i8_narrow(input, win, base, col0, col1, 0u);
+}
+
+Q8_UNUSED static void q8_fill_pair_i8_narrow_u8(const q8_dims *input, const q8_window *win,
+                                             const uint8_t *base, int8_t *col0,
+                                             int8_t *col1)
+{
+    q8_fill_pair_i8_narrow(input, win, base, col0, col1, 0x80808080u);
+}
+
+/* The pair fill applies to the pixels (oh, ow), (oh, ow + 1): returns the first tap's
+ * address, or NULL. */
+Q8_INLINE const uint8_t *q8_narrow_pair_base(const q8_dims *input, const q8_window *win,
+                                          const uint8_t *x, int32_t oh, int32_t ow,
+                                          int32_t OW)
+{
+    const int32_t ih0 = oh * win->stride_h - win->pad_top;
+    const int32_t iw0 = ow - win->pad_left;
+    if (win->stride_w != 1 || win->dilation_w != 1 || win->kernel_w > 3 || ow + 1 >= OW ||
+        ih0 < 0 || ih0 + (win->kernel_h - 1) * win->dilation_h >= input->h || iw0 < 0 ||
+        iw0 + 3 >= input->w) {
+        return NULL;
+    }
+    return x + (size_t)ih0 * (size_t)input->w + (size_t)iw0;
 }
 
 /* Out of line, as the other fills: inlined, the loops run short of registers. */
@@ -95,6 +203,37 @@ Q8_UNUSED static void q8_fill_column_i8_u8(const q8_dims *input, const q8_window
                                         int32_t ow, int8_t *column)
 {
     q8_fill_column_i8(input, win, pad, x, oh, ow, column, 0x80u);
+}
+
+/* The columns of pixels px and px + 1 (two) or px alone. */
+Q8_INLINE void q8_fill_pixels_i8(const q8_conv_im2col_params *p, const uint8_t *x, int32_t px,
+                              int two, int8_t *col0, int8_t *col1, int is_signed)
+{
+    const int32_t OW = p->output.w, oh = px / OW, ow = px % OW;
+    const int8_t pad = (int8_t)p->pad_value;
+    const uint8_t *base = two ? q8_narrow_pair_base(&p->input, &p->window, x, oh, ow, OW)
+                              : NULL;
+    if (base != NULL) {
+        if (is_signed) {
+            q8_fill_pair_i8_narrow_s8(&p->input, &p->window, base, col0, col1);
+        } else {
+            q8_fill_pair_i8_narrow_u8(&p->input, &p->window, base, col0, col1);
+        }
+        return;
+    }
+    if (is_signed) {
+        q8_fill_column_i8_s8(&p->input, &p->window, pad, x, oh, ow, col0);
+        if (two) {
+            q8_fill_column_i8_s8(&p->input, &p->window, pad, x, (px + 1) / OW, (px + 1) % OW,
+                              col1);
+        }
+    } else {
+        q8_fill_column_i8_u8(&p->input, &p->window, pad, x, oh, ow, col0);
+        if (two) {
+            q8_fill_column_i8_u8(&p->input, &p->window, pad, x, (px + 1) / OW, (px + 1) % OW,
+                              col1);
+        }
+    }
 }
 
 /* acc[2r + j] += weight row r (of the block's four) . column j, over blocks of 16 taps. */
@@ -198,30 +337,17 @@ Q8_INLINE void q8_conv_im2col_mve(const q8_conv_im2col_params *p, const uint8_t 
     const int32_t k = p->input.c * p->window.kernel_h * p->window.kernel_w;
     const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
     const q8_row_requant layer = q8_layer_constants(&p->requant);
-    const int8_t pad = (int8_t)p->pad_value;
-    int8_t *col0 = scratch, *col1 = scratch + k_padded;
+    int8_t *col0 = scratch, *col1 = scratch + k_padded + Q8_MVE_COLUMN_SLACK;
     int32_t n, px;
     /* The columns' padding taps meet zero weights: any byte would do; zero them once. */
-    memset(col0 + k, 0, (size_t)(k_padded - k));
-    memset(col1 + k, 0, (size_t)(k_padded - k));
+    memset(col0 + k, 0, (size_t)(k_padded - k) + Q8_MVE_COLUMN_SLACK);
+    memset(col1 + k, 0, (size_t)(k_padded - k) + Q8_MVE_COLUMN_SLACK);
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
         for (px = 0; px < pixels; px += 2) {
             const int two = px + 1 < pixels;
-            if (is_signed) {
-                q8_fill_column_i8_s8(&p->input, &p->window, pad, x_n, px / OW, px % OW, col0);
-                if (two) {
-                    q8_fill_column_i8_s8(&p->input, &p->window, pad, x_n, (px + 1) / OW,
-                                      (px + 1) % OW, col1);
-                }
-            } else {
-                q8_fill_column_i8_u8(&p->input, &p->window, pad, x_n, px / OW, px % OW, col0);
-                if (two) {
-                    q8_fill_column_i8_u8(&p->input, &p->window, pad, x_n, (px + 1) / OW,
-                                      (px + 1) % OW, col1);
-                }
-            }
+            q8_fill_pixels_i8(p, x_n, px, two, col0, col1, is_signed);
             q8_mve_rows(p, &layer, col0, two ? col1 : col0, y_n + (size_t)px, pixels, two,
                         mode);
         }

@@ -199,7 +199,8 @@ KERNELS: tuple[Kernel, ...] = (
            _IM2COL_WHEN + ", on Helium (MVE) cores with int8 weights",
            "int8 rows padded to 16 taps, rows in fours interleaved per 16 taps "
            "[M/4][k/16][4][16]; int8 columns (uint8 input less 128)",
-           Scratch("q8_conv_im2col_mve_scratch_bytes", lambda p: 2 * field(p, "k_padded"))),
+           Scratch("q8_conv_im2col_mve_scratch_bytes",
+                   lambda p: 2 * (field(p, "k_padded") + 16))),
     Kernel("conv_im2col_b8", "q8_conv_{x}_im2col_b8_{rq}", (("x", INT8), ("rq", REQUANT)),
            "conv_{x}_im2col_b8_{rq}.c", "q8_conv_im2col_b8_params",
            _IM2COL_WHEN + ", on Cortex-M cores without DSP (M0+, M3)",
