@@ -236,8 +236,58 @@ Q8_INLINE void q8_fill_pixels_i8(const q8_conv_im2col_params *p, const uint8_t *
     }
 }
 
-/* acc[2r + j] += weight row r (of the block's four) . column j, over blocks of 16 taps. */
-#if Q8_HAS_MVE
+/* acc[4j + r] += weight row r (of the block's four) . column j, over blocks of 16 taps:
+ * the first pixel's four sums, then the second's. */
+#if Q8_HAS_MVE && Q8_ASM && !defined(__ARM_RWPI)
+/* By hand: VMLADAVA's accumulator must be an even register, and eight of them are r0 .. r12
+ * and lr; GCC 12 keeps six there and spills the rest (26 instructions a pass). Here 16:
+ * six vector loads, eight VMLADAVA, the count and the branch. The weights, columns and count
+ * sit in r1, r3, r5 and r9, the accumulators' address on the stack while r0 accumulates.
+ * Rows 0..3 accumulate in r0, r4, r8, r12 (first pixel) and r2, r6, r10, lr (second). */
+Q8_INLINE void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const int8_t *c1,
+                           int32_t blocks, int32_t acc[8])
+{
+    register int32_t *r_acc __asm__("r0") = acc;
+    register const int8_t *r_w __asm__("r1") = w;
+    register const int8_t *r_c0 __asm__("r3") = c0;
+    register const int8_t *r_c1 __asm__("r5") = c1;
+    register int32_t r_n __asm__("r9") = blocks;
+    __asm__ volatile(
+        "ldrd r4, r8, [r0, #4]\n\t"
+        "ldrd r12, r2, [r0, #12]\n\t"
+        "ldrd r6, r10, [r0, #20]\n\t"
+        "ldr lr, [r0, #28]\n\t"
+        "push {r0}\n\t"
+        "ldr r0, [r0]\n"
+        "1:\n\t"
+        "vldrb.8 q0, [r3], #16\n\t"
+        "vldrb.8 q1, [r5], #16\n\t"
+        "vldrb.8 q2, [r1], #16\n\t"
+        "vmladava.s8 r0, q2, q0\n\t"
+        "vmladava.s8 r2, q2, q1\n\t"
+        "vldrb.8 q3, [r1], #16\n\t"
+        "vmladava.s8 r4, q3, q0\n\t"
+        "vmladava.s8 r6, q3, q1\n\t"
+        "vldrb.8 q2, [r1], #16\n\t"
+        "vmladava.s8 r8, q2, q0\n\t"
+        "vmladava.s8 r10, q2, q1\n\t"
+        "vldrb.8 q3, [r1], #16\n\t"
+        "vmladava.s8 r12, q3, q0\n\t"
+        "vmladava.s8 lr, q3, q1\n\t"
+        "subs r9, r9, #1\n\t"
+        "bne 1b\n\t"
+        "pop {r9}\n\t"
+        "str r0, [r9]\n\t"
+        "strd r4, r8, [r9, #4]\n\t"
+        "strd r12, r2, [r9, #12]\n\t"
+        "strd r6, r10, [r9, #20]\n\t"
+        "str lr, [r9, #28]\n\t"
+        : "+r"(r_acc), "+r"(r_w), "+r"(r_c0), "+r"(r_c1), "+r"(r_n)
+        :
+        : "r2", "r4", "r6", "r8", "r10", "r12", "lr", "s0", "s1", "s2", "s3", "s4", "s5",
+          "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "cc", "memory");
+}
+#elif Q8_HAS_MVE
 Q8_INLINE void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const int8_t *c1,
                            int32_t blocks, int32_t acc[8])
 {
@@ -248,12 +298,12 @@ Q8_INLINE void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const int8_t *c
         const int8x16_t w0 = vld1q_s8(w), w1 = vld1q_s8(w + 16);
         const int8x16_t w2 = vld1q_s8(w + 32), w3 = vld1q_s8(w + 48);
         a0 = vmladavaq_s8(a0, w0, x0);
-        a1 = vmladavaq_s8(a1, w0, x1);
-        a2 = vmladavaq_s8(a2, w1, x0);
-        a3 = vmladavaq_s8(a3, w1, x1);
-        a4 = vmladavaq_s8(a4, w2, x0);
-        a5 = vmladavaq_s8(a5, w2, x1);
-        a6 = vmladavaq_s8(a6, w3, x0);
+        a4 = vmladavaq_s8(a4, w0, x1);
+        a1 = vmladavaq_s8(a1, w1, x0);
+        a5 = vmladavaq_s8(a5, w1, x1);
+        a2 = vmladavaq_s8(a2, w2, x0);
+        a6 = vmladavaq_s8(a6, w2, x1);
+        a3 = vmladavaq_s8(a3, w3, x0);
         a7 = vmladavaq_s8(a7, w3, x1);
         w += 64;
         c0 += 16;
@@ -280,8 +330,8 @@ Q8_UNUSED static void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const in
     do {
         for (r = 0; r < 4; r++) {
             for (t = 0; t < 16; t++) {
-                a[2 * r] += (uint32_t)(w[16 * r + t] * c0[t]);
-                a[2 * r + 1] += (uint32_t)(w[16 * r + t] * c1[t]);
+                a[r] += (uint32_t)(w[16 * r + t] * c0[t]);
+                a[4 + r] += (uint32_t)(w[16 * r + t] * c1[t]);
             }
         }
         w += 64;
@@ -290,6 +340,27 @@ Q8_UNUSED static void q8_dot_mve_4x2(const int8_t *w, const int8_t *c0, const in
     } while (--blocks);
     for (i = 0; i < 8; i++) {
         acc[i] = (int32_t)a[i];
+    }
+}
+#endif
+
+#if Q8_HAS_MVE
+/* The saturating float modes four rows at a time, as q8_requantize: (float)acc * scale
+ * (VCVT, VMUL: the same float32 operations), rounded to nearest with ties to even
+ * (VCVTN, as VCVTR in the default mode), plus the zero point, clamped to the type's range;
+ * the bytes go out by a predicated scatter (rows past M are not stored). */
+Q8_INLINE void q8_mve_requant_block(const int32_t acc[8], float32x4_t scale, int32_t zero_point,
+                                 int32_t lo, int32_t hi, uint8_t *y0, uint32x4_t offsets,
+                                 mve_pred16_t rows, int two)
+{
+    const int32x4_t low = vdupq_n_s32(lo), high = vdupq_n_s32(hi);
+    int32x4_t v = vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(vld1q_s32(acc)), scale));
+    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zero_point), low), high);
+    vstrbq_scatter_offset_p_s32((int8_t *)y0, offsets, v, rows);
+    if (two) {
+        v = vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(vld1q_s32(acc + 4)), scale));
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zero_point), low), high);
+        vstrbq_scatter_offset_p_s32((int8_t *)y0 + 1, offsets, v, rows);
     }
 }
 #endif
@@ -308,10 +379,30 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
     const size_t block_bytes = 4u * (size_t)p->k_padded;
     int32_t m, r;
+#if Q8_HAS_MVE
+    if (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
+        const int32_t lo = mode == Q8_RQ_FREQ_BOUNDED_S8 ? -128 : 0;
+        const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)pixels);
+        const float32x4_t one_scale = vdupq_n_f32(scale[0]);
+        for (m = 0; m < M; m += 4) {
+            const mve_pred16_t rows = vctp32q((uint32_t)(M - m));
+            int32_t acc[8];
+            const int32x4_t b = vldrwq_z_s32(bias + m, rows);
+            vst1q_s32(acc, b);
+            vst1q_s32(acc + 4, b);
+            q8_dot_mve_4x2(w, c0, c1, blocks, acc);
+            q8_mve_requant_block(acc, ch_step ? vldrwq_z_f32(scale + m, rows) : one_scale,
+                                 layer->zero_point, lo, lo + 255,
+                                 y0 + (size_t)m * (size_t)pixels, offsets, rows, two);
+            w += block_bytes;
+        }
+        return;
+    }
+#endif
     for (m = 0; m < M; m += 4) {
         int32_t acc[8];
         for (r = 0; r < 4; r++) {
-            acc[2 * r] = acc[2 * r + 1] = bias[m + r];
+            acc[r] = acc[4 + r] = bias[m + r];
         }
         q8_dot_mve_4x2(w, c0, c1, blocks, acc);
         for (r = 0; r < 4 && m + r < M; r++) {
@@ -319,9 +410,9 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
                                                         (m + r) * ch_step, mode);
             uint8_t *out = y0 + (size_t)(m + r) * (size_t)pixels;
             if (two) {
-                q8_requantize_pair(&rq, acc[2 * r], acc[2 * r + 1], &out[0], &out[1], mode);
+                q8_requantize_pair(&rq, acc[r], acc[4 + r], &out[0], &out[1], mode);
             } else {
-                out[0] = q8_requantize(&rq, acc[2 * r], mode);
+                out[0] = q8_requantize(&rq, acc[r], mode);
             }
         }
         w += block_bytes;
