@@ -14,6 +14,7 @@
  */
 #include "q8_arith.h"
 #include "q8_dsp.h"
+#include "q8_requant_row.h"
 #include "q8_runtime.h"
 
 #if !Q8_HAS_DSP && defined(__SSE2__) && !defined(Q8_PIX_PORTABLE)
@@ -288,22 +289,6 @@ static void dot_w16_4x1(const int16_t *w, const int16_t *x, int32_t blocks, int3
 }
 #endif
 
-Q8_INLINE void store(const q8_requant_params *rq, int32_t n, int32_t acc, void *y, size_t at,
-                     int mode)
-{
-    const int32_t ch = rq->per_channel ? n : 0;
-    if (mode == Q8_RQ_F32) {
-        ((float *)y)[at] = (float)((float)acc * rq->scale[ch]);
-    } else {
-        const int32_t lo = rq->act_min - rq->zero_point, hi = rq->act_max - rq->zero_point;
-        const int32_t v = mode == Q8_RQ_IREQ ? q8_requant_int(acc, rq->mult[ch], rq->exp[ch], lo, hi)
-                          : mode == Q8_RQ_FREQ_BOUNDED
-                              ? q8_requant_f32_bounded(acc, rq->scale[ch], lo, hi)
-                              : q8_requant_f32(acc, rq->scale[ch], (float)lo, (float)hi);
-        ((uint8_t *)y)[at] = (uint8_t)(v + rq->zero_point);
-    }
-}
-
 /*
  * The block loop of the int8-weight product in one piece of assembly on cores with VCVTR,
  * for bounded layers over the whole int8 or uint8 range: each block's dot loop, its four
@@ -539,7 +524,7 @@ Q8_INLINE void fully_connected(const q8_fc_params *p, const uint8_t *Q8_RESTRICT
                 dot_4x1(p->weights + (size_t)n * (size_t)p->k_padded, scratch, groups, acc);
             }
             for (j = 0; j < count; j++) {
-                store(&p->requant, n + j, acc[j], y, out + (size_t)(n + j), mode);
+                q8_store_requantized(&p->requant, n + j, acc[j], y, out + (size_t)(n + j), mode);
             }
         }
     }
@@ -629,7 +614,7 @@ Q8_INLINE void fully_connected_w16(const q8_fc_w16_params *p, const uint8_t *Q8_
             acc[3] = bias[n + 3];
             dot_w16_4x1(weights + (size_t)n * (size_t)k_padded, scratch, blocks, acc);
             for (j = 0; j < count; j++) {
-                store(&rq, n + j, acc[j], y, out + (size_t)(n + j), mode);
+                q8_store_requantized(&rq, n + j, acc[j], y, out + (size_t)(n + j), mode);
             }
         }
     }

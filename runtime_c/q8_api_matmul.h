@@ -96,6 +96,29 @@ Q8_DECLARE_FC(u8, uint8_t)
 Q8_DECLARE_FC(s8, int8_t)
 
 /*
+ * The same parameters on Helium (MVE) cores (fully_connected_mve.c): weights int8, rows of
+ * K taps zero-padded to k_padded (a multiple of 16), in blocks of eight rows (the last
+ * padded with zero rows, the bias too) interleaved per 16 taps: [n_padded/8][k_padded/16]
+ * [8][16]. bias[n] = C - a'_zp * sum(W[n]) (modulo 2^32), a'_zp = a_zp for int8 input and
+ * a_zp - 128 for uint8 (the row is taken less 128). scratch: k_padded bytes.
+ */
+static inline size_t q8_fc_mve_scratch_bytes(const q8_fc_params *params)
+{
+    return (size_t)params->k_padded;
+}
+
+#define Q8_DECLARE_FC_MVE(A, TA)                                                            \
+    void q8_fc_##A##_mve_freq(const q8_fc_params *params, const TA *Q8_RESTRICT input,     \
+                              void *Q8_RESTRICT output, int8_t *Q8_RESTRICT scratch);      \
+    void q8_fc_##A##_mve_ireq(const q8_fc_params *params, const TA *Q8_RESTRICT input,     \
+                              void *Q8_RESTRICT output, int8_t *Q8_RESTRICT scratch);      \
+    void q8_fc_##A##_mve_f32(const q8_fc_params *params, const TA *Q8_RESTRICT input,      \
+                             float *Q8_RESTRICT output, int8_t *Q8_RESTRICT scratch);
+
+Q8_DECLARE_FC_MVE(u8, uint8_t)
+Q8_DECLARE_FC_MVE(s8, int8_t)
+
+/*
  * The same with wide weights (fully_connected.c): int16 [n_padded / 4][k_padded / 4][4
  * rows][4 taps], n_padded the next multiple of 4 (zero rows; bias has n_padded entries),
  * k_padded a multiple of 8; weights and scratch 8-byte aligned.

@@ -120,6 +120,16 @@ Q8_INLINE int32_t q8_smlatb(int32_t a, int32_t b, int32_t acc)
 #define Q8_ASM 0
 #endif
 
+/* Helium (the M-profile Vector Extension: Cortex-M55, M85), integer and float: the
+ * _mve_ kernels' vector paths, unless Q8_NO_MVE or Q8_NO_ASM asks for their C loops. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(Q8_NO_MVE) && \
+    !defined(Q8_NO_ASM)
+#include <arm_mve.h>
+#define Q8_HAS_MVE 1
+#else
+#define Q8_HAS_MVE 0
+#endif
+
 /* VCVTR: a float rounded to the nearest int32 by the FPSCR's mode (ties to even by
  * default, as ORT's cvtps2dq), saturating; cores with a single-precision FPU and DSP. */
 #if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && Q8_HAS_DSP && \

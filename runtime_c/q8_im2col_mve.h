@@ -35,13 +35,6 @@
 /* Bytes after each column that the pair fill's word stores may run into. */
 #define Q8_MVE_COLUMN_SLACK 16
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(Q8_NO_MVE) && \
-    !defined(Q8_NO_ASM)
-#include <arm_mve.h>
-#define Q8_HAS_MVE 1
-#else
-#define Q8_HAS_MVE 0
-#endif
 
 /* The column of output pixel (oh, ow) as int8: x (int8 input) or x ^ 0x80 (uint8), the pad
  * byte outside the input. The taps past k meet zero weights: they are zeroed once per call,
@@ -66,10 +59,10 @@ Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int
             }
             return;
         }
-        if (KW <= 3 && dw == 1 && (iw0 + 3 < W || iw0 >= 1)) {
+        if (KW <= 3 && dw == 1 && (iw0 + 3 < W || (iw0 >= 1 && iw0 + 2 < W))) {
             /* a word per (c, kh), KW bytes on; the bytes past the window land on the next
              * row's taps or past the last tap (Q8_MVE_COLUMN_SLACK). At the right edge the
-             * word starts a byte early and is shifted down. */
+             * word starts a byte early and is shifted down; it never reads past the row. */
             const uint32_t flip4 = flip * 0x01010101u;
             const int early = iw0 + 3 >= W;
             const uint8_t *first = early ? base - 1 : base;

@@ -265,6 +265,12 @@ KERNELS: tuple[Kernel, ...] = (
            f"{_FAST}, a product with constant int8 weights and one row block "
            "(QLinearMatMul, QGemm, MatMulIntegerToFloat; ops/matmul.py fc_call)",
            "int8 [N][K] padded to 4 taps (16 on DSP cores), groups of four rows", FC_SCRATCH),
+    Kernel("fc_mve", "q8_fc_{x}_mve_{out}", (("x", INT8), ("out", ("freq", "ireq", "f32"))),
+           "fully_connected_mve.c", "q8_fc_params",
+           "as fc, on Helium (MVE) cores with int8 weights",
+           "int8 [N][K] padded to 16 taps, rows in eights interleaved per 16 taps; the "
+           "input row as int8 (uint8 less 128)",
+           Scratch("q8_fc_mve_scratch_bytes", lambda p: field(p, "k_padded"))),
     Kernel("fc_w16", "q8_fc_{x}_w16_{out}", (("x", INT8), ("out", ("freq", "ireq", "f32"))),
            "fully_connected.c", "q8_fc_w16_params",
            "as fc, with int16 weights chosen (--weights)",

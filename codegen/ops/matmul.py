@@ -52,6 +52,7 @@ from .product16 import GEMM16_FUSION, MATMUL16_FUSION
 
 # The integer products' kernels (the kernel table).
 FC = kernel("fc")
+FC_MVE = kernel("fc_mve")
 FC_W16 = kernel("fc_w16")
 GEMM = kernel("gemm")
 
@@ -111,7 +112,7 @@ def fc_weights(b: NDArray[Any], b_zp: NDArray[Any], trans_b: bool) -> NDArray[An
 
 def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
             bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray], mode: str,
-            rows: int, wide: bool, dsp: bool = False) -> KernelCall:
+            rows: int, wide: bool, dsp: bool = False, mve: bool = False) -> KernelCall:
     """The fast matrix product: weights [N][K] padded to multiples of 4, each group of
     four taps in the kernel's byte order, four rows interleaved per group; the input zero
     point folded into the bias (modulo 2^32), padded like the rows. On DSP cores K is
@@ -119,6 +120,8 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     takes four groups a pass (fully_connected.c's fused_fc_blocks)."""
     if wide:
         return fc_w16_call(node, a, y, weights, a_zp, bias, requant, arrays, mode, rows, dsp)
+    if mve:
+        return fc_mve_call(node, a, y, weights, a_zp, bias, requant, arrays, mode, rows)
     n, k = weights.shape
     tap_multiple = 16 if dsp and mode != "f32" else 4
     k_padded = (k + tap_multiple - 1) // tap_multiple * tap_multiple
@@ -142,6 +145,33 @@ def fc_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
     return KernelCall(FC.symbol(**axes), node.name, (a.name,),
                       (y.name,), params, all_arrays, (FC.file(**axes),), rows * n * k,
                       scratch_bytes=FC.scratch_bytes(params))
+
+
+def fc_mve_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
+                bias: NDArray[Any] | None, requant: CStruct, arrays: Sequence[CArray],
+                mode: str, rows: int) -> KernelCall:
+    """The Helium product (fully_connected_mve.c): int8 rows padded to 16 taps, in blocks of
+    eight interleaved per 16 taps; the kernel takes a uint8 row less 128, so the bias folds
+    a_zp - 128 there."""
+    n, k = weights.shape
+    k_padded, n_padded = (k + 15) // 16 * 16, (n + 7) // 8 * 8
+    padded = np.zeros((n_padded, k_padded), dtype=np.int8)
+    padded[:n, :k] = weights
+    blocks = padded.reshape(n_padded // 8, 8, k_padded // 16, 16).transpose(0, 2, 1, 3)
+    wrapped = np.zeros(n_padded, np.int32)
+    wrapped[:n] = folded_bias(bias, weights, a_zp if a.dtype == "int8" else a_zp - 128)
+    if mode != "f32":
+        requant = bounded_requant(requant, arrays, conv_acc_bound(weights, bias))
+    params = CStruct("q8_fc_params", (
+        ("m", rows), ("k", k), ("k_padded", k_padded), ("n", n),
+        ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant)))
+    all_arrays = (CArray("weights", "int8_t", np.ascontiguousarray(blocks).reshape(-1),
+                         aligned8=True),
+                  CArray("bias", "int32_t", wrapped), *arrays)
+    axes = {"x": kernel_suffix(a.dtype), "out": mode}
+    return KernelCall(FC_MVE.symbol(**axes), node.name, (a.name,),
+                      (y.name,), params, all_arrays, (FC_MVE.file(**axes),), rows * n * k,
+                      scratch_bytes=FC_MVE.scratch_bytes(params))
 
 
 def fc_w16_call(node: Node, a: Tensor, y: Tensor, weights: NDArray[Any], a_zp: int,
@@ -222,7 +252,7 @@ def lower_qlinear_matmul(node: Node, graph: Graph, spec: ProductSpec,
         if weights is not None:
             rows = int(np.prod(a.shape[:-1], dtype=np.int64)) if len(a.shape) > 1 else 1
             return [fc_call(node, a, y, weights, spec.a_zp, None, requant, arrays, mode, rows,
-                            options.wide_for(node.name), options.dsp)]
+                            options.wide_for(node.name), options.dsp, options.mve)]
     params = _gemm_struct(shape, spec.a_strides, spec.b_strides, spec.a_zp, b_zp.per_column,
                           b_zp.batched, None, requant)
     arrays += [CArray("b_zero_point", "int32_t", b_zp.values), *_offset_arrays(shape, b_zp.batched)]
@@ -414,7 +444,7 @@ def lower_qgemm(node: Node, graph: Graph, spec: ProductSpec,
         weights = fc_weights(graph.constants[b.name], b_zp.values, trans_b=spec.trans_b)
         if weights is not None:
             return [fc_call(node, a, y, weights, spec.a_zp, c_value, requant, arrays, mode,
-                            shape.m, options.wide_for(node.name), options.dsp)]
+                            shape.m, options.wide_for(node.name), options.dsp, options.mve)]
     bias = None
     if c_value is not None:
         bias = spec.bias_strides

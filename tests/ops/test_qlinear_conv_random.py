@@ -336,3 +336,31 @@ def test_thumb1_layouts_are_bit_identical_to_the_reference_on_the_host() -> None
     for got, want in zip(ours, theirs, strict=True):
         for name, value in got.items():
             assert np.array_equal(value, want[name]), name
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_helium_layouts_on_the_host_are_bit_identical_to_the_reference(
+        requant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Helium kernels' layouts and C loops (the path a Cortex-M55 build takes with
+    Q8_NO_MVE, and every host) under the sanitizers: lowering as for an MVE core, the
+    convolutions (*_im2col_mve_*: rows in fours, int8 columns, word-wide fills and their
+    slack) and the matrix products (*_fc_*_mve_*), float outputs included, against the
+    reference kernels."""
+    import sys
+
+    from codegen import pipeline
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_matrix_ops import combine, qgemm_case
+
+    lowering = pipeline.lowering_options
+    monkeypatch.setattr(pipeline, "lowering_options",
+                        lambda target, graph: replace(lowering(target, graph), mve=True))
+    rng = np.random.default_rng(5151)
+    for model in (conv_batch_model(all_configs()[:64]),
+                  combine([qgemm_case(rng, i) for i in range(12)])):
+        fast = generate_sources(model, Options(requant=requant, weights="int8"))
+        kinds = {c.function for c in fast.program.calls}
+        assert any("_mve_" in f for f in kinds), kinds
+        assert_same_outputs(fast, generate_sources(model, Options(requant=requant,
+                                                                  kernels="reference")), 23)

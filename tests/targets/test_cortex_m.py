@@ -153,10 +153,12 @@ def test_random_convolutions_on_the_core(board: str, requant: str, weights: str)
 
 
 @pytest.mark.parametrize(("board", "weights"), [("cortex-m4f", "int8"), ("cortex-m4f", "int16"),
-                                                ("cortex-m0plus", "int8")])
+                                                ("cortex-m0plus", "int8"), ("cortex-m55", "int8")])
 def test_random_matrix_products_on_the_core(board: str, weights: str) -> None:
     """QGemm and QLinearMatMul with constant weights (the fully connected DSP kernels,
-    compact and wide weights, and the plain 32-bit path on M0+) against ORT."""
+    compact and wide weights, the plain 32-bit path on M0+ and the Helium kernel on M55,
+    float outputs included) against ORT."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from test_matrix_ops import combine, matmul_case, qgemm_case
 
     rng = np.random.default_rng(4343)
@@ -172,6 +174,7 @@ def test_fused_fully_connected_blocks_on_the_core(weights: str) -> None:
     one to nine passes of 16 taps, odd and even (the loop enters at its second half for
     an odd count), N with and without a last block of fewer rows, int8 and uint8
     outputs, per-tensor and per-column scales, against ORT."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from test_matrix_ops import combine, qgemm_case
 
     rng = np.random.default_rng(6161)
