@@ -278,6 +278,24 @@ void q8_dwconv_s8_3x3_ireq(const q8_dwconv_params *params, const int8_t *input,
 void q8_dwconv_s8_3x3_padded_ireq(const q8_dwconv_params *params,
                                   const int8_t *input, void *output,
                                   void *Q8_RESTRICT scratch);
+/* The Helium variant (dwconv_3x3_mve.c): any stride and padding, four outputs in the
+ * lanes. Scratch: the padded plane PH x PW (as the _padded variants), 16 bytes of slack,
+ * then the flat outputs of a channel at stride 1, ((OH - 1) * PW + OW) rounded up to 4. */
+static inline size_t q8_dwconv_3x3_mve_scratch_bytes(const q8_dwconv_params *params)
+{
+    const q8_dwconv_params *p = params;
+    const size_t PW = (size_t)((p->output.w - 1) * p->stride_w + 3);
+    const size_t PH = (size_t)((p->output.h - 1) * p->stride_h + 3);
+    return PH * PW + 16u + ((size_t)(p->output.h - 1) * PW + (size_t)p->output.w + 3u) / 4u * 4u;
+}
+void q8_dwconv_u8_3x3_mve_freq(const q8_dwconv_params *params, const uint8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_mve_freq(const q8_dwconv_params *params, const int8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
+void q8_dwconv_u8_3x3_mve_ireq(const q8_dwconv_params *params, const uint8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
+void q8_dwconv_s8_3x3_mve_ireq(const q8_dwconv_params *params, const int8_t *input,
+                               void *output, void *Q8_RESTRICT scratch);
 /* The host's variant (dwconv_3x3_pix.c, q8_dwconv_pix.h): strides 1 and 2 on either axis,
  * with or without padding, outputs in the vector lanes. Scratch: the padded plane PH x PW
  * bytes (PH = (OH - 1) * stride_h + 3, PW likewise) rounded up to 16, then per phase

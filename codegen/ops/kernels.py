@@ -169,6 +169,14 @@ def _gather_scratch(p: CStruct) -> int:
     return _padded_scratch(conv)
 
 
+def _dw_mve_scratch(p: CStruct) -> int:
+    """The padded plane, 16 bytes of slack, a channel's flat outputs rounded up to 4."""
+    oh, ow = field(p, "output.h"), field(p, "output.w")
+    pw = (ow - 1) * field(p, "stride_w") + 3
+    ph = (oh - 1) * field(p, "stride_h") + 3
+    return ph * pw + 16 + ((oh - 1) * pw + ow + 3) // 4 * 4
+
+
 IM2COL_SCRATCH = Scratch("q8_conv_im2col_scratch_bytes", _im2col_scratch)
 DWCONV_PADDED_SCRATCH = Scratch("q8_dwconv_3x3_padded_scratch_bytes", _padded_scratch)
 FC_SCRATCH = Scratch("q8_fc_scratch_bytes", lambda p: 2 * field(p, "k_padded"))
@@ -225,6 +233,11 @@ KERNELS: tuple[Kernel, ...] = (
            "dwconv_3x3_padded.c", "q8_dwconv_params",
            f"{_FAST}, a padded depthwise 3x3 QLinearConv (every one on Thumb-1 cores)",
            "int16 w - w_zp, 9 per channel", DWCONV_PADDED_SCRATCH),
+    Kernel("dwconv_3x3_mve", "q8_dwconv_{x}_3x3_mve_{rq}", (("x", INT8), ("rq", REQUANT)),
+           "dwconv_3x3_mve.c", "q8_dwconv_params",
+           f"{_FAST}, a depthwise 3x3 QLinearConv on Helium (MVE) cores",
+           "int16 w - w_zp, 9 per channel",
+           Scratch("q8_dwconv_3x3_mve_scratch_bytes", _dw_mve_scratch)),
     Kernel("dwconv_3x3_pix", "q8_dwconv_{x}_3x3_pix_{rq}", (("x", INT8), ("rq", REQUANT)),
            "dwconv_3x3_pix.c", "q8_dwconv_params",
            f"{_FAST}, a depthwise 3x3 QLinearConv of strides 1 and 2 on the host",

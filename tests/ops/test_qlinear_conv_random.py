@@ -344,8 +344,8 @@ def test_helium_layouts_on_the_host_are_bit_identical_to_the_reference(
     """The Helium kernels' layouts and C loops (the path a Cortex-M55 build takes with
     Q8_NO_MVE, and every host) under the sanitizers: lowering as for an MVE core, the
     convolutions (*_im2col_mve_*: rows in fours, int8 columns, word-wide fills and their
-    slack) and the matrix products (*_fc_*_mve_*), float outputs included, against the
-    reference kernels."""
+    slack), the depthwise 3x3 (*_3x3_mve_*) and the matrix products (*_fc_*_mve_*), float
+    outputs included, against the reference kernels."""
     import sys
 
     from codegen import pipeline
@@ -358,6 +358,7 @@ def test_helium_layouts_on_the_host_are_bit_identical_to_the_reference(
                         lambda target, graph: replace(lowering(target, graph), mve=True))
     rng = np.random.default_rng(5151)
     for model in (conv_batch_model(all_configs()[:64]),
+                  conv_batch_model(depthwise_3x3_configs(24, 5800)),
                   combine([qgemm_case(rng, i) for i in range(12)])):
         fast = generate_sources(model, Options(requant=requant, weights="int8"))
         kinds = {c.function for c in fast.program.calls}

@@ -412,3 +412,23 @@ def test_sources_compile_at_every_optimization_level(board: str, weights: str,
                  "-pedantic", f"-I{tmp_path}", f"-I{tmp_path / 'runtime'}", "-c", source,
                  "-o", str(tmp_path / "out.o")], capture_output=True, text=True, check=False)
             assert result.returncode == 0, (level, source, result.stderr[-2000:])
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_helium_depthwise_kernel_against_ort_in_qemu(requant: str) -> None:
+    """Cortex-M55's depthwise kernel (*_3x3_mve_*): the flat stride-1 run by hand and the
+    lane rows of other strides, padded or not, int8 and uint8, against ORT; stride-1
+    layers of every size, type and padding beside the strided ones."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from test_qlinear_conv_random import depthwise_3x3_configs, depthwise_rows_configs
+
+    configs = [*depthwise_3x3_configs(24, 5600), *depthwise_rows_configs(12, 5700)]
+    model = conv_batch_model(configs)
+    kernels = {c.function for c in
+               generate_sources(model, Options(board="cortex-m55", requant=requant))
+               .program.calls}
+    assert any("_3x3_mve_" in k for k in kernels), kernels
+    report = codegen.verify(model, board="cortex-m55", requant=requant, samples=2, seed=3)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad

@@ -37,6 +37,7 @@ DWCONV_PADDED = kernel("dwconv_3x3_padded")
 DWCONV_ROWS = kernel("dwconv_3x3_rows")
 DWCONV_GATHER = kernel("dwconv_3x3_gather")
 DWCONV_PIX = kernel("dwconv_3x3_pix")
+DWCONV_MVE = kernel("dwconv_3x3_mve")
 
 
 def is_depthwise_3x3(x: Tensor, y: Tensor, window: Window, groups: int) -> bool:
@@ -56,7 +57,8 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     layers take dwconv_3x3_rows.c, two output rows at a time, unless they have only one
     (half the two-row kernel's multiplies would be thrown away);
     on Thumb-1 cores every layer takes the padded kernel, whose copy turns int8 into
-    unsigned bytes; the host takes dwconv_3x3_pix.c at strides 1 and 2. `channels`:
+    unsigned bytes; the host takes dwconv_3x3_pix.c at strides 1 and 2, Helium cores
+    dwconv_3x3_mve.c. `channels`:
     compute those only (the others read a constant channel, lower_constant_planes); the
     weights, bias and requantization constants are then those channels' alone."""
     c = weights.shape[0]
@@ -80,6 +82,16 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     # With padding, each channel is first copied into a scratch plane with its border.
     padded = any(window.pads_begin) or any(window.pads_end) or options.thumb1
     plane = padded_plane_bytes(y.shape, window.strides)
+    if options.mve:
+        # Helium: four outputs in the lanes, any stride; layers with padding and all of
+        # stride 1 read each channel from its padded plane, copied before any output of
+        # the channel is written; the others in place.
+        axes = {"x": kernel_suffix(x.dtype), "rq": mode}
+        return KernelCall(DWCONV_MVE.symbol(**axes), node.name, (x.name,), (y.name,), params,
+                          arrays, (DWCONV_MVE.file(**axes),), macs,
+                          scratch_bytes=DWCONV_MVE.scratch_bytes(params),
+                          overlap=plane_overlap(x, y, mve_copies_plane(x, y, window))
+                          if channels is None else None)
     if options.dsp and tuple(window.strides) == (1, 1) and y.shape[2] > 1:
         bands = rows_bands_per_pass(y.shape[2], y.shape[3], plane)
         params = CStruct(params.ctype, tuple((k, bands if k == "bands" else v)
@@ -101,6 +113,16 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                       (x.name,), (y.name,), params, arrays, (kernel.file(**axes),), macs,
                       scratch_bytes=kernel.scratch_bytes(params),
                       overlap=plane_overlap(x, y, padded) if channels is None else None)
+
+
+def mve_copies_plane(x: Tensor, y: Tensor, window: Window) -> bool:
+    """Whether dwconv_3x3_mve.c copies each channel into its padded plane before writing the
+    channel's outputs (its `padded`): padding before, a plane larger than the input, or
+    stride 1."""
+    oh, ow = y.shape[2], y.shape[3]
+    sh, sw = window.strides
+    return (any(window.pads_begin) or (oh - 1) * sh + 3 > x.shape[2]
+            or (ow - 1) * sw + 3 > x.shape[3] or (sh, sw) == (1, 1))
 
 
 def padded_plane_bytes(y_shape: tuple[int, ...], strides: Sequence[int]) -> int:
