@@ -88,6 +88,32 @@ Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int
         }
         return;
     }
+    if (KW == 3 && dw == 1 && W >= 4 && iw0 >= -1 && iw0 + 2 <= W) {
+        /* A 3-wide window over the border, at most one tap off the row on either side: a
+         * word per (c, kh) as above, the row's first or last four bytes shifted into
+         * place and the pad byte put in; rows outside the input are pad words. */
+        const uint32_t flip4 = (uint32_t)flip * 0x01010101u;
+        const uint32_t pad_byte = (uint8_t)pad, pad4 = pad_byte * 0x01010101u;
+        const int left = iw0 < 0, right = iw0 + 2 == W;
+        const int32_t at = left ? 0 : right ? W - 4 : iw0 + 3 < W ? iw0 : iw0 - 1;
+        const uint32_t down = right ? 16u : (!left && iw0 + 3 >= W) ? 8u : 0u;
+        const uint32_t up = left ? 8u : 0u;
+        const uint32_t fill = left ? pad_byte : right ? pad_byte << 16 : 0u;
+        for (c = 0; c < C; c++) {
+            const uint8_t *x_c = x + (size_t)c * plane;
+            for (kh = 0; kh < KH; kh++) {
+                const int32_t ih = ih0 + kh * dh;
+                uint32_t v = pad4;
+                if (ih >= 0 && ih < H) {
+                    v = (((q8_load32(x_c + (size_t)ih * (size_t)W + (size_t)at) ^ flip4) >> down)
+                         << up) | fill;
+                }
+                q8_store32(out, v);
+                out += 3;
+            }
+        }
+        return;
+    }
     {
         /* Over the border: the taps kw_lo .. kw_hi - 1 of a row lie inside the input, the
          * same on every row; rows outside are all pad. */
