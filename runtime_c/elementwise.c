@@ -239,6 +239,46 @@ __attribute__((target("avx2,fma"))) static size_t qadd_fma_avx2(
 }
 #endif
 
+#if Q8_HAS_MVE
+/* The same-shape float QLinearAdd four lanes at a time on Helium: t = fma(outer, r_outer,
+ * fma(inner, r_inner, fixed)) by VFMA (one rounding each, as fmaf), VCVTN rounds half to even
+ * and saturates, VMAX/VMIN clamp; the last lanes predicated. Helium's vector float
+ * operations flush subnormals to zero: with the ratios and the constant zero or at least
+ * 2^-100 in magnitude the inner sum is zero or normal, and an outer one too small to be
+ * normal rounds to 0 either way, so the results are the reference's; otherwise this
+ * returns 0 and the scalar path runs. Returns how many outputs it wrote. */
+static int qadd_mve_safe(float v)
+{
+    return v == 0.0f || v >= 0x1p-100f || v <= -0x1p-100f;
+}
+
+static size_t qadd_fma_mve(const uint8_t *outer, const uint8_t *inner, uint8_t *y,
+                           size_t total, float r_outer, float r_inner, float fixed,
+                           int is_signed)
+{
+    const int32x4_t low = vdupq_n_s32(is_signed ? -128 : 0);
+    const int32x4_t high = vdupq_n_s32(is_signed ? 127 : 255);
+    const float32x4_t ro = vdupq_n_f32(r_outer), ri = vdupq_n_f32(r_inner);
+    const float32x4_t f = vdupq_n_f32(fixed);
+    size_t i;
+    if (!qadd_mve_safe(r_outer) || !qadd_mve_safe(r_inner) || !qadd_mve_safe(fixed)) {
+        return 0;
+    }
+    for (i = 0; i < total; i += 4) {
+        const mve_pred16_t lanes = vctp32q((uint32_t)(total - i));
+        const int32x4_t o = is_signed ? vldrbq_z_s32((const int8_t *)outer + i, lanes)
+                                      : vreinterpretq_s32_u32(vldrbq_z_u32(outer + i, lanes));
+        const int32x4_t n = is_signed ? vldrbq_z_s32((const int8_t *)inner + i, lanes)
+                                      : vreinterpretq_s32_u32(vldrbq_z_u32(inner + i, lanes));
+        const float32x4_t t = vfmaq_f32(vfmaq_f32(f, vcvtq_f32_s32(n), ri), vcvtq_f32_s32(o),
+                                        ro);
+        const int32x4_t q = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(t), low), high);
+        vstrbq_p_s32((int8_t *)y + i, q, lanes);
+    }
+    return total;
+}
+#endif
+
 Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
                     int is_signed)
 {
@@ -248,6 +288,13 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
     const size_t total = q8_start_index(&p->shape, index);
     if (same_shape(&p->shape)) {
         const float ra = p->ratio_a, rb = p->ratio_b, fixed = p->fixed;
+#if Q8_HAS_MVE
+        if (qadd_fma_mve(p->b_first ? b : a, p->b_first ? a : b, y, total,
+                         p->b_first ? rb : ra, p->b_first ? ra : rb, fixed,
+                         is_signed) == total) {
+            return;
+        }
+#endif
         if (p->fast_table != NULL) {
             const uint8_t *outer = p->b_first ? b : a, *inner = p->b_first ? a : b;
             size_t done = 0;
@@ -257,6 +304,7 @@ Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b,
                                      p->b_first ? ra : rb, fixed, is_signed);
             }
 #endif
+
             qadd_fast_same_shape(p, outer + done, inner + done, y + done, total - done,
                                  is_signed);
             return;

@@ -147,6 +147,21 @@ static void store_four(const q8_requant_params *rq, const int32_t *acc, int32_t 
         vstrbq_p_s32((int8_t *)y + n, v, lanes);
     }
 }
+
+/* Whether the scales of columns n .. n + 7 (those below N) are normal floats or zero:
+ * Helium's vector float operations flush subnormals, so a subnormal scale takes the
+ * scalar path. (The saturating modes are only chosen for such scales: bounded_requant.) */
+static int normal_scales(const q8_requant_params *rq, int32_t n, int32_t N)
+{
+    int32_t j;
+    for (j = 0; j < 8 && n + j < N; j++) {
+        const float s = rq->scale[rq->per_channel ? n + j : 0];
+        if (s != 0.0f && s < 1.17549435e-38f && s > -1.17549435e-38f) {
+            return 0;
+        }
+    }
+    return 1;
+}
 #endif
 
 static void fully_connected_mve(const q8_fc_params *p, const uint8_t *Q8_RESTRICT a,
@@ -170,8 +185,8 @@ static void fully_connected_mve(const q8_fc_params *p, const uint8_t *Q8_RESTRIC
             }
             w += block_bytes;
 #if Q8_HAS_MVE
-            if (mode == Q8_RQ_F32 || mode == Q8_RQ_FREQ_BOUNDED_S8 ||
-                mode == Q8_RQ_FREQ_BOUNDED_U8) {
+            if ((mode == Q8_RQ_F32 && normal_scales(&p->requant, n, N)) ||
+                mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
                 uint8_t *y_row = (uint8_t *)y + (mode == Q8_RQ_F32 ? 4u : 1u) * out;
                 store_four(&p->requant, acc, n, N, y_row, mode);
                 if (n + 4 < N) {

@@ -208,13 +208,19 @@ def bounded_requant(requant: CStruct, arrays: Sequence[CArray],
                     acc_bound: NDArray[Any]) -> CStruct:
     """Mark a float requantization as bounded when |acc| <= acc_bound (one per output
     channel, over every possible input) keeps |acc * scale| below BOUNDED_PRODUCT and acc
-    within int32: the kernels then round through the float's bits and clamp in integers."""
+    within int32, and no scale is subnormal: the kernels then round through the float's
+    bits and clamp in integers, or use vector float operations."""
     scale = next((a.values for a in arrays if a.name == "scale"), None)
     if scale is None:
         return requant
     bound = np.asarray(acc_bound, dtype=np.float64).reshape(-1)
-    product = bound * np.abs(np.asarray(scale, dtype=np.float64).reshape(-1))
-    if np.all(bound < 2.0**31) and np.all(product < BOUNDED_PRODUCT):
+    scales = np.abs(np.asarray(scale, dtype=np.float32).reshape(-1))
+    product = bound * scales.astype(np.float64)
+    # A subnormal scale keeps the scalar float path: Helium's vector float operations
+    # flush subnormals to zero (the saturating modes run them on Cortex-M55).
+    subnormal = (scales > 0) & (scales < np.finfo(np.float32).tiny)
+    if (np.all(bound < 2.0**31) and np.all(product < BOUNDED_PRODUCT)
+            and not np.any(subnormal)):
         return CStruct(requant.ctype, (*requant.fields, ("bounded", 1)))
     return requant
 

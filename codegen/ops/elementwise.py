@@ -174,9 +174,10 @@ def lower_qadd(node: Node, graph: Graph, spec: BinarySpec,
     bounded = qadd_bounded(ra, rb, fixed)
     arrays: tuple[CArray, ...] = ()
     outer_mult = outer_exp = 0
-    if not integer and bounded and options.dsp and not b_first:
+    if not integer and bounded and options.dsp and not b_first and not options.mve:
         # The bounded float path on FPU+DSP cores reads the inner fused multiply-add of
-        # each byte of b from the table instead of converting and multiplying it.
+        # each byte of b from the table instead of converting and multiplying it (Helium
+        # cores compute four at a time instead).
         arrays = (CArray("inner_table", "uint32_t", qadd_inner_table(rb, fixed, a.dtype)),)
     # The host's float kernel decides from the integer tables too: two table reads per
     # element instead of two fmaf calls, which x86-64's baseline makes library calls.

@@ -286,12 +286,12 @@ def test_depthwise_rows_kernel_against_ort_in_qemu(board: str, requant: str) -> 
     assert not bad, bad
 
 
-@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus", "cortex-m55"])
 @pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
 def test_binary_ops_in_qemu(op: str, board: str) -> None:
-    """QLinearAdd's bounded path (VFMA, then VCVTR and SSAT/USAT) on M4F and its integer
-    tables (Thumb-1's loop by hand) on M0+, and QLinearMul, every broadcasting kind of the
-    host test, against ORT."""
+    """QLinearAdd's bounded path (VFMA, then VCVTR and SSAT/USAT) on M4F, its integer
+    tables (Thumb-1's loop by hand) on M0+ and its Helium lanes on M55, and QLinearMul,
+    every broadcasting kind of the host test, against ORT."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from test_elementwise_ops import SHAPE_PAIRS, binary_model
 
@@ -319,6 +319,9 @@ def test_qlinear_add_halves_on_thumb1(dtype: str) -> None:
     gen = generate_sources(model, Options(board="cortex-m0plus"))
     assert ".fast_table = " in gen.files[f"{gen.name}.c"].decode()
     report = codegen.verify(model, board="cortex-m0plus", samples=3, seed=1)
+    assert report.ok, report.outputs
+    # the same ties in Helium's four lanes (VFMA, VCVTN)
+    report = codegen.verify(model, board="cortex-m55", samples=3, seed=1)
     assert report.ok, report.outputs
 
 
