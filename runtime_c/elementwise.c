@@ -252,6 +252,22 @@ static int qadd_mve_safe(float v)
     return v == 0.0f || v >= 0x1p-100f || v <= -0x1p-100f;
 }
 
+/* Four lanes of the sum (qadd_fma_mve): the bytes widened by TYPE's loads. */
+#define Q8_QADD_MVE_LANES(LOAD, CAST, STORE)                                               \
+    do {                                                                                   \
+        const int32x4_t o_ = CAST(LOAD(outer + i));                                        \
+        const int32x4_t n_ = CAST(LOAD(inner + i));                                        \
+        const float32x4_t t_ = vfmaq_f32(vfmaq_f32(f, vcvtq_f32_s32(n_), ri),              \
+                                         vcvtq_f32_s32(o_), ro);                           \
+        STORE((int8_t *)y + i, vminq_s32(vmaxq_s32(vcvtnq_s32_f32(t_), low), high));       \
+    } while (0)
+#define Q8_LOAD_S8(P) vldrbq_s32((const int8_t *)(P))
+#define Q8_LOAD_U8(P) vldrbq_u32((P))
+#define Q8_LOAD_S8_TAIL(P) vldrbq_z_s32((const int8_t *)(P), lanes)
+#define Q8_LOAD_U8_TAIL(P) vldrbq_z_u32((P), lanes)
+#define Q8_STORE_TAIL(P, V) vstrbq_p_s32((P), (V), lanes)
+#define Q8_AS_S32(V) (V)
+
 static size_t qadd_fma_mve(const uint8_t *outer, const uint8_t *inner, uint8_t *y,
                            size_t total, float r_outer, float r_inner, float fixed,
                            int is_signed)
@@ -260,23 +276,36 @@ static size_t qadd_fma_mve(const uint8_t *outer, const uint8_t *inner, uint8_t *
     const int32x4_t high = vdupq_n_s32(is_signed ? 127 : 255);
     const float32x4_t ro = vdupq_n_f32(r_outer), ri = vdupq_n_f32(r_inner);
     const float32x4_t f = vdupq_n_f32(fixed);
-    size_t i;
+    size_t i = 0;
     if (!qadd_mve_safe(r_outer) || !qadd_mve_safe(r_inner) || !qadd_mve_safe(fixed)) {
         return 0;
     }
-    for (i = 0; i < total; i += 4) {
-        const mve_pred16_t lanes = vctp32q((uint32_t)(total - i));
-        const int32x4_t o = is_signed ? vldrbq_z_s32((const int8_t *)outer + i, lanes)
-                                      : vreinterpretq_s32_u32(vldrbq_z_u32(outer + i, lanes));
-        const int32x4_t n = is_signed ? vldrbq_z_s32((const int8_t *)inner + i, lanes)
-                                      : vreinterpretq_s32_u32(vldrbq_z_u32(inner + i, lanes));
-        const float32x4_t t = vfmaq_f32(vfmaq_f32(f, vcvtq_f32_s32(n), ri), vcvtq_f32_s32(o),
-                                        ro);
-        const int32x4_t q = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(t), low), high);
-        vstrbq_p_s32((int8_t *)y + i, q, lanes);
+    if (is_signed) {
+        for (; i + 4 <= total; i += 4) {
+            Q8_QADD_MVE_LANES(Q8_LOAD_S8, Q8_AS_S32, vstrbq_s32);
+        }
+        if (i < total) {
+            const mve_pred16_t lanes = vctp32q((uint32_t)(total - i));
+            Q8_QADD_MVE_LANES(Q8_LOAD_S8_TAIL, Q8_AS_S32, Q8_STORE_TAIL);
+        }
+    } else {
+        for (; i + 4 <= total; i += 4) {
+            Q8_QADD_MVE_LANES(Q8_LOAD_U8, vreinterpretq_s32_u32, vstrbq_s32);
+        }
+        if (i < total) {
+            const mve_pred16_t lanes = vctp32q((uint32_t)(total - i));
+            Q8_QADD_MVE_LANES(Q8_LOAD_U8_TAIL, vreinterpretq_s32_u32, Q8_STORE_TAIL);
+        }
     }
     return total;
 }
+#undef Q8_QADD_MVE_LANES
+#undef Q8_LOAD_S8
+#undef Q8_LOAD_U8
+#undef Q8_LOAD_S8_TAIL
+#undef Q8_LOAD_U8_TAIL
+#undef Q8_STORE_TAIL
+#undef Q8_AS_S32
 #endif
 
 Q8_INLINE void qadd(const q8_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y,
