@@ -131,7 +131,7 @@ static void dot_mve_8x1(const int8_t *w, const int8_t *x, int32_t blocks, int32_
 /* Four columns from n of a saturating float mode or of a float32 output: the reference's
  * float32 operations (VCVT, VMUL; VCVTN rounds to nearest, ties to even, as VCVTR in the
  * default mode), stored under a predicate (columns past N are not). */
-static void store_four(const q8_requant_params *rq, const int32_t *acc, int32_t n, int32_t N,
+Q8_INLINE void store_four(const q8_requant_params *rq, const int32_t *acc, int32_t n, int32_t N,
                        void *y, int mode)
 {
     const mve_pred16_t lanes = vctp32q((uint32_t)(N - n));
@@ -151,7 +151,7 @@ static void store_four(const q8_requant_params *rq, const int32_t *acc, int32_t 
 /* Whether the scales of columns n .. n + 7 (those below N) are normal floats or zero:
  * Helium's vector float operations flush subnormals, so a subnormal scale takes the
  * scalar path. (The saturating modes are only chosen for such scales: bounded_requant.) */
-static int normal_scales(const q8_requant_params *rq, int32_t n, int32_t N)
+Q8_INLINE int normal_scales(const q8_requant_params *rq, int32_t n, int32_t N)
 {
     int32_t j;
     for (j = 0; j < 8 && n + j < N; j++) {

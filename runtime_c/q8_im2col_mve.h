@@ -166,6 +166,24 @@ Q8_INLINE void q8_fill_pair_i8_narrow(const q8_dims *input, const q8_window *win
     const size_t plane = (size_t)(input->h * input->w);
     const size_t row_step = (size_t)win->dilation_h * (size_t)input->w;
     int32_t c, kh;
+    if (KH == 3 && KW == 3) { /* the common 3x3: the channel's three rows at once */
+        const uint8_t *row = base;
+        for (c = 0; c < C; c++) {
+            const uint32_t v0 = q8_load32(row) ^ flip;
+            const uint32_t v1 = q8_load32(row + row_step) ^ flip;
+            const uint32_t v2 = q8_load32(row + 2 * row_step) ^ flip;
+            q8_store32(col0, v0);
+            q8_store32(col0 + 3, v1);
+            q8_store32(col0 + 6, v2);
+            q8_store32(col1, v0 >> 8);
+            q8_store32(col1 + 3, v1 >> 8);
+            q8_store32(col1 + 6, v2 >> 8);
+            col0 += 9;
+            col1 += 9;
+            row += plane;
+        }
+        return;
+    }
     for (c = 0; c < C; c++) {
         const uint8_t *row = base + (size_t)c * plane;
         for (kh = 0; kh < KH; kh++) {
