@@ -16,7 +16,7 @@ the int8 tensors, so no float conversion is counted (TFLM's figures are int8 in,
 out). The anchor (../shared/docs/cortex-m-cycles.md): tflite-micro + CMSIS-NN, -O2,
 cortex-m4+fp, QEMU mps2-an386, estimated with the same cost table.
 
-    .venv/bin/python bench/mcu.py [--boards cortex-m4f,cortex-m33,cortex-m0plus]
+    .venv/bin/python bench/mcu.py [--boards cortex-m4f,cortex-m33,cortex-m0plus,cortex-m55]
         [--models resnet8,dscnn,mobilenet_v1_025,ad_autoencoder] [--source zoo|official|both]
         [--weights int8,int16] [--io quantized|float] [--per-layer] [--markdown]
 """
@@ -68,6 +68,15 @@ TFLM_M4 = {
     "mobilenet_v1_025": Anchor(24_102_341, 28_885_936, 440_416, 103_680),
     "ad_autoencoder": Anchor(583_102, 731_278, 326_452, 3_984),
 }
+
+
+# TFLite Micro + CMSIS-NN with its Helium (MVE) paths, -O2, QEMU mps3-an547 (Cortex-M55),
+# instructions inside Invoke() on the official models, as issue 38 records them (three
+# significant figures); arenas as on the M4F.
+TFLM_MVE_INSTRUCTIONS = {"resnet8": 4_910_000, "dscnn": 1_810_000,
+                         "mobilenet_v1_025": 6_560_000, "ad_autoencoder": 150_000}
+# Boards whose figures compare with those (instructions; QEMU models no M55 timing).
+MVE_BOARDS = frozenset({"cortex-m55"})
 
 
 @dataclass(frozen=True)
@@ -151,6 +160,23 @@ def print_header(markdown: bool) -> None:
               f"{'flash':>8} {'RAM':>7} {'xTFLM':>6}")
 
 
+MVE_COLUMNS = ("board", "source", "model", "weights", "instructions", "instructions/MAC",
+               "x TFLM (MVE) instructions", "flash", "RAM", "x TFLM arena")
+
+
+def print_mve_rows(rows: list[Row]) -> None:
+    """The Helium boards' rows as a Markdown table of their own: instructions beside TFLite
+    Micro + CMSIS-NN's MVE build (no cycle model for these cores)."""
+    print("| " + " | ".join(MVE_COLUMNS) + " |")
+    print("|" + "---|" * len(MVE_COLUMNS))
+    for r in rows:
+        anchor = TFLM_M4.get(r.model)
+        print(f"| {r.board} | {r.source} | {r.model} | {r.weights} | {r.instructions:,d} | "
+              f"{r.instructions / r.macs:.2f} | "
+              f"{ratio(r.instructions, TFLM_MVE_INSTRUCTIONS.get(r.model))} | "
+              f"{r.flash:,d} | {r.ram:,d} | {ratio(r.ram, anchor.arena if anchor else None)} |")
+
+
 def print_rows(rows: list[Row], markdown: bool) -> None:
     for r in rows:
         anchor = TFLM_M4.get(r.model) if r.board in M4F_BOARDS else None
@@ -205,8 +231,13 @@ def main() -> int:
                     if not args.markdown:
                         print_rows(rows[-1:], markdown=False)
     if args.markdown:
-        print_header(markdown=True)
-        print_rows(rows, markdown=True)
+        others = [r for r in rows if r.board not in MVE_BOARDS]
+        if others:
+            print_header(markdown=True)
+            print_rows(others, markdown=True)
+        helium = [r for r in rows if r.board in MVE_BOARDS]
+        if helium:
+            print_mve_rows(helium)
     return 0
 
 
