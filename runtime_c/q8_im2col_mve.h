@@ -67,6 +67,17 @@ Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int
             const int early = iw0 + 3 >= W;
             const uint8_t *first = early ? base - 1 : base;
             const uint32_t shift = early ? 8u : 0u;
+            if (KH == 3) { /* a channel's three rows at once */
+                const size_t step = (size_t)dh * (size_t)W;
+                for (c = 0; c < C; c++) {
+                    const uint8_t *row = first + (size_t)c * plane;
+                    q8_store32(out, (q8_load32(row) >> shift) ^ flip4);
+                    q8_store32(out + KW, (q8_load32(row + step) >> shift) ^ flip4);
+                    q8_store32(out + 2 * KW, (q8_load32(row + 2 * step) >> shift) ^ flip4);
+                    out += 3 * KW;
+                }
+                return;
+            }
             for (c = 0; c < C; c++) {
                 const uint8_t *row = first + (size_t)c * plane;
                 for (kh = 0; kh < KH; kh++) {
@@ -99,6 +110,30 @@ Q8_INLINE void q8_fill_column_i8(const q8_dims *input, const q8_window *win, int
         const uint32_t down = right ? 16u : (!left && iw0 + 3 >= W) ? 8u : 0u;
         const uint32_t up = left ? 8u : 0u;
         const uint32_t fill = left ? pad_byte : right ? pad_byte << 16 : 0u;
+        if (KH == 3) {
+            /* Each of the three rows from the input or, outside it, from a word of pad
+             * bytes (as the input would hold them) that stays put from channel to channel. */
+            uint8_t pads[4];
+            const uint8_t *src[3];
+            size_t step[3];
+            memset(pads, (uint8_t)(pad_byte ^ flip), sizeof pads);
+            for (kh = 0; kh < 3; kh++) {
+                const int32_t ih = ih0 + kh * dh;
+                const int inside = ih >= 0 && ih < H;
+                src[kh] = inside ? x + (size_t)ih * (size_t)W + (size_t)at : pads;
+                step[kh] = inside ? plane : 0u;
+            }
+            for (c = 0; c < C; c++) {
+                q8_store32(out, (((q8_load32(src[0]) ^ flip4) >> down) << up) | fill);
+                q8_store32(out + 3, (((q8_load32(src[1]) ^ flip4) >> down) << up) | fill);
+                q8_store32(out + 6, (((q8_load32(src[2]) ^ flip4) >> down) << up) | fill);
+                src[0] += step[0];
+                src[1] += step[1];
+                src[2] += step[2];
+                out += 9;
+            }
+            return;
+        }
         for (c = 0; c < C; c++) {
             const uint8_t *x_c = x + (size_t)c * plane;
             for (kh = 0; kh < KH; kh++) {
