@@ -201,6 +201,25 @@ Q8_INLINE void q8_fill_pair_i8_narrow(const q8_dims *input, const q8_window *win
     const size_t plane = (size_t)(input->h * input->w);
     const size_t row_step = (size_t)win->dilation_h * (size_t)input->w;
     int32_t c, kh;
+#if Q8_HAS_MVE
+    if (KH == 1 && KW == 1 && plane <= 65535u / 8u) {
+        /* Pointwise: eight channels of each pixel a gather (byte offsets a plane apart,
+         * as 16-bit lanes), stored by their low bytes. */
+        const uint16x8_t offsets = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)plane);
+        const uint16x8_t flips = vdupq_n_u16((uint16_t)(flip & 0xFFu));
+        for (c = 0; c < C; c += 8) {
+            const mve_pred16_t lanes = vctp16q((uint32_t)(C - c));
+            const uint8_t *at = base + (size_t)c * plane;
+            vstrbq_p_u16((uint8_t *)col0 + c,
+                         veorq_u16(vldrbq_gather_offset_z_u16(at, offsets, lanes), flips),
+                         lanes);
+            vstrbq_p_u16((uint8_t *)col1 + c,
+                         veorq_u16(vldrbq_gather_offset_z_u16(at + 1, offsets, lanes), flips),
+                         lanes);
+        }
+        return;
+    }
+#endif
     if (KH == 3 && KW == 3) { /* the common 3x3: the channel's three rows at once */
         const uint8_t *row = base;
         for (c = 0; c < C; c++) {
