@@ -103,11 +103,19 @@ void q8_conv_s8_im2col_ireq(const q8_conv_im2col_params *params,
  * fours (the count padded with zero rows) interleaved per 16 taps: [M/4][k_padded/16][4][16].
  * The columns are int8: the input (int8) or x - 128 (uint8); pad_value is x_zp or x_zp - 128
  * accordingly, and bias[m] = B[m] - pad_value * sum(W[m]) (modulo 2^32), one per padded
- * row. slab 0. scratch: two columns of k_padded bytes, each followed by 16 bytes of slack.
+ * row. slab > 0 (kernels at least two taps wide, dilation 1 across): the taps in (kw, c, kh)
+ * order, slab = C * KH, chunk output pixels of a row per fill (see q8_im2col_mve.h); the
+ * scratch holds the chunk's slabs, the taps past the last column's KW slabs and 16 bytes.
+ * slab 0: two columns of k_padded bytes, each followed by 16 bytes of slack.
  */
 static inline size_t q8_conv_im2col_mve_scratch_bytes(const q8_conv_im2col_params *params)
 {
-    return 2u * ((size_t)params->k_padded + 16u);
+    const q8_conv_im2col_params *p = params;
+    if (p->slab == 0) {
+        return 2u * ((size_t)p->k_padded + 16u);
+    }
+    return (size_t)((p->chunk - 1) * p->window.stride_w + p->window.kernel_w) * (size_t)p->slab +
+           (size_t)(p->k_padded - p->window.kernel_w * p->slab) + 16u;
 }
 void q8_conv_u8_im2col_mve_freq(const q8_conv_im2col_params *params,
                                 const uint8_t *input, void *output,

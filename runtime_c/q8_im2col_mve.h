@@ -675,6 +675,154 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
     }
 }
 
+/*
+ * Slab mode (p->slab > 0: kernels at least two taps wide, dilation 1 across): the taps are
+ * ordered (kw, c, kh) and slab = C * KH, so output pixel j of a chunk reads KW consecutive
+ * slabs from slab j * stride_w: the columns are pointers into the slabs, which a row's
+ * pixels share. Slab s holds input column pw0 + s - pad_left of every (c, kh) (the pad
+ * value outside). Each input row of a channel goes into the slabs by vector scatters of
+ * eight bytes (offsets a slab apart), where the column fills wrote each input byte about
+ * KW times per pixel pair.
+ */
+Q8_INLINE void q8_fill_slabs_i8(const q8_conv_im2col_params *p, const uint8_t *x, int32_t oh,
+                             int32_t pw0, int32_t count, int8_t *out, uint8_t flip)
+{
+    const int32_t C = p->input.c, H = p->input.h, W = p->input.w;
+    const int32_t KH = p->window.kernel_h, dh = p->window.dilation_h;
+    const int32_t slab = p->slab, pl = p->window.pad_left;
+    const int32_t ih0 = oh * p->window.stride_h - p->window.pad_top;
+    const size_t plane = (size_t)(H * W);
+    const uint8_t pad = (uint8_t)p->pad_value;
+    /* the slabs s_lo .. s_hi - 1 lie over the input's columns */
+    const int32_t s_lo = pw0 - pl < 0 ? pl - pw0 : 0;
+    const int32_t s_end = W + pl - pw0;
+    const int32_t s_hi = s_end < count ? (s_end > s_lo ? s_end : s_lo) : count;
+    const int32_t n = s_hi - s_lo;
+    int32_t s, c, kh, i;
+    for (s = 0; s < count; s++) {
+        if (s < s_lo || s >= s_hi) {
+            memset(out + (size_t)s * (size_t)slab, pad, (size_t)slab);
+        }
+    }
+    if (n <= 0) {
+        return;
+    }
+#if Q8_HAS_MVE
+    {
+        const uint16x8_t offsets = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)slab);
+        const uint16x8_t flips = vdupq_n_u16(flip), pads = vdupq_n_u16(pad);
+        const size_t eight = 8u * (size_t)slab;
+        const int32_t whole = n & ~7, tail = n - whole;
+        const mve_pred16_t last = vctp16q((uint32_t)tail);
+        for (kh = 0; kh < KH; kh++) {
+            const int32_t ih = ih0 + kh * dh;
+            const uint8_t *src = x + (size_t)(ih >= 0 && ih < H ? ih : 0) * (size_t)W +
+                                 (size_t)(pw0 + s_lo - pl);
+            uint8_t *dst = (uint8_t *)out + (size_t)s_lo * (size_t)slab + (size_t)kh;
+            if (ih >= 0 && ih < H) {
+                for (c = 0; c < C; c++) {
+                    const uint8_t *from = src;
+                    uint8_t *to = dst;
+                    for (i = 0; i < whole; i += 8) {
+                        vstrbq_scatter_offset_u16(to, offsets, veorq_u16(vldrbq_u16(from), flips));
+                        from += 8;
+                        to += eight;
+                    }
+                    if (tail) {
+                        vstrbq_scatter_offset_p_u16(
+                            to, offsets, veorq_u16(vldrbq_z_u16(from, last), flips), last);
+                    }
+                    src += plane;
+                    dst += KH;
+                }
+            } else {
+                for (c = 0; c < C; c++) {
+                    uint8_t *to = dst;
+                    for (i = 0; i < whole; i += 8) {
+                        vstrbq_scatter_offset_u16(to, offsets, pads);
+                        to += eight;
+                    }
+                    if (tail) {
+                        vstrbq_scatter_offset_p_u16(to, offsets, pads, last);
+                    }
+                    dst += KH;
+                }
+            }
+        }
+    }
+#else
+    for (c = 0; c < C; c++) {
+        for (kh = 0; kh < KH; kh++) {
+            const int32_t ih = ih0 + kh * dh;
+            const int inside = ih >= 0 && ih < H;
+            const uint8_t *src = x + (size_t)c * plane + (size_t)(inside ? ih : 0) * (size_t)W +
+                                 (size_t)(pw0 + s_lo - pl);
+            int8_t *dst = out + (size_t)s_lo * (size_t)slab + (size_t)(c * KH + kh);
+            for (i = 0; i < n; i++) {
+                dst[(size_t)i * (size_t)slab] = (int8_t)(inside ? (uint8_t)(src[i] ^ flip) : pad);
+            }
+        }
+    }
+#endif
+}
+
+/* Out of line, one per input type. */
+Q8_UNUSED static void q8_fill_slabs_i8_s8(const q8_conv_im2col_params *p, const uint8_t *x,
+                                       int32_t oh, int32_t pw0, int32_t count, int8_t *out)
+{
+    q8_fill_slabs_i8(p, x, oh, pw0, count, out, 0u);
+}
+
+Q8_UNUSED static void q8_fill_slabs_i8_u8(const q8_conv_im2col_params *p, const uint8_t *x,
+                                       int32_t oh, int32_t pw0, int32_t count, int8_t *out)
+{
+    q8_fill_slabs_i8(p, x, oh, pw0, count, out, 0x80u);
+}
+
+/* The slab buffer's bytes: the chunk's slabs, the last column's taps past its KW slabs
+ * (zero weights meet them), and slack. */
+Q8_INLINE size_t q8_mve_slab_bytes(const q8_conv_im2col_params *p)
+{
+    return (size_t)((p->chunk - 1) * p->window.stride_w + p->window.kernel_w) *
+               (size_t)p->slab +
+           (size_t)(p->k_padded - p->window.kernel_w * p->slab) + Q8_MVE_COLUMN_SLACK;
+}
+
+Q8_INLINE void q8_conv_im2col_mve_slabs(const q8_conv_im2col_params *p, const uint8_t *x,
+                                     uint8_t *y, int8_t *Q8_RESTRICT scratch, int is_signed,
+                                     int mode)
+{
+    const int32_t M = p->output.c, OH = p->output.h, OW = p->output.w;
+    const int32_t sw = p->window.stride_w, KW = p->window.kernel_w, chunk = p->chunk;
+    const size_t step = (size_t)sw * (size_t)p->slab;
+    const int32_t pixels = OH * OW;
+    const size_t in_image = (size_t)p->input.c * (size_t)(p->input.h * p->input.w);
+    const q8_row_requant layer = q8_layer_constants(&p->requant);
+    int32_t n, oh, ow0, j;
+    memset(scratch, 0, q8_mve_slab_bytes(p));
+    for (n = 0; n < p->input.n; n++) {
+        const uint8_t *x_n = x + (size_t)n * in_image;
+        uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
+        for (oh = 0; oh < OH; oh++) {
+            for (ow0 = 0; ow0 < OW; ow0 += chunk) {
+                const int32_t count = OW - ow0 < chunk ? OW - ow0 : chunk;
+                if (is_signed) {
+                    q8_fill_slabs_i8_s8(p, x_n, oh, ow0 * sw, (count - 1) * sw + KW, scratch);
+                } else {
+                    q8_fill_slabs_i8_u8(p, x_n, oh, ow0 * sw, (count - 1) * sw + KW, scratch);
+                }
+                for (j = 0; j < count; j += 2) {
+                    const int8_t *c0 = scratch + (size_t)j * step;
+                    const int two = j + 1 < count;
+                    q8_mve_rows(p, &layer, c0, two ? c0 + step : c0,
+                                y_n + (size_t)oh * (size_t)OW + (size_t)(ow0 + j), pixels, two,
+                                mode);
+                }
+            }
+        }
+    }
+}
+
 Q8_INLINE void q8_conv_im2col_mve(const q8_conv_im2col_params *p, const uint8_t *x,
                                uint8_t *y, int8_t *Q8_RESTRICT scratch, int is_signed,
                                int mode)
@@ -686,6 +834,10 @@ Q8_INLINE void q8_conv_im2col_mve(const q8_conv_im2col_params *p, const uint8_t 
     const q8_row_requant layer = q8_layer_constants(&p->requant);
     int8_t *col0 = scratch, *col1 = scratch + k_padded + Q8_MVE_COLUMN_SLACK;
     int32_t n, px;
+    if (p->slab > 0) {
+        q8_conv_im2col_mve_slabs(p, x, y, scratch, is_signed, mode);
+        return;
+    }
     /* The columns' padding taps meet zero weights: any byte would do; zero them once. */
     memset(col0 + k, 0, (size_t)(k_padded - k) + Q8_MVE_COLUMN_SLACK);
     memset(col1 + k, 0, (size_t)(k_padded - k) + Q8_MVE_COLUMN_SLACK);

@@ -169,6 +169,17 @@ def _gather_scratch(p: CStruct) -> int:
     return _padded_scratch(conv)
 
 
+def _mve_im2col_scratch(p: CStruct) -> int:
+    """Two columns of k_padded bytes and slack; slab mode: the chunk's slabs, the last
+    column's taps past its slabs, slack."""
+    k_padded, slab = field(p, "k_padded"), field(p, "slab")
+    if slab == 0:
+        return 2 * (k_padded + 16)
+    kw = field(p, "window.kernel_w")
+    return (((field(p, "chunk") - 1) * field(p, "window.stride_w") + kw) * slab
+            + (k_padded - kw * slab) + 16)
+
+
 def _dw_mve_scratch(p: CStruct) -> int:
     """The padded plane, 16 bytes of slack, a channel's flat outputs rounded up to 4."""
     oh, ow = field(p, "output.h"), field(p, "output.w")
@@ -207,8 +218,7 @@ KERNELS: tuple[Kernel, ...] = (
            _IM2COL_WHEN + ", on Helium (MVE) cores with int8 weights",
            "int8 rows padded to 16 taps, rows in fours interleaved per 16 taps "
            "[M/4][k/16][4][16]; int8 columns (uint8 input less 128)",
-           Scratch("q8_conv_im2col_mve_scratch_bytes",
-                   lambda p: 2 * (field(p, "k_padded") + 16))),
+           Scratch("q8_conv_im2col_mve_scratch_bytes", _mve_im2col_scratch)),
     Kernel("conv_im2col_b8", "q8_conv_{x}_im2col_b8_{rq}", (("x", INT8), ("rq", REQUANT)),
            "conv_{x}_im2col_b8_{rq}.c", "q8_conv_im2col_b8_params",
            _IM2COL_WHEN + ", on Cortex-M cores without DSP (M0+, M3)",

@@ -158,18 +158,51 @@ def im2col_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                       scratch_bytes=kernel.scratch_bytes(params))
 
 
+# The Helium kernel's slab buffer: a whole output row's slabs where they take at most this,
+# else fewer pixels a fill.
+MVE_SLAB_BYTES = 4096
+
+
+def mve_slab_bytes(chunk: int, stride_w: int, kernel_w: int, slab: int, k_padded: int) -> int:
+    """q8_api_conv.h's q8_conv_im2col_mve_scratch_bytes in slab mode."""
+    return ((chunk - 1) * stride_w + kernel_w) * slab + (k_padded - kernel_w * slab) + 16
+
+
+def mve_slab_layout(x: Tensor, y: Tensor, window: Window,
+                    k_padded: int) -> tuple[int, int] | None:
+    """(slab, chunk) for the Helium kernel's slab mode (q8_im2col_mve.h), or None: 2-D
+    layers with a kernel at least two taps wide and dilation 1 across; slab = C * KH taps
+    (its scatters take eight slabs of 16-bit offsets); chunk = the output row, or as many
+    of its pixels as MVE_SLAB_BYTES (or the two columns of the column mode) hold."""
+    if len(window.kernel) != 2 or window.kernel[1] < 2 or window.dilations[1] != 1:
+        return None
+    kh, kw, sw = window.kernel[0], window.kernel[1], window.strides[1]
+    slab = x.shape[1] * kh
+    if 8 * slab > 0xFFFF:
+        return None
+    budget = max(MVE_SLAB_BYTES, 2 * (k_padded + 16))
+    chunk = y.shape[3]
+    while chunk > 1 and mve_slab_bytes(chunk, sw, kw, slab, k_padded) > budget:
+        chunk -= 1
+    return slab, chunk
+
+
 def im2col_mve_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                     weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
                     requant_arrays: list[CArray], mode: str) -> KernelCall:
     """The Helium path (conv_*_im2col_mve_*.c, q8_im2col_mve.h): int8 rows of k taps padded
-    to 16, in fours (zero rows to a multiple of 4) interleaved per 16 taps; the columns are
-    int8, so a uint8 input's taps and pad are less 128, and the bias folds that pad."""
+    to 16 (in slab order where the slab mode applies), in fours (zero rows to a multiple of
+    4) interleaved per 16 taps; the columns are int8, so a uint8 input's taps and pad are
+    less 128, and the bias folds that pad."""
     m = weights.shape[0]
     rows = weights.reshape(m, -1).astype(np.int64)
     k = rows.shape[1]
     k_padded, m_padded = (k + 15) // 16 * 16, (m + 3) // 4 * 4
+    slabs = mve_slab_layout(x, y, window, k_padded)
+    stored = (slab_order(rows, x.shape[1], (window.kernel[0], window.kernel[1]), slabs[0])
+              if slabs else rows)
     padded = np.zeros((m_padded, k_padded), dtype=np.int8)
-    padded[:m, :k] = rows
+    padded[:m, :k] = stored
     blocks = padded.reshape(m_padded // 4, 4, k_padded // 16, 16).transpose(0, 2, 1, 3)
     pad = x_zp if x.dtype == "int8" else x_zp - 128
     wrapped = np.zeros(m_padded, np.int32)
@@ -179,7 +212,7 @@ def im2col_mve_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", pad), ("k_padded", k_padded),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
-        ("slab", 0), ("chunk", 0), ("band", 0)))
+        ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0), ("band", 0)))
     arrays = (CArray("weights", "int8_t", np.ascontiguousarray(blocks).reshape(-1),
                      aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
