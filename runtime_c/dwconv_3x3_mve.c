@@ -110,59 +110,6 @@ static void mve_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t pi
  * requantization (VCVT, VMUL, VCVTN, VADD, VMAX, VMIN) and a narrowing store. The widening
  * loads need low base registers: the rows in r0 .. r2, the output in r3.
  */
-/* rows rows of n bytes from src (pitch src_pitch) to dst (dense), sixteen bytes a
- * predicated vector copy: rows of a few bytes cost a library call each otherwise. */
-static void copy_rows(const uint8_t *src, int32_t src_pitch, uint8_t *dst, int32_t n,
-                      int32_t rows)
-{
-    int32_t r, i;
-    if (n <= 16) { /* a row one predicated vector */
-        const mve_pred16_t lanes = vctp8q((uint32_t)n);
-        for (r = 0; r < rows; r++) {
-            vstrbq_p_u8(dst, vldrbq_z_u8(src, lanes), lanes);
-            src += src_pitch;
-            dst += n;
-        }
-        return;
-    }
-    for (r = 0; r < rows; r++) {
-        for (i = 0; i < n; i += 16) {
-            const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
-            vstrbq_p_u8(dst + i, vldrbq_z_u8(src + i, lanes), lanes);
-        }
-        src += src_pitch;
-        dst += n;
-    }
-}
-
-/* The channel's plane into the padded one (its border already there), as q8_copy_channel:
- * a predicated vector copy per sixteen bytes of a row. */
-static void copy_channel_mve(const uint8_t *x_c, int32_t H, int32_t W, int32_t pt,
-                             int32_t pl, int32_t PH, int32_t PW, uint8_t *padded)
-{
-    const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
-    int32_t r, i;
-    if (cols <= 16) { /* a row one predicated vector */
-        const mve_pred16_t lanes = vctp8q((uint32_t)cols);
-        const uint8_t *src = x_c;
-        uint8_t *dst = padded + (size_t)pt * (size_t)PW + (size_t)pl;
-        for (r = 0; r < rows; r++) {
-            vstrbq_p_u8(dst, vldrbq_z_u8(src, lanes), lanes);
-            src += W;
-            dst += PW;
-        }
-        return;
-    }
-    for (r = 0; r < rows; r++) {
-        const uint8_t *src = x_c + (size_t)r * (size_t)W;
-        uint8_t *dst = padded + (size_t)(r + pt) * (size_t)PW + (size_t)pl;
-        for (i = 0; i < cols; i += 16) {
-            const mve_pred16_t lanes = vctp8q((uint32_t)(cols - i));
-            vstrbq_p_u8(dst + i, vldrbq_z_u8(src + i, lanes), lanes);
-        }
-    }
-}
-
 typedef struct {
     int32_t w[9];
     const uint8_t *rows[3];
@@ -262,7 +209,7 @@ static void flat_rows(const q8_dwconv_params *p, const uint8_t *plane, int32_t P
     } else {
         Q8_DW_FLAT_ASM("vldrb.u32");
     }
-    copy_rows(flat, PW, y_c, OW, OH);
+    q8_copy_rows_mve(flat, PW, y_c, OW, OW, OH);
 }
 #define Q8_DW_FLAT 1
 #else
@@ -295,7 +242,7 @@ static void dwconv_3x3_mve(const q8_dwconv_params *p, const uint8_t *x, uint8_t 
             uint8_t *y_c = y + ((size_t)n * (size_t)C + (size_t)c) * (size_t)(OH * OW);
 #if Q8_DW_FLAT
             if (flat) {
-                copy_channel_mve(x_c, H, W, p->pad_top, p->pad_left, PH, PW, scratch);
+                q8_copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, 0u, scratch);
                 flat_rows(p, scratch, PW, scratch + (size_t)(PH * PW) + 16u, y_c, i_c,
                           is_signed, mode);
                 continue;

@@ -203,30 +203,12 @@ static void fully_connected_mve(const q8_fc_params *p, const uint8_t *Q8_RESTRIC
     }
 }
 
-/* The saturating float modes where the layer is bounded over its type's whole range (the
- * vector requantization), the shorter bounded rounding where only bounded. */
-static int fc_mve_mode(const q8_requant_params *rq, int mode)
-{
-    if (mode != Q8_RQ_FREQ || !rq->bounded) {
-        return mode;
-    }
-#if Q8_HAS_MVE
-    if (rq->act_min == -128 && rq->act_max == 127) {
-        return Q8_RQ_FREQ_BOUNDED_S8;
-    }
-    if (rq->act_min == 0 && rq->act_max == 255) {
-        return Q8_RQ_FREQ_BOUNDED_U8;
-    }
-#endif
-    return Q8_RQ_FREQ_BOUNDED;
-}
-
 #define Q8_DEFINE_FC_MVE(NAME, TX, TY, SIGNED, MODE)                                       \
     void NAME(const q8_fc_params *params, const TX *Q8_RESTRICT input,                    \
               TY *Q8_RESTRICT output, int8_t *Q8_RESTRICT scratch)                        \
     {                                                                                      \
         fully_connected_mve(params, (const uint8_t *)input, output, scratch, SIGNED,       \
-                            fc_mve_mode(&params->requant, MODE));                          \
+                            q8_layer_requant_mode(&params->requant, MODE));                          \
     }
 
 Q8_DEFINE_FC_MVE(q8_fc_u8_mve_freq, uint8_t, void, 0, Q8_RQ_FREQ)

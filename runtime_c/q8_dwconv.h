@@ -277,6 +277,34 @@ Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void q8_copy_row(const uint8_t *src, int32_t
     }
 }
 
+#if Q8_HAS_MVE
+/* rows rows of n bytes from src to dst (pitches src_pitch and dst_pitch), by predicated
+ * vector copies of 16 bytes: on Helium cores the plane copies of the depthwise kernel
+ * (rows of a few bytes would cost a library call each). */
+Q8_INLINE void q8_copy_rows_mve(const uint8_t *src, int32_t src_pitch, uint8_t *dst,
+                                int32_t dst_pitch, int32_t n, int32_t rows)
+{
+    int32_t r, i;
+    if (n <= 16) { /* a row one predicated vector */
+        const mve_pred16_t lanes = vctp8q((uint32_t)n);
+        for (r = 0; r < rows; r++) {
+            vstrbq_p_u8(dst, vldrbq_z_u8(src, lanes), lanes);
+            src += src_pitch;
+            dst += dst_pitch;
+        }
+        return;
+    }
+    for (r = 0; r < rows; r++) {
+        for (i = 0; i < n; i += 16) {
+            const mve_pred16_t lanes = vctp8q((uint32_t)(n - i));
+            vstrbq_p_u8(dst + i, vldrbq_z_u8(src + i, lanes), lanes);
+        }
+        src += src_pitch;
+        dst += dst_pitch;
+    }
+}
+#endif
+
 Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void q8_copy_channel(const uint8_t *x_c, int32_t H,
                                                       int32_t W, int32_t pt, int32_t pl,
                                                       int32_t PH, int32_t PW, uint32_t flip,
@@ -284,6 +312,12 @@ Q8_NO_MEMCPY_LOOPS Q8_UNUSED static void q8_copy_channel(const uint8_t *x_c, int
 {
     const int32_t rows = H < PH - pt ? H : PH - pt, cols = W < PW - pl ? W : PW - pl;
     int32_t r;
+#if Q8_HAS_MVE
+    if (flip == 0u) {
+        q8_copy_rows_mve(x_c, W, padded + (size_t)pt * (size_t)PW + (size_t)pl, PW, cols, rows);
+        return;
+    }
+#endif
     for (r = 0; r < rows; r++) {
 #if Q8_DW_ROW_VECTORS
         if (flip == 0u) {

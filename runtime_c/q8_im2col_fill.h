@@ -355,15 +355,6 @@ Q8_UNUSED static void q8_fill_pointwise_pair_s8_offset(const uint8_t *x, size_t 
     q8_fill_pointwise_pair(x, plane, C, col0, col1, 2);
 }
 
-/* A layer whose output pixel px reads input pixel px alone (q8_fill_pointwise_pair). */
-Q8_INLINE int q8_is_unit_pointwise(const q8_dims *input, const q8_dims *output,
-                                const q8_window *win)
-{
-    return win->kernel_h == 1 && win->kernel_w == 1 && win->stride_h == 1 &&
-           win->stride_w == 1 && win->pad_top == 0 && win->pad_left == 0 &&
-           input->h == output->h && input->w == output->w;
-}
-
 /* The columns of pixels px and px + 1 (two) or px alone. */
 Q8_INLINE void q8_fill_pixels(const q8_dims *input, const q8_window *win, int32_t pad_value,
                            const uint8_t *x, int32_t px, int32_t OW, int two, int unit,

@@ -277,15 +277,6 @@ Q8_UNUSED static void q8_fill_column_i8_u8(const q8_dims *input, const q8_window
     q8_fill_column_i8(input, win, pad, x, oh, ow, column, 0x80u);
 }
 
-Q8_INLINE int q8_is_unit_pointwise_i8(const q8_dims *input, const q8_dims *output,
-                                    const q8_window *win)
-{
-    return win->kernel_h == 1 && win->kernel_w == 1 && win->stride_h == 1 &&
-           win->stride_w == 1 && win->pad_top == 0 && win->pad_left == 0 &&
-           input->h == output->h && input->w == output->w &&
-           (size_t)(input->h * input->w) <= 65535u / 8u;
-}
-
 /* The columns of pixels px and px + 1 (two) or px alone. */
 Q8_INLINE void q8_fill_pixels_i8(const q8_conv_im2col_params *p, const uint8_t *x, int32_t px,
                               int two, int8_t *col0, int8_t *col1, int is_signed)
@@ -294,7 +285,8 @@ Q8_INLINE void q8_fill_pixels_i8(const q8_conv_im2col_params *p, const uint8_t *
     const int8_t pad = (int8_t)p->pad_value;
     /* a 1x1 layer of stride 1 without padding reads input pixel px for output pixel px:
      * a pair is adjacent in the plane even across rows */
-    const int unit = Q8_HAS_MVE && q8_is_unit_pointwise_i8(&p->input, &p->output, &p->window);
+    const int unit = Q8_HAS_MVE && q8_is_unit_pointwise(&p->input, &p->output, &p->window) &&
+                     (size_t)(p->input.h * p->input.w) <= 65535u / 8u;
     const uint8_t *base = !two ? NULL
                           : unit ? x + px
                                  : q8_narrow_pair_base(&p->input, &p->window, x, oh, ow, OW);

@@ -168,8 +168,8 @@ Q8_INLINE void q8_requantize_pair(const q8_row_requant *r, int32_t a, int32_t b,
     *yb = q8_requantize(r, b, mode);
 }
 
-/* Output column n's value of an accumulator at y[at], in any mode but the saturating
- * ones (the matrix products: float32 output, integer, float and bounded float): the
+/* Output column n's value of an accumulator at y[at], in any mode (the matrix products:
+ * float32 output, integer, float and bounded float, the saturating ones as bounded): the
  * column's constants read from the parameters. */
 Q8_INLINE void q8_store_requantized(const q8_requant_params *rq, int32_t n, int32_t acc,
                                   void *y, size_t at, int mode)
@@ -180,7 +180,8 @@ Q8_INLINE void q8_store_requantized(const q8_requant_params *rq, int32_t n, int3
     } else {
         const int32_t lo = rq->act_min - rq->zero_point, hi = rq->act_max - rq->zero_point;
         const int32_t v = mode == Q8_RQ_IREQ ? q8_requant_int(acc, rq->mult[ch], rq->exp[ch], lo, hi)
-                          : mode == Q8_RQ_FREQ_BOUNDED
+                          : (mode == Q8_RQ_FREQ_BOUNDED || mode == Q8_RQ_FREQ_BOUNDED_S8 ||
+                             mode == Q8_RQ_FREQ_BOUNDED_U8)
                               ? q8_requant_f32_bounded(acc, rq->scale[ch], lo, hi)
                               : q8_requant_f32(acc, rq->scale[ch], (float)lo, (float)hi);
         ((uint8_t *)y)[at] = (uint8_t)(v + rq->zero_point);
