@@ -19,7 +19,7 @@ JOBS ?= auto
 FUZZ_COUNT ?= 50000
 FUZZ_SEED ?= 1
 
-.PHONY: demo test test-fast lint pytest fuzz example stripes clean cortex-m-tools test-cpu-profiles test-corpus-makefiles \
+.PHONY: demo test test-fast lint pytest fuzz example stripes clean cortex-m-tools riscv-tools test-cpu-profiles test-corpus-makefiles \
 	test-interfaces docs firmware-example browser-tools
 
 $(BIN)/python:
@@ -52,7 +52,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codegen tests examples bench docs
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-test cortex-m-tools browser-tools
+pytest: $(VENV)/.installed-test cortex-m-tools riscv-tools browser-tools
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q --durations=40
 
 # The layers that need no whole model (pure Python, C kernels, operator families), on the
@@ -74,6 +74,24 @@ cortex-m-tools:
 		echo "*** WARNING: arm-none-eabi-gcc or qemu-system-arm missing and apt-get (as root)"; \
 		echo "*** unavailable: the Cortex-M tests will be SKIPPED. Install:"; \
 		echo "***   $(CORTEX_M_PACKAGES)"; \
+	fi
+
+# The RV32 cross compiler, picolibc and QEMU's RISC-V machines, the same way.
+RISCV_PACKAGES := gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
+riscv-tools:
+	@if command -v riscv64-unknown-elf-gcc >/dev/null && command -v qemu-system-riscv32 >/dev/null \
+			&& [ -f /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ]; then \
+		exit 0; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		echo "installing $(RISCV_PACKAGES) with apt-get"; \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$(RISCV_PACKAGES) >/dev/null 2>&1 || (apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$(RISCV_PACKAGES) >/dev/null)); \
+	else \
+		echo "*** WARNING: riscv64-unknown-elf-gcc, picolibc or qemu-system-riscv32 missing and"; \
+		echo "*** apt-get (as root) unavailable: the RISC-V tests will be SKIPPED. Install:"; \
+		echo "***   $(RISCV_PACKAGES)"; \
 	fi
 
 # Debian's headless Chromium lays out the HTML report for tests/tools/test_report_browser.py.

@@ -106,12 +106,12 @@ def io_bytes(gen: Generated) -> int:
 
 def firmware_budget(gen: Generated, check: bool,
                     reserve: Reserve = NO_RESERVE) -> tuple[Budget | None, str]:
-    """Measure what the model costs on a Cortex-M board, and refuse it when it does not
+    """Measure what the model costs on a microcontroller board, and refuse it when it does not
     fit (unless check is False) in the board's memory less `reserve`. Without the cross
     compiler, the arena, I/O and weight sizes are checked as lower bounds."""
     board = gen.board
     assert board.memory is not None
-    if not cross_toolchain_available():
+    if not cross_toolchain_available(board.kind):
         ram = gen.plan.size + io_bytes(gen)
         flash = sum(int(np.asarray(v).nbytes) for v in gen.program.constants.values())
         if check and (ram > board.memory.ram_length - reserve.ram
@@ -122,7 +122,7 @@ def firmware_budget(gen: Generated, check: bool,
                               f"(board has {board.memory.flash_length}"
                               f"{reserved_text(reserve.flash)}); pass --no-budget-check to "
                               "generate it anyway")
-        return None, ("budget not measured (no arm-none-eabi-gcc): at least "
+        return None, (f"budget not measured (no {board.cross.prefix}gcc): at least "
                       f"{ram} bytes of RAM, {flash} bytes of flash")
     budget = measure_model(gen)
     if check:
@@ -136,7 +136,7 @@ def harness_fits(gen: Generated) -> bool:
     the board's RAM? Measured on its build for QEMU (the same sections)."""
     board = gen.board
     assert board.memory is not None
-    if not cross_toolchain_available():
+    if not cross_toolchain_available(board.kind):
         return True
     files = {**own_runtime_files(gen.name, gen.program.sources), **gen.files}
     try:
@@ -165,10 +165,10 @@ def generate(model: ModelSource, out: str | Path, options: Options | None = None
     gen = generate_for_board(model, options)
     try:
         budget, note = firmware_budget(gen, budget_check, reserve_of(options)) \
-            if gen.board.is_cortex_m else (None, "")
+            if gen.board.is_mcu else (None, "")
     except BudgetError as error:
         raise BudgetError(f"{error}{min_memory_hint(model, gen, options)}") from None
-    fits = harness_fits(gen) if gen.board.is_cortex_m else True
+    fits = harness_fits(gen) if gen.board.is_mcu else True
     write_project(out, gen.files, force=force, inputs=inputs)
     return GenerateResult(out, gen.name, tuple(sorted(gen.files)), gen.plan.size,
                           gen.plan.lower_bound, gen.program.requant, gen.board, budget, note,
@@ -254,7 +254,7 @@ def run_generated(gen: Generated, samples: Samples, cflags: Sequence[str] = (),
     point): on the host, or in QEMU for a Cortex-M board (where host-only flags such as
     the sanitizers do not apply)."""
     entry = entry or harness_entries(gen.program)[0]
-    if gen.board.is_cortex_m:
+    if gen.board.is_mcu:
         build = build_firmware(gen.files, gen.name, gen.board, size=False,
                                cflags=entry.cflags)
         results, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
@@ -280,8 +280,8 @@ def count_instructions(model: ModelSource, inputs: Mapping[str, Any] | Samples,
 
 
 def check_counting_board(board: Board) -> None:
-    if not board.is_cortex_m:
-        raise OptionError(f"board '{board.name}': instruction counts need a Cortex-M board "
+    if not board.is_mcu:
+        raise OptionError(f"board '{board.name}': instruction counts need a microcontroller board "
                           "(see `onnx2mcu boards`)")
 
 
@@ -336,7 +336,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
     gen = generate_for_board(model, target)
     reserve = reserve_of(target.options)
     budget, note = firmware_budget(gen, check=False, reserve=reserve) \
-        if gen.board.is_cortex_m else (None, "")
+        if gen.board.is_mcu else (None, "")
     counts = data = None
     if count:
         entry = counted_entry(gen)
@@ -350,7 +350,7 @@ def report(model: ModelSource, options: Options | None = None, *, count: bool = 
     if other.files == gen.files:
         other_budget, other_counts = budget, counts
     else:
-        other_budget = firmware_budget(other, check=False)[0] if other.board.is_cortex_m \
+        other_budget = firmware_budget(other, check=False)[0] if other.board.is_mcu \
             else None
         other_counts = count_generated(other, [data], per_layer=False, cycles=cycles).counts \
             if data is not None else None
@@ -652,7 +652,7 @@ def validate(model: ModelSource, float_model: ModelSource, dataset: str | Mappin
     truth = None if given is None else \
         labels_by_output(gen, given, graph_output_tensors(gen.program, entry))
     data = entry_samples(gen.program, entry, samples)
-    where = f"in QEMU ({gen.board.name}; slower than the host)" if gen.board.is_cortex_m \
+    where = f"in QEMU ({gen.board.name}; slower than the host)" if gen.board.is_mcu \
         else "on the host"
     say(f"building and running the generated C {where} on {len(data)} sample(s)")
     ours = graph_outputs(gen.program, entry,

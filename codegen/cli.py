@@ -202,8 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", help=".npz to write, keyed by output name")
     r.add_argument("--force", action="store_true", help="replace an existing file")
     r.add_argument("--count-instructions", action="store_true",
-                   help="Cortex-M boards: report the instructions one inference executes "
-                        "in QEMU (deterministic)")
+                   help="microcontroller boards (Cortex-M, RISC-V): report the instructions "
+                        "one inference executes in QEMU (deterministic)")
     r.add_argument("--count-cycles", action="store_true",
                    help="Cortex-M4/M33/M0+ boards: also estimate the cycles (a cost model "
                         "of the core applied to the instructions QEMU executes)")
@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--svg", help="also write the arena over time as an SVG picture")
     rp.add_argument("--force", action="store_true", help="replace existing output files")
     rp.add_argument("--count-instructions", action="store_true",
-                    help="Cortex-M boards: count each layer's instructions in QEMU")
+                    help="microcontroller boards: count each layer's instructions in QEMU")
     rp.add_argument("--count-cycles", action="store_true",
                     help="Cortex-M4/M33/M0+ boards: also estimate each layer's cycles and the "
                          "time at the board's clock")
@@ -378,14 +378,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print_notes(result.notes)
     print(f"wrote {result.out}/ ({len(result.files)} files): {result.name}.h, "
           f"{result.name}.c; arena {result.arena_bytes} bytes, requant {result.requant}")
-    if result.board.is_cortex_m and not result.harness_fits:
+    if result.board.is_mcu and not result.harness_fits:
         print(f"board {result.board.name}: {result.budget_note}")
         print(f"build: make -C {result.out} lib  ->  {result.out}/build/lib{result.name}.a "
               "for your firmware (the test harness, with newlib's stdio, semihosting and "
               "its linker script's stack reserve beside the model, does not fit this board's "
               "RAM); run the "
               f"harness in QEMU: make -C {result.out} run (input.bin -> output.bin)")
-    elif result.board.is_cortex_m:
+    elif result.board.is_mcu:
         print(f"board {result.board.name}: {result.budget_note}")
         print(f"build: make -C {result.out}  ->  {result.out}/build/{result.name}.elf; "
               f"run in QEMU: make -C {result.out} run (input.bin -> output.bin)")
@@ -594,7 +594,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 def board_fit_lines(inspection: Inspection, board: Board) -> list[str]:
     """What the quantized model needs of a Cortex-M board, from the plan: the arena and
     the weights are lower bounds of its RAM and flash (report measures the build)."""
-    if not board.is_cortex_m or inspection.arena_bytes is None or board.memory is None:
+    if not board.is_mcu or inspection.arena_bytes is None or board.memory is None:
         return []
     ram, flash = board.memory.ram_length, board.memory.flash_length
     weights = inspection.weight_bytes or 0

@@ -95,7 +95,7 @@ def with_native(board: Board, native: bool) -> Board:
     target, whose flags the board defines."""
     if not native:
         return board
-    if board.is_cortex_m:
+    if board.is_mcu:
         raise OptionError(f"--native is for the host board; board '{board.name}' has "
                           "its own -mcpu flags")
     return replace(board, cflags=(*board.cflags, "-march=native"))
@@ -136,7 +136,7 @@ def resolve_target(options: Options) -> Target:
     dsp = board.dsp if options.dsp is None else options.dsp
     # The DSP layouts' portable C runs anywhere on the host (the tests use it); a
     # Cortex-M core without the extension cannot execute their SMLAD/SXTB16.
-    if dsp and board.is_cortex_m and not board.dsp:
+    if dsp and board.is_mcu and not board.dsp:
         raise OptionError(f"board '{board.name}' ({board.cpu}) has no DSP extension: its "
                           "kernels cannot use the DSP layouts")
     return Target(board, requant, kernels, weights, dsp, options)
@@ -226,7 +226,7 @@ def wide_weight_nodes(choice: str, graph: Graph, board: Board,
     int16 weights), nor on a Helium core, whose int8 kernels take 16 bytes a product."""
     if choice != "auto":
         return None if choice == "int16" else frozenset()
-    if (board.is_cortex_m and not board.dsp) or board.has_mve:
+    if (board.is_mcu and not board.dsp) or board.has_mve:
         return frozenset()
     flash = board.flash_bytes if flash_bytes is None else flash_bytes
     if flash is None:
@@ -251,7 +251,7 @@ def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     wide = wide_weight_nodes(target.weights, graph, target.board, available_flash(target))
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
                            wide_weights=wide is None or bool(wide), wide_nodes=wide,
-                           cortex_m=target.board.is_cortex_m, thumb1=target.board.is_thumb1,
+                           mcu=target.board.is_mcu, thumb1=target.board.is_thumb1,
                            mve=target.board.has_mve)
 
 

@@ -272,7 +272,8 @@ double q8_fma_integer(double a, double b, double c)
     return r;
 }
 
-#if defined(Q8_SOFT_FMA) || defined(__arm__)
+#if defined(Q8_SOFT_FMA) || defined(__arm__) || \
+    (defined(__riscv) && !(defined(__riscv_flen) && __riscv_flen >= 64))
 #define q8_fma q8_fma_integer
 #else
 #define q8_fma fma

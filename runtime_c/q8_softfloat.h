@@ -207,8 +207,10 @@ Q8_INLINE float q8_sf_to_float(q8_sf v, int negative_zero)
  * fmaf(a, b, c) with one rounding. Hosts and cores with a hardware FMA have an exact
  * fmaf; newlib's soft-float fmaf goes through double and can round twice, so cores
  * without an FMA unit (or Q8_SOFT_FMA) use this integer form, exact for finite values.
+ * RV32 cores without F take it too (the C library's is not trusted to round once).
  */
-#if defined(Q8_SOFT_FMA) || (defined(__arm__) && !defined(__ARM_FEATURE_FMA))
+#if defined(Q8_SOFT_FMA) || (defined(__arm__) && !defined(__ARM_FEATURE_FMA)) || \
+    (defined(__riscv) && !defined(__riscv_flen))
 Q8_INLINE float q8_fmaf(float a, float b, float c)
 {
     uint32_t ab, bb, cb;

@@ -28,7 +28,14 @@ extern "C" {
  */
 #ifdef Q8_LAYER_MARKS
 void q8_layer_mark(void);
+#if defined(__GNUC__) && defined(__riscv)
+/* On RV32 a call that clobbers only ra (q8_layer_mark is a bare ret): a C call would
+   make the compiler keep the model function's values in other registers around the
+   marks, and the marked build would run instructions the unmarked one does not. */
+#define Q8_LAYER_MARK() __asm__ volatile("call q8_layer_mark" : : : "ra", "memory")
+#else
 #define Q8_LAYER_MARK() q8_layer_mark()
+#endif
 #else
 #define Q8_LAYER_MARK() ((void)0)
 #endif

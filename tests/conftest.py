@@ -106,6 +106,20 @@ _NEEDS_CORTEX_M_TOOLS = pytest.mark.skipif(
     "(make cortex-m-tools)")
 
 
+# The RV32 boards' tools (make riscv-tools): riscv64-unknown-elf-gcc with picolibc and
+# qemu-system-riscv32.
+RISCV_TOOLS = cross_toolchain_available("riscv") and qemu_available("riscv")
+NEEDS_RISCV_TOOLS = pytest.mark.skipif(
+    not RISCV_TOOLS, reason="needs riscv64-unknown-elf-gcc, picolibc and qemu-system-riscv32 "
+    "(make riscv-tools)")
+
+
+def on_board(board: str) -> Any:
+    """A board parameter that skips, with the reason, where its kind's tools are missing."""
+    return pytest.param(board, marks=NEEDS_RISCV_TOOLS if board.startswith(
+        ("riscv", "esp32", "gd32v")) else _NEEDS_CORTEX_M_TOOLS)
+
+
 def in_qemu(test: TestFunction) -> TestFunction:
     """Mark a test that runs on a Cortex-M board in QEMU (see CORTEX_M_TOOLS)."""
     return pytest.mark.qemu(_NEEDS_CORTEX_M_TOOLS(test))

@@ -533,7 +533,7 @@ def emit_project(program: Program, plan: ArenaPlan, board: Board,
         f"{name}.c": env.get_template("model.c.j2").render(context),
         f"{name}.json": _manifest(program, plan, board, weight_bytes),
     }
-    if board.is_cortex_m:
+    if board.is_mcu:
         files.update(_firmware_files(env, context, board))
     else:
         files.update({
@@ -564,17 +564,27 @@ def own_runtime_files(name: str, sources: list[str]) -> dict[str, bytes]:
 
 def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
                     board: Board) -> dict[str, str]:
-    """The firmware around the model for a Cortex-M board: startup code, linker scripts
-    for the part and for QEMU, the semihosting harness, the size build, Make and CMake."""
+    """The firmware around the model for a microcontroller board: startup code, linker
+    scripts for the part and for QEMU, the semihosting harness, the size build, Make and
+    CMake, for the board kind's toolchain (Cortex-M or RV32)."""
     assert board.memory is not None and board.qemu_memory is not None
     name = context["name"]
+    cross = board.cross
     arch = [f for f in board.cflags if f.startswith("-m")]
-    firmware = {**context, "cpu": board.cpu, "fpu": board.fpu,
+    toolchain_file = f"{cross.prefix.rstrip('-')}.cmake"
+    firmware = {**context, "cpu": board.cpu, "fpu": board.fpu, "kind": board.kind,
                 "qemu_machine": board.qemu_machine, "arch_flags": " ".join(arch),
-                "opt_flags": " ".join(f for f in board.cflags if f not in arch)}
+                "opt_flags": " ".join(f for f in board.cflags if f not in arch),
+                "cross_prefix": cross.prefix, "qemu": cross.qemu,
+                "qemu_flags": " ".join(cross.qemu_flags),
+                "libc_flags": " ".join(cross.libc_flags),
+                "semihosting_libs": " ".join(cross.semihosting_libs),
+                "bare_libs": " ".join(cross.bare_libs),
+                "cmake_processor": cross.cmake_processor, "toolchain_file": toolchain_file}
+    riscv = board.kind == "riscv"
 
     def linker_script(memory: MemoryMap, ld_name: str, what: str) -> str:
-        return env.get_template("link.ld.j2").render(
+        return env.get_template("link_riscv.ld.j2" if riscv else "link.ld.j2").render(
             firmware, ld_name=ld_name, ld_what=what, flash_origin=memory.flash_origin,
             flash_length=memory.flash_length, ram_origin=memory.ram_origin,
             ram_length=memory.ram_length, vector_origin=memory.vector_origin,
@@ -583,13 +593,14 @@ def _firmware_files(env: jinja2.Environment, context: dict[str, Any],
     return {
         f"{name}_main.c": render_harness(env, firmware, firmware=True),
         f"{name}_size.c": env.get_template("size_main.c.j2").render(firmware),
-        "startup.c": env.get_template("startup.c.j2").render(firmware),
+        "startup.c": env.get_template("startup_riscv.c.j2" if riscv
+                                      else "startup.c.j2").render(firmware),
         f"{name}.ld": linker_script(board.memory, f"{name}.ld", f"board '{board.name}'"),
         f"{name}_qemu.ld": linker_script(board.qemu_memory, f"{name}_qemu.ld",
                                          f"QEMU's '{board.qemu_machine}' machine"),
-        "Makefile": env.get_template("Makefile_cortex_m.j2").render(firmware),
-        "CMakeLists.txt": env.get_template("CMakeLists_cortex_m.txt.j2").render(firmware),
-        "arm-none-eabi.cmake": env.get_template("arm-none-eabi.cmake.j2").render(firmware),
+        "Makefile": env.get_template("Makefile_mcu.j2").render(firmware),
+        "CMakeLists.txt": env.get_template("CMakeLists_mcu.txt.j2").render(firmware),
+        toolchain_file: env.get_template("toolchain.cmake.j2").render(firmware),
     }
 
 

@@ -51,7 +51,7 @@ class FlashTiming:
 class Board:
     name: str
     description: str
-    kind: str  # "host" or "cortex-m"
+    kind: str  # "host", "cortex-m" or "riscv"
     cpu: str
     cflags: tuple[str, ...]
     requant: str  # default requantization mode: "float" on FPU cores, "int" without
@@ -70,6 +70,16 @@ class Board:
         return self.kind == "cortex-m"
 
     @property
+    def is_mcu(self) -> bool:
+        """A microcontroller: cross-compiled firmware run in QEMU, with a memory budget."""
+        return self.kind in CROSS_KINDS
+
+    @property
+    def cross(self) -> CrossKind:
+        """The toolchain, C library and emulator of the board's kind (an MCU board)."""
+        return CROSS_KINDS[self.kind]
+
+    @property
     def has_mve(self) -> bool:
         """A core with Helium (the M-profile Vector Extension): its own int8 kernels."""
         return self.kind == "cortex-m" and self.cpu in MVE_CORES
@@ -79,7 +89,44 @@ class Board:
         """An ARMv6-M or ARMv8-M Baseline core: Thumb-1 with its few 32-bit instructions."""
         return self.cpu in THUMB1_CORES
 
-KINDS = ("host", "cortex-m")
+
+
+@dataclass(frozen=True)
+class CrossKind:
+    """What builds and runs a kind of microcontroller: the GNU toolchain's prefix, the C
+    library's flags (picolibc comes in through its specs file, headers included), the
+    link flags of the semihosting test harness and of the bare size build, QEMU, and the
+    Debian packages that hold them."""
+
+    kind: str
+    prefix: str  # arm-none-eabi-
+    libc_flags: tuple[str, ...]  # compile and link
+    semihosting_libs: tuple[str, ...]  # link, the test harness
+    bare_libs: tuple[str, ...]  # link, the size build
+    qemu: str  # qemu-system-arm
+    qemu_flags: tuple[str, ...]  # before -kernel, after -M MACHINE
+    packages: tuple[str, ...]  # Debian's
+    cmake_processor: str  # CMAKE_SYSTEM_PROCESSOR
+
+    @property
+    def install_hint(self) -> str:
+        return f"install it: apt-get install --no-install-recommends {' '.join(self.packages)}"
+
+
+CROSS_KINDS = {
+    "cortex-m": CrossKind(
+        "cortex-m", "arm-none-eabi-", (), ("--specs=nano.specs", "--specs=rdimon.specs"),
+        ("--specs=nano.specs",), "qemu-system-arm", (),
+        ("gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "qemu-system-arm"), "arm"),
+    # picolibc's RV32 multilibs; its semihosting library (open, read, write, exit) under
+    # QEMU's virt machine, which starts the image at its entry with -bios none.
+    "riscv": CrossKind(
+        "riscv", "riscv64-unknown-elf-", ("--specs=picolibc.specs",), ("--oslib=semihost",),
+        (), "qemu-system-riscv32", ("-bios", "none"),
+        ("gcc-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf", "qemu-system-misc"),
+        "riscv32"),
+}
+KINDS = ("host", *CROSS_KINDS)
 REQUANT = ("float", "int")
 # Cores arm-none-eabi-gcc targets that the runtime supports, and which have the DSP
 # extension (SMLAD and friends) the fast kernels may use.
@@ -91,6 +138,9 @@ DSP_CORES = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"
 # Armv8.1-M cores with Helium; arm-none-eabi-gcc's -mcpu enables it (with -mfpu=auto).
 MVE_CORES = ("cortex-m55", "cortex-m85")
 THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
+# RV32 base ISAs with the M extension: the cores of ESP32-C3/C6, GD32VF103, CH32V3, BL602.
+# No F: the runtime requantizes with integers there (requant = "int").
+RISCV_CORE = re.compile(r"^rv32im(a?c?|ac)$")
 MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
 OPTIONAL_MEMORY_KEYS = ("vector_origin",)
 TOP_LEVEL_KEYS = ("description", "kind", "cpu", "cflags", "requant", "ram_bytes",
@@ -135,9 +185,26 @@ def board_problems(data: dict[str, object]) -> list[str]:
                             f" (got {cpu!r})")
         elif data.get("dsp") is True and cpu not in DSP_CORES:
             problems.append(f"field 'dsp': {cpu} has no DSP extension")
+    elif kind == "riscv":
+        if not isinstance(cpu, str) or not RISCV_CORE.match(cpu):
+            problems.append(f"field 'cpu' must name an RV32IM core (rv32im, rv32imc, rv32imac) "
+                            f"(got {cpu!r})")
+        for key in ("fpu", "dsp"):
+            if data.get(key) is True:
+                problems.append(f"field '{key}': the RISC-V boards are integer cores "
+                                "(rv32im[a][c]); set it to false")
+        if data.get("requant") == "float":
+            problems.append("field 'requant': an RV32IM core has no FPU; use 'int'")
+        given = [f for f in flags if isinstance(f, str)] if isinstance(flags, list) else []
+        march = [f for f in given if f.startswith("-march=")]
+        if isinstance(cpu, str) and (not march or march[-1] != f"-march={cpu}"):
+            problems.append(f"field 'cflags' must select the board's cpu with -march={cpu}")
+        if "-mabi=ilp32" not in given:
+            problems.append("field 'cflags' must hold -mabi=ilp32 (the RV32 multilibs')")
+    if kind in CROSS_KINDS:
         for table in ("memory", "qemu"):
             if table not in data:
-                problems.append(f"a Cortex-M board needs a [{table}] table")
+                problems.append(f"a {kind} board needs a [{table}] table")
     for table in ("memory", "qemu"):
         problems += _memory_problems(table, data.get(table))
     return problems + _flash_timing_problems(data.get("flash_timing"))
@@ -222,7 +289,7 @@ def _parse_board(name: str, data: dict[str, object]) -> Board:
         kind=str(data.get("kind", "host")),
         cpu=str(data.get("cpu", "host")),
         cflags=tuple(str(f) for f in cflags) if isinstance(cflags, list) else (),
-        requant=str(data.get("requant", "float")),
+        requant=str(data.get("requant", "int" if data.get("kind") == "riscv" else "float")),
         ram_bytes=ram if isinstance(ram, int) else None,
         flash_bytes=flash if isinstance(flash, int) else None,
         fpu=bool(data.get("fpu", False)),

@@ -71,7 +71,7 @@ class LoweringOptions:
     wide_nodes: frozenset[str] | None = None
     # A microcontroller (not the host): without DSP it gets the unsigned-byte kernels,
     # which suit Thumb-1's addressing.
-    cortex_m: bool = False
+    mcu: bool = False
     # A Thumb-1 core (M0/M0+): its depthwise kernel always works from a padded copy.
     thumb1: bool = False
     # A core with Helium (MVE: Cortex-M55, M85): its int8 kernels where it has them.

@@ -181,7 +181,7 @@ def lower_qadd(node: Node, graph: Graph, spec: BinarySpec,
         arrays = (CArray("inner_table", "uint32_t", qadd_inner_table(rb, fixed, a.dtype)),)
     # The host's float kernel decides from the integer tables too: two table reads per
     # element instead of two fmaf calls, which x86-64's baseline makes library calls.
-    tables = integer or (not options.cortex_m and options.kernels == "fast")
+    tables = integer or (not options.mcu and options.kernels == "fast")
     if tables:
         # The inner fused multiply-add of each byte value, as float32 bits; the outer one
         # is rounded with integers at run time.

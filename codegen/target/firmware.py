@@ -1,5 +1,6 @@
-"""Cortex-M firmware: cross builds with arm-none-eabi-gcc (cached like host builds), and
-the model's flash and RAM budget measured on them.
+"""Microcontroller firmware: cross builds with the board kind's GNU toolchain
+(arm-none-eabi-gcc with newlib for Cortex-M, riscv64-unknown-elf-gcc with picolibc for
+RV32), cached like host builds, and the model's flash and RAM budget measured on them.
 
 Two images come out of one build of a generated project: NAME_qemu.elf, the semihosting
 test harness linked for the board's QEMU machine, and NAME_size.elf, the model alone
@@ -18,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from codegen.backend.emitter import STRICT_CFLAGS
-from codegen.core.boards import Board
+from codegen.core.boards import CROSS_KINDS, Board
 from codegen.errors import BudgetError, ToolchainError
 
 from .build import (
@@ -30,24 +31,45 @@ from .build import (
     with_plain_link_names,
 )
 
-CROSS_PREFIX = "arm-none-eabi-"
-INSTALL_HINT = ("install it: apt-get install --no-install-recommends gcc-arm-none-eabi "
-                "libnewlib-arm-none-eabi")
+CROSS_PREFIX = "arm-none-eabi-"  # the Cortex-M kind's; a board's is board.cross.prefix
 # Stack the call graph cannot see: a library routine at the end of the deepest chain
 # (libgcc's soft-float and division helpers, newlib's fmaf/ldexpf are leaf functions
 # well under this).
 LIBRARY_STACK_BYTES = 64
 
 
-def cross_tool(tool: str) -> str:
-    path = shutil.which(CROSS_PREFIX + tool)
+def cross_tool(tool: str, kind: str = "cortex-m") -> str:
+    cross = CROSS_KINDS[kind]
+    path = shutil.which(cross.prefix + tool)
     if path is None:
-        raise ToolchainError(f"no {CROSS_PREFIX}{tool} found: {INSTALL_HINT}")
+        raise ToolchainError(f"no {cross.prefix}{tool} found: {cross.install_hint}")
     return path
 
 
-def cross_toolchain_available() -> bool:
-    return all(shutil.which(CROSS_PREFIX + t) for t in ("gcc", "size", "nm"))
+def cross_toolchain_available(kind: str = "cortex-m") -> bool:
+    prefix = CROSS_KINDS[kind].prefix
+    return all(shutil.which(prefix + t) for t in ("gcc", "size", "nm"))
+
+
+# ELF e_machine values of the kinds' images: the binutils that read an image follow it.
+_ELF_MACHINES = {40: "cortex-m", 243: "riscv"}
+
+
+def elf_kind(elf: Path) -> str:
+    """The cross kind whose binutils read this image (from its ELF header)."""
+    with elf.open("rb") as f:
+        header = f.read(20)
+    if header[:4] != b"\x7fELF" or len(header) < 20:
+        raise ToolchainError(f"{elf} is not an ELF image")
+    machine = int.from_bytes(header[18:20], "little")
+    if machine not in _ELF_MACHINES:
+        raise ToolchainError(f"{elf}: no cross toolchain reads ELF machine {machine}")
+    return _ELF_MACHINES[machine]
+
+
+def elf_tool(tool: str, elf: Path) -> str:
+    """The binutils program (size, nm, objdump) of the image's kind."""
+    return cross_tool(tool, elf_kind(elf))
 
 
 # The frame sizes and call graph that bound the model's stack (read from the .ci files).
@@ -61,7 +83,7 @@ def _identity(gcc: str) -> str:
                                 timeout=60, check=False)
     except OSError as exc:
         raise ToolchainError(f"cannot run {gcc}: {exc}") from None
-    return "cortex-m firmware\n" + gcc + "\n" + result.stdout
+    return "mcu firmware\n" + gcc + "\n" + result.stdout
 
 
 def split_flags(board: Board) -> tuple[list[str], list[str]]:
@@ -96,11 +118,13 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
     build. A counting build (layer marks) has no size build."""
     files = with_plain_link_names(files)
     size = size and not layer_marks
-    gcc = cross_tool("gcc")
+    cross = board.cross
+    gcc = cross_tool("gcc", board.kind)
     arch, opt = split_flags(board)
-    compile_flags = [*arch, *STRICT_CFLAGS, "-ffunction-sections", "-fdata-sections", *opt,
-                     *cflags, *(["-DQ8_LAYER_MARKS"] if layer_marks else [])]
-    link_flags = [*arch, "-nostartfiles", "-Wl,--gc-sections"]
+    compile_flags = [*arch, *cross.libc_flags, *STRICT_CFLAGS, "-ffunction-sections",
+                     "-fdata-sections", *opt, *cflags,
+                     *(["-DQ8_LAYER_MARKS"] if layer_marks else [])]
+    link_flags = [*arch, *cross.libc_flags, "-nostartfiles", "-Wl,--gc-sections"]
     runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
     identity = _identity(gcc)
 
@@ -109,7 +133,7 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
         (folder / obj).parent.mkdir(parents=True, exist_ok=True)
         compile_in(folder, [gcc, *compile_flags, *extra, "-I.", "-Iruntime",
                             *STACK_INFO, "-c", "-o", obj, source],
-                   CROSS_PREFIX + "gcc")
+                   cross.prefix + "gcc")
         return obj
 
     def runtime_c(folder: Path, source: str) -> str:
@@ -121,8 +145,8 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
         if harness:
             main = [compile_c(folder, f"{name}_main.c", f"{name}_main"),
                     compile_c(folder, "startup.c", "startup")]
-            compile_in(folder, [gcc, *link_flags, "--specs=nano.specs",
-                                "--specs=rdimon.specs", "-T", f"{name}_qemu.ld", "-o",
+            compile_in(folder, [gcc, *link_flags, *cross.semihosting_libs,
+                                "-T", f"{name}_qemu.ld", "-o",
                                 f"build/{name}_qemu.elf", *main, *objects, "-lm"],
                        "linking the QEMU firmware")
         if not size:
@@ -135,7 +159,7 @@ def build_firmware(files: Mapping[str, bytes], name: str, board: Board, *,
         script = (folder / f"{name}.ld").read_text()
         (folder / "build" / "size.ld").write_text(
             re.sub(r"LENGTH = \d+", "LENGTH = 0x10000000", script))
-        compile_in(folder, [gcc, *link_flags, "--specs=nano.specs", "-T", "build/size.ld",
+        compile_in(folder, [gcc, *link_flags, *cross.bare_libs, "-T", "build/size.ld",
                             "-o", f"build/{name}_size.elf", *sizing, *objects, "-lm"],
                    "linking the size build")
 
@@ -197,17 +221,19 @@ def build_combined_size(projects: Sequence[SizeProject], board: Board) -> Firmwa
     """The size build of several models in one image (cached): their sources, the
     kernels they call once, one startup, linked for the board like one model's."""
     files = combined_files(projects)
-    gcc = cross_tool("gcc")
+    cross = board.cross
+    gcc = cross_tool("gcc", board.kind)
     arch, opt = split_flags(board)
-    compile_flags = [*arch, *STRICT_CFLAGS, "-ffunction-sections", "-fdata-sections", *opt,
-                     "-DQ8_NO_SEMIHOSTING"]
-    link_flags = [*arch, "-nostartfiles", "-Wl,--gc-sections", "--specs=nano.specs"]
+    compile_flags = [*arch, *cross.libc_flags, *STRICT_CFLAGS, "-ffunction-sections",
+                     "-fdata-sections", *opt, "-DQ8_NO_SEMIHOSTING"]
+    link_flags = [*arch, *cross.libc_flags, "-nostartfiles", "-Wl,--gc-sections",
+                  *cross.bare_libs]
     runtime = sorted(r for r in files if r.startswith("runtime/") and r.endswith(".c"))
     identity = _identity(gcc)
 
     def compile_c(folder: Path, source: str, obj: str, extra: Sequence[str] = ()) -> str:
         compile_in(folder, [gcc, *compile_flags, *extra, "-I.", "-Iruntime", *STACK_INFO,
-                            "-c", "-o", obj, source], CROSS_PREFIX + "gcc")
+                            "-c", "-o", obj, source], cross.prefix + "gcc")
         return obj
 
     def runtime_c(folder: Path, source: str) -> str:
@@ -273,11 +299,11 @@ class Budget:
 
 def section_sizes(elf: Path) -> tuple[int, int, int]:
     """text, data, bss of an ELF (Berkeley format of arm-none-eabi-size)."""
-    result = subprocess.run([cross_tool("size"), str(elf)], capture_output=True, text=True,
-                            timeout=RUN_TIMEOUT_S, check=False)
+    result = subprocess.run([elf_tool("size", elf), str(elf)], capture_output=True,
+                            text=True, timeout=RUN_TIMEOUT_S, check=False)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or len(lines) < 2:
-        raise ToolchainError(f"{CROSS_PREFIX}size failed on {elf}: {result.stderr.strip()}")
+        raise ToolchainError(f"size failed on {elf}: {result.stderr.strip()}")
     text, data, bss = (int(v) for v in lines[1].split()[:3])
     return text, data, bss
 
@@ -409,15 +435,17 @@ SOFT_FLOAT_ROUTINE = re.compile(
     r"unord|extend|trunc|fix|float)\w*[sd]f\d?$|fmaf?$|ldexpf?$|scalbnf?$|rintf?$|floorf?$|"
     r"expf?$|logf?$)")
 _FUNCTION = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
-_CALL = re.compile(r"\s(?:bl|blx|b|b\.w|b\.n)\s+[0-9a-f]+ <([^>+]+)(?:\+0x[0-9a-f]+)?>")
+# Arm's bl/b and RISC-V's jal/j (jal ra,ADDR <f>), call and tail.
+_CALL = re.compile(r"\s(?:bl|blx|b|b\.w|b\.n|jal|j|call|tail)\s+(?:[a-z0-9]+,)?[0-9a-f]+ "
+                   r"<([^>+]+)(?:\+0x[0-9a-f]+)?>")
 
 
 def disassembly_calls(elf: Path) -> dict[str, set[str]]:
-    """Who calls (or tail-calls) whom in the image, from arm-none-eabi-objdump -d."""
-    result = subprocess.run([cross_tool("objdump"), "-d", "--no-show-raw-insn", str(elf)],
+    """Who calls (or tail-calls) whom in the image, from the cross objdump -d."""
+    result = subprocess.run([elf_tool("objdump", elf), "-d", "--no-show-raw-insn", str(elf)],
                             capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
     if result.returncode != 0:
-        raise ToolchainError(f"{CROSS_PREFIX}objdump failed: {result.stderr.strip()}")
+        raise ToolchainError(f"objdump failed: {result.stderr.strip()}")
     calls: dict[str, set[str]] = {}
     current = ""
     for line in result.stdout.splitlines():

@@ -1,5 +1,6 @@
-"""Run Cortex-M firmware in QEMU (semihosting, always under a timeout) and count the
-instructions the model executes with a small TCG plugin built by the host compiler."""
+"""Run microcontroller firmware (Cortex-M, RV32) in QEMU (semihosting, always under a
+timeout) and count the instructions the model executes with a small TCG plugin built by
+the host compiler."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
-from codegen.core.boards import Board
+from codegen.core.boards import CROSS_KINDS, Board
 from codegen.core.ir import Tensor
 from codegen.core.resources import data_dir
 from codegen.errors import ToolchainError
@@ -29,27 +30,28 @@ from .build import (
     host_compiler,
 )
 from .cycles import cost_table, disassemble
-from .firmware import cross_tool
+from .firmware import elf_tool
 
-QEMU = "qemu-system-arm"
-INSTALL_HINT = "install it: apt-get install --no-install-recommends qemu-system-arm"
+QEMU = "qemu-system-arm"  # the Cortex-M kind's; a board's is board.cross.qemu
 MARKERS = ("q8_bench_start", "q8_bench_stop", "q8_layer_mark")
 
 
-def qemu_binary() -> str:
-    path = shutil.which(QEMU)
+def qemu_binary(kind: str = "cortex-m") -> str:
+    cross = CROSS_KINDS[kind]
+    path = shutil.which(cross.qemu)
     if path is None:
-        raise ToolchainError(f"no {QEMU} found: {INSTALL_HINT}")
+        raise ToolchainError(f"no {cross.qemu} found: {cross.install_hint}")
     return path
 
 
-def qemu_available() -> bool:
-    return shutil.which(QEMU) is not None
+def qemu_available(kind: str = "cortex-m") -> bool:
+    return shutil.which(CROSS_KINDS[kind].qemu) is not None
 
 
 def qemu_command(board: Board, elf: Path, plugin: Sequence[str] = ()) -> list[str]:
-    return [qemu_binary(), "-M", board.qemu_machine, "-nographic",
-            "-semihosting-config", "enable=on,target=native", "-kernel", str(elf), *plugin]
+    return [qemu_binary(board.kind), "-M", board.qemu_machine, *board.cross.qemu_flags,
+            "-nographic", "-semihosting-config", "enable=on,target=native", "-kernel",
+            str(elf), *plugin]
 
 
 def _run(command: Sequence[str], folder: Path) -> None:
@@ -99,7 +101,7 @@ def plugin_library() -> Path:
 
 
 def symbol_addresses(elf: Path, names: Sequence[str]) -> dict[str, int]:
-    result = subprocess.run([cross_tool("nm"), str(elf)], capture_output=True, text=True,
+    result = subprocess.run([elf_tool("nm", elf), str(elf)], capture_output=True, text=True,
                             timeout=RUN_TIMEOUT_S, check=False)
     found: dict[str, int] = {}
     for line in result.stdout.splitlines():

@@ -55,7 +55,7 @@ def board_row(board: Board) -> tuple[str, ...]:
     return (
         board.name,
         board.cpu,
-        _yes_no(board.fpu) if board.is_cortex_m else "-",
+        _yes_no(board.fpu) if board.is_mcu else "-",
         _yes_no(board.dsp),
         format_size(ram),
         format_size(flash),

@@ -111,11 +111,11 @@ def measure_firmware(models: Sequence[ModelSource], options: Options,
     fit the flash left and int8 weights do, every model takes int8 weights."""
     target = resolve_target(options)
     board = target.board
-    if not board.is_cortex_m or board.memory is None:
-        raise OptionError("a budget across models needs a Cortex-M --board (see "
+    if not board.is_mcu or board.memory is None:
+        raise OptionError("a budget across models needs a microcontroller --board (see "
                           "`onnx2mcu boards`)")
-    if not cross_toolchain_available():
-        raise ToolchainError("a budget across models links them with arm-none-eabi-gcc, "
+    if not cross_toolchain_available(board.kind):
+        raise ToolchainError(f"a budget across models links them with {board.cross.prefix}gcc, "
                              "which is not installed")
     names = distinct_names(models)
     gens = [generate_for_board(model, replace(options, name=name), model)

@@ -102,7 +102,7 @@ def float_model_note(gen: Generated, source: ModelSource) -> str:
     nodes = len(float_nodes(gen.graph))
     name = Path(source).stem if isinstance(source, str | Path) else gen.name
     software = ("; this board has no FPU, so each float operation is a software "
-                "floating-point call" if gen.board.is_cortex_m and not gen.board.fpu else "")
+                "floating-point call" if gen.board.is_mcu and not gen.board.fpu else "")
     return (f"model {quoted(name)} is not quantized: its {nodes} node(s) run in float32 "
             f"(arena {gen.plan.size} bytes, weights {gen.program.weight_bytes} bytes: about 4 "
             f"times what int8 takes, and the float kernels are several times slower than "

@@ -276,9 +276,9 @@ def build_totals(gen: Generated, layers: Sequence[Layer], budget: Budget | None,
         code = max(budget.flash_bytes - weights, 0)
         stack = budget.stack_bytes
         static = budget.static_ram_bytes - budget.arena_bytes
-        note = ("measured on the model alone built with arm-none-eabi-gcc; stack from the "
-                "compiler's call graph")
-    elif gen.board.is_cortex_m:
+        note = (f"measured on the model alone built with {gen.board.cross.prefix}gcc; stack "
+                "from the compiler's call graph")
+    elif gen.board.is_mcu:
         note = budget_note or "not measured"
     else:
         note = "host board: no budget applies (weights and arena only)"
@@ -448,7 +448,7 @@ def format_totals(report: Report) -> list[str]:
             how = ("in estimated cycles with the board's flash" if t.board_cycles is not None
                    else "in estimated cycles" if t.cycles is not None else
                    "at one instruction per cycle (a lower bound: loads, multiplies and "
-                   "branches take more on a Cortex-M)")
+                   "branches take more on a microcontroller)")
             lines.append(f"time: {t.time_ms:.3f} ms per inference at {t.clock_hz / 1e6:g} MHz "
                          f"{how}")
     lines.append(f"budget: {printable(t.note)}")

@@ -51,8 +51,8 @@ def generate_for_board(model: ModelSource, options: Options | Target,
     gen = generate_explained(model, target, shown)
     board, chosen = target.board, target.options
     left = None if board.memory is None else board.memory.flash_length - chosen.reserve_flash
-    if chosen.weights != "auto" or not board.is_cortex_m or left is None \
-            or not cross_toolchain_available() \
+    if chosen.weights != "auto" or not board.is_mcu or left is None \
+            or not cross_toolchain_available(board.kind) \
             or not any(WIDE_KERNEL.search(c.function) for c in gen.program.calls) \
             or gen.program.weight_bytes * 4 < left:
         return gen

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SANITIZE, generated, ort_reference, skip_where_ort_differs
+from conftest import SANITIZE, generated, on_board, ort_reference, skip_where_ort_differs
 
 import codegen
 from codegen.errors import UnsupportedError
@@ -206,8 +206,8 @@ def test_every_model_through_its_makefile(name: str, requant: str, tmp_path: Pat
     assert all(r.mismatches == 0 and r.elements for r in reports), reports
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="no arm-none-eabi-gcc or qemu-system-arm")
-@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+@pytest.mark.parametrize("board", [on_board("cortex-m4f"), on_board("cortex-m0plus"),
+                                   on_board("riscv32")])
 @pytest.mark.parametrize("name", FAMILIES)
 def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     report = codegen.verify(CORPUS / name, board=board, samples=1)

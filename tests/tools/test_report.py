@@ -176,7 +176,7 @@ def test_never_clobbers_existing_files(tmp_path: Path,
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--count-instructions"], "need a Cortex-M board"),
+    (["--count-instructions"], "need a microcontroller board"),
     (["--inputs", "x.npz"], "--inputs goes with --count-instructions"),
     (["--output", "same.svg", "--svg", "same.svg"], "same file"),
 ])

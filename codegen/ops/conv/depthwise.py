@@ -103,7 +103,7 @@ def dwconv_3x3_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
                           (x.name,), (y.name,), params, arrays, (DWCONV_ROWS.file(**axes),),
                           macs, scratch_bytes=DWCONV_ROWS.scratch_bytes(params),
                           overlap=plane_overlap(x, y, whole) if channels is None else None)
-    if not options.cortex_m and not options.dsp and set(window.strides) <= {1, 2}:
+    if not options.mcu and not options.dsp and set(window.strides) <= {1, 2}:
         # The host's kernel: every channel copied into its padded plane first.
         padded, kernel = True, DWCONV_PIX
     else:

@@ -41,14 +41,14 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     """The fast group-1 convolution for the target: the byte kernel on cores without DSP
     (both the compact and the fast one there), int16 weights where chosen, else int8."""
     mode = options.requant_suffix
-    if options.cortex_m and not options.dsp:
+    if options.mcu and not options.dsp:
         call = im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
                               requant_arrays, mode, options.thumb1)
     elif options.mve and not options.wide_for(node.name):
         call = im2col_mve_call(node, x, y, window, x_zp, weights, bias, requant,
                                requant_arrays, mode)
     elif (options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS
-          and not options.cortex_m and not options.dsp):
+          and not options.mcu and not options.dsp):
         call = im2col_w16p_call(node, x, y, window, x_zp, weights, bias, requant,
                                 requant_arrays, mode)
     elif options.wide_for(node.name) and weights[0].size < W16_MAX_TAPS:
