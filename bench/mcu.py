@@ -40,6 +40,7 @@ import zoo  # noqa: E402
 from codegen.api import count_generated, firmware_budget  # noqa: E402
 from codegen.backend.interface import Interface  # noqa: E402
 from codegen.backend.io_boundary import harness_entries  # noqa: E402
+from codegen.core.boards import load_board  # noqa: E402
 from codegen.options import Options  # noqa: E402
 from codegen.oracle.verify import random_inputs  # noqa: E402
 from codegen.pipeline import Generated, generate_sources  # noqa: E402
@@ -177,6 +178,21 @@ def print_mve_rows(rows: list[Row]) -> None:
               f"{r.flash:,d} | {r.ram:,d} | {ratio(r.ram, anchor.arena if anchor else None)} |")
 
 
+RISCV_COLUMNS = ("board", "source", "model", "weights", "instructions", "instructions/MAC",
+                 "flash", "RAM")
+
+
+def print_riscv_rows(rows: list[Row]) -> None:
+    """The RISC-V boards' rows as a Markdown table of their own: instructions (no cycle
+    model for these cores; issue 38's target is 4 per MAC), flash and RAM, to set beside
+    the Cortex-M0+ rows of the same models."""
+    print("| " + " | ".join(RISCV_COLUMNS) + " |")
+    print("|" + "---|" * len(RISCV_COLUMNS))
+    for r in rows:
+        print(f"| {r.board} | {r.source} | {r.model} | {r.weights} | {r.instructions:,d} | "
+              f"{r.instructions / r.macs:.2f} | {r.flash:,d} | {r.ram:,d} |")
+
+
 def print_rows(rows: list[Row], markdown: bool) -> None:
     for r in rows:
         anchor = TFLM_M4.get(r.model) if r.board in M4F_BOARDS else None
@@ -231,10 +247,13 @@ def main() -> int:
                     if not args.markdown:
                         print_rows(rows[-1:], markdown=False)
     if args.markdown:
-        others = [r for r in rows if r.board not in MVE_BOARDS]
+        riscv = [r for r in rows if load_board(r.board).kind == "riscv"]
+        others = [r for r in rows if r.board not in MVE_BOARDS and r not in riscv]
         if others:
             print_header(markdown=True)
             print_rows(others, markdown=True)
+        if riscv:
+            print_riscv_rows(riscv)
         helium = [r for r in rows if r.board in MVE_BOARDS]
         if helium:
             print_mve_rows(helium)

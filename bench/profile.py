@@ -39,7 +39,7 @@ from codegen.target.cycles import (  # noqa: E402
     disassemble,
     instruction_costs,
 )
-from codegen.target.firmware import build_firmware, cross_tool  # noqa: E402
+from codegen.target.firmware import build_firmware, elf_tool  # noqa: E402
 from codegen.target.qemu import run_firmware  # noqa: E402
 
 
@@ -57,7 +57,7 @@ def profiler_plugin() -> Path:
 
 
 def function_table(elf: Path) -> list[tuple[int, int, str]]:
-    out = subprocess.run([cross_tool("nm"), "-S", "--defined-only", str(elf)],
+    out = subprocess.run([elf_tool("nm", elf), "-S", "--defined-only", str(elf)],
                          capture_output=True, text=True, check=True).stdout
     table = []
     for line in out.splitlines():
@@ -135,7 +135,7 @@ def main() -> int:
         c = per_function_cycles.get(name, 0)
         print(f"{n:>12,d} {100 * n / total:6.2f}%  {c:>12,d} cycles  {name}")
     if args.disasm:
-        dis = subprocess.run([cross_tool("objdump"), "-d", f"--disassemble={args.disasm}",
+        dis = subprocess.run([elf_tool("objdump", build.elf), "-d", f"--disassemble={args.disasm}",
                               str(build.elf)], capture_output=True, text=True,
                              check=True).stdout
         for line in dis.splitlines():

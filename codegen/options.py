@@ -252,7 +252,7 @@ def lowering_options(target: Target, graph: Graph) -> LoweringOptions:
     return LoweringOptions(requant=target.requant, kernels=target.kernels, dsp=target.dsp,
                            wide_weights=wide is None or bool(wide), wide_nodes=wide,
                            mcu=target.board.is_mcu, thumb1=target.board.is_thumb1,
-                           mve=target.board.has_mve)
+                           mve=target.board.has_mve, riscv=target.board.kind == "riscv")
 
 
 class OptionKeywords(TypedDict, total=False):

@@ -218,6 +218,47 @@ void q8_conv_s8_im2col_b8_ireq(const q8_conv_im2col_b8_params *params,
                                 int16_t *Q8_RESTRICT scratch);
 
 /*
+ * The RV32IM variant (conv_*_im2col_rv_*.c, q8_im2col_rv.h): weights W (int8) in groups
+ * of four output channels interleaved per tap, [ceil(M/4)][k_padded][4], k_padded a
+ * multiple of 4, padding taps and channels 0; bias[ceil(M/4) * 4] = B - x_zp * sum W
+ * (modulo 2^32). The columns hold the input as it is, four pixels side by side per tap;
+ * direct: a 1x1 layer with stride 1, no padding and C a multiple of 4, read in place.
+ * scratch: 4 * k_padded bytes, and 4 * M more for a direct layer's outputs.
+ */
+typedef struct {
+    q8_dims input;
+    q8_dims output;
+    q8_window window;
+    int32_t pad_value; /* x_zp */
+    int32_t k_padded;
+    int32_t direct;
+    const int8_t *weights;
+    const int32_t *bias;
+    /* --requant int: each channel's |mult| << 8, product limit, ja, r (q8_requant_rv.h) */
+    const uint32_t *ints;
+    q8_requant_params requant;
+} q8_conv_im2col_rv_params;
+
+static inline size_t q8_conv_im2col_rv_scratch_bytes(const q8_conv_im2col_rv_params *params)
+{
+    return (size_t)params->k_padded * 4u +
+           (params->direct ? (size_t)params->output.c * 4u : 0u);
+}
+
+void q8_conv_u8_im2col_rv_freq(const q8_conv_im2col_rv_params *params,
+                                const uint8_t *input, void *output,
+                                uint8_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_rv_freq(const q8_conv_im2col_rv_params *params,
+                                const int8_t *input, void *output,
+                                uint8_t *Q8_RESTRICT scratch);
+void q8_conv_u8_im2col_rv_ireq(const q8_conv_im2col_rv_params *params,
+                                const uint8_t *input, void *output,
+                                uint8_t *Q8_RESTRICT scratch);
+void q8_conv_s8_im2col_rv_ireq(const q8_conv_im2col_rv_params *params,
+                                const int8_t *input, void *output,
+                                uint8_t *Q8_RESTRICT scratch);
+
+/*
  * Depthwise QLinearConv with 3x3 kernels, fast path (dwconv_3x3*.c): channel by channel,
  * so the output may overlap the input channels already done (and, for the variants that
  * read a channel whole into scratch first, that channel too); input and output are not

@@ -17,6 +17,7 @@
 #include "q8_requant_row.h"
 #include "q8_requant_run.h"
 #include "q8_runtime.h"
+#include "q8_dwconv_rv.h"
 
 Q8_INLINE int32_t q8_load_x(const uint8_t *p, int is_signed)
 {
@@ -536,13 +537,18 @@ Q8_INLINE void q8_dwconv_3x3(const q8_dwconv_params *p, const uint8_t *x,
                 q8_copy_channel(x_c, H, W, p->pad_top, p->pad_left, PH, PW, flip, scratch);
 #if Q8_DW_OFFSET_PLANE
                 q8_offset_rows(p, scratch, PW, y_c, i_c, wc, is_signed, mode);
+#elif Q8_DW_RV
+                q8_interior_rows_rv(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #elif Q8_DW_ROW_VECTORS
                 q8_interior_rows_vec(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #else
                 q8_interior_rows(p, scratch, PW, 0, 0, y_c, i_c, wc, is_signed, mode);
 #endif
             } else {
-#if Q8_DW_ROW_VECTORS
+#if Q8_DW_RV
+                q8_interior_rows_rv(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc,
+                                    is_signed, mode);
+#elif Q8_DW_ROW_VECTORS
                 q8_interior_rows_vec(p, x_c, W, p->pad_top, p->pad_left, y_c, i_c, wc,
                                      is_signed, mode);
 #else

@@ -76,6 +76,8 @@ class LoweringOptions:
     thumb1: bool = False
     # A core with Helium (MVE: Cortex-M55, M85): its int8 kernels where it has them.
     mve: bool = False
+    # A RISC-V core (RV32IM): its kernels where it has them.
+    riscv: bool = False
 
     @property
     def requant_suffix(self) -> str:

@@ -32,6 +32,7 @@ SUFFIXES: dict[str, str] = {
     "w16p": "int16 weights, output pixels in the vector lanes (the host: SSE2 to AVX-512 VNNI, "
             "chosen at run time)",
     "b8": "unsigned bytes (x + 128, w + 128) for cores without DSP",
+    "rv": "RV32IM: four output channels by four pixels a pass, weights interleaved per tap",
     "mve": "Helium (MVE, Cortex-M55/M85): int8 weights and int8 columns, 16 products a "
            "VMLADAVA",
     "padded": "copies each channel into a plane with its border first",
@@ -219,6 +220,14 @@ KERNELS: tuple[Kernel, ...] = (
            "int8 rows padded to 16 taps, rows in fours interleaved per 16 taps "
            "[M/4][k/16][4][16]; int8 columns (uint8 input less 128)",
            Scratch("q8_conv_im2col_mve_scratch_bytes", _mve_im2col_scratch)),
+    Kernel("conv_im2col_rv", "q8_conv_{x}_im2col_rv_{rq}", (("x", INT8), ("rq", REQUANT)),
+           "conv_{x}_im2col_rv_{rq}.c", "q8_conv_im2col_rv_params",
+           _IM2COL_WHEN + ", on RISC-V (RV32IM) cores",
+           "int8 rows padded to 4 taps and to 4 rows, rows in fours interleaved per tap "
+           "[M/4][k][4]; the columns hold the input as it is",
+           Scratch("q8_conv_im2col_rv_scratch_bytes",
+                   lambda p: 4 * field(p, "k_padded")
+                   + (4 * field(p, "output.c") if field(p, "direct") else 0))),
     Kernel("conv_im2col_b8", "q8_conv_{x}_im2col_b8_{rq}", (("x", INT8), ("rq", REQUANT)),
            "conv_{x}_im2col_b8_{rq}.c", "q8_conv_im2col_b8_params",
            _IM2COL_WHEN + ", on Cortex-M cores without DSP (M0+, M3)",

@@ -108,6 +108,8 @@ CASES = [
                                              "weights": "int8"}),
     ("tf_ds_cnn_tflite_int8io_tf2onnx_qdq", {"board": "cortex-m55"}),
     ("kws_dscnn_torchscript_ort_qop_u8s8", {"board": "cortex-m55", "requant": "int"}),
+    ("kws_dscnn_torchscript_ort_qop_u8s8", {"board": "riscv32"}),
+    ("tf_ds_cnn_tflite_int8io_tf2onnx_qdq", {"board": "riscv32", "requant": "float"}),
     ("kws_gru_torchscript_ort_qop_u8s8", {"board": "host"}),
     ("kws_lstm_torchscript_ort_qop_u8s8", {"board": "host"}),
     ("unet_tiny_torchscript_ort_qop_u8s8", {"board": "host"}),

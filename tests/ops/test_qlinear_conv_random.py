@@ -365,3 +365,47 @@ def test_helium_layouts_on_the_host_are_bit_identical_to_the_reference(
         assert any("_mve_" in f for f in kinds), kinds
         assert_same_outputs(fast, generate_sources(model, Options(requant=requant,
                                                                   kernels="reference")), 23)
+
+
+def pointwise_configs(count: int, seed: int) -> list[ConvConfig]:
+    """1x1 convolutions with stride 1, no padding and C a multiple of 4 (the RV32 kernel
+    reads them in place), of every size, type and pixel count (tails of 1 to 3 pixels)."""
+    rng = np.random.default_rng(seed)
+    configs = []
+    for i in range(count):
+        c = random_conv_config(rng, seed + i)
+        side = int(rng.integers(1, 9))
+        configs.append(replace(
+            c, batch=int(rng.integers(1, 3)), channels=4 * int(rng.integers(1, 9)),
+            out_channels=int(rng.integers(1, 11)), spatial=(side, side + i % 4),
+            kernel=(1, 1), group=1, strides=(1, 1), dilations=(1, 1), pads=None,
+            auto_pad=None, arrays={}))
+    return configs
+
+
+@pytest.mark.parametrize("requant", ["float", "int"])
+def test_riscv_layouts_on_the_host_are_bit_identical_to_the_reference(
+        requant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RV32 kernels' layouts and C loops (the path a RISC-V build takes with
+    Q8_NO_ASM, and every host) under the sanitizers: lowering as for an RV32 core, the
+    convolutions (*_im2col_rv_*: rows in fours interleaved per tap, four pixels' columns,
+    the 1x1 layers read in place), the depthwise rows (Q8_DW_RV, nine weights and a row
+    chunk of sums) and the MULHU requantization with the generator's constants, against
+    the reference kernels."""
+    from codegen import pipeline
+
+    lowering = pipeline.lowering_options
+    monkeypatch.setattr(pipeline, "lowering_options", lambda target, graph: replace(
+        lowering(target, graph), mcu=True, riscv=True))
+    for model in (conv_batch_model(all_configs()[:160]),
+                  conv_batch_model(pointwise_configs(16, 6100)),
+                  conv_batch_model(depthwise_3x3_configs(24, 6200))):
+        fast = generate_sources(model, Options(requant=requant, weights="int8"))
+        kinds = {c.function for c in fast.program.calls}
+        assert any("_rv_" in f or "_3x3_padded_" in f for f in kinds), kinds
+        reference = generate_sources(model, Options(requant=requant, kernels="reference"))
+        data = random_inputs(fast.program.inputs, 2, seed=29)
+        ours = run_generated(fast, data, (*SANITIZE, "-DQ8_DW_RV=1"))
+        for got, want in zip(ours, run_generated(reference, data, SANITIZE), strict=True):
+            for name, value in got.items():
+                assert np.array_equal(value, want[name]), name

@@ -154,3 +154,89 @@ def test_board_files_of_the_riscv_kind_are_checked(fields: dict[str, object],
     assert board_problems(base) == []
     problems = board_problems({**base, **fields})
     assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize("requant", ["int", "float"])
+def test_random_convolutions_on_the_core(requant: str) -> None:
+    """The randomized QLinearConv configurations on the core against ORT, and 1x1 layers
+    read in place (four pixels' bytes per tap) with their tails: the RV32 kernel (rows in
+    fours, MULHU requantization with the generator's constants)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from modelgen import conv_batch_model, random_conv_config
+    from test_qlinear_conv_random import pointwise_configs
+
+    rng = np.random.default_rng(77)
+    configs = [random_conv_config(rng, 7700 + i) for i in range(24)] + \
+        pointwise_configs(12, 7800)
+    model = conv_batch_model(configs)
+    kernels = {c.function for c in
+               generate_sources(model, Options(board=BOARD, requant=requant)).program.calls}
+    assert any("_im2col_rv_" in k for k in kernels), kernels
+    report = codegen.verify(model, board=BOARD, requant=requant, samples=2)
+    assert report.ok, [(configs[int(o.name[1:])].describe(), o.mismatches)
+                       for o in report.outputs if o.mismatches]
+
+
+@pytest.mark.parametrize("requant", ["int", "float"])
+def test_depthwise_kernels_against_ort_in_qemu(requant: str) -> None:
+    """The depthwise 3x3 rows of RV32 (nine weights in registers, sums of a chunk of rows,
+    then the requantization) at strides 1 and 2, padded or not, against ORT."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from modelgen import conv_batch_model
+    from test_qlinear_conv_random import depthwise_3x3_configs, depthwise_rows_configs
+
+    configs = depthwise_3x3_configs(24, 5500) + depthwise_rows_configs(8, 5600)
+    model = conv_batch_model(configs)
+    report = codegen.verify(model, board=BOARD, samples=2, seed=3, requant=requant)
+    bad = [(configs[int(o.name[1:])].describe(), o.mismatches) for o in report.outputs
+           if o.mismatches]
+    assert not bad, bad
+
+
+def test_the_c_loops_beside_the_assembly_are_bit_exact() -> None:
+    """-DQ8_NO_ASM compiles the convolution's 4 x 4 loop from C instead of its assembly,
+    and the depthwise rows generically: the reference of the RV32 paths, on the core,
+    against ORT."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from conftest import ort_reference
+    from modelgen import conv_batch_model, random_conv_config
+    from test_qlinear_conv_random import depthwise_rows_configs, pointwise_configs
+
+    from codegen.backend.io_boundary import harness_entries
+    from codegen.oracle.verify import compare_outputs
+    from codegen.target.qemu import run_firmware
+
+    rng = np.random.default_rng(91)
+    configs = [random_conv_config(rng, 9100 + i) for i in range(8)] + \
+        pointwise_configs(4, 9300)
+    for model in (conv_batch_model(configs),
+                  conv_batch_model(depthwise_rows_configs(6, 9200))):
+        gen = generate_sources(model, Options(board=BOARD))
+        entry = harness_entries(gen.program)[0]
+        samples = random_inputs(entry.inputs, 2, seed=5)
+        build = build_firmware(gen.files, gen.name, gen.board, size=False,
+                               cflags=("-DQ8_NO_ASM",))
+        ours, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
+        reports = compare_outputs(gen.program.outputs, ours,
+                                  ort_reference(model, samples, board=BOARD))
+        assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
+                                                         if r.mismatches]
+
+
+def test_random_matrix_products_and_binary_ops_on_the_core() -> None:
+    """QGemm, QLinearMatMul (float outputs included), QLinearAdd and QLinearMul with
+    broadcasting, on the integer core against ORT."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from test_matrix_ops import combine, matmul_case, qgemm_case
+
+    rng = np.random.default_rng(4343)
+    model = combine([qgemm_case(rng, i) for i in range(12)] +
+                    [matmul_case(rng, 200 + i, "QLinearMatMul") for i in range(12)])
+    report = codegen.verify(model, board=BOARD, samples=2)
+    assert report.ok, [o.name for o in report.outputs if o.mismatches]
+    from test_elementwise_ops import SHAPE_PAIRS, binary_model
+
+    for op in ("QLinearAdd", "QLinearMul"):
+        report = codegen.verify(binary_model(op, 7), board=BOARD, samples=3, seed=7)
+        assert report.ok, [(SHAPE_PAIRS[i], o) for i, o in enumerate(report.outputs)
+                           if o.mismatches]

@@ -27,6 +27,7 @@ CONV_IM2COL_W16 = kernel("conv_im2col_w16")
 CONV_IM2COL_B8 = kernel("conv_im2col_b8")
 CONV_IM2COL_W16P = kernel("conv_im2col_w16p")
 CONV_IM2COL_MVE = kernel("conv_im2col_mve")
+CONV_IM2COL_RV = kernel("conv_im2col_rv")
 
 # The _w16p_ kernel sums a row's products in int32 from zero (conv_*_im2col_w16p_*.c,
 # q8_im2col_pix.h). |w * x| <= 128 * 255 = 32640 (weights int8 after the uint8 shift, inputs
@@ -41,7 +42,10 @@ def fast_conv_call(x: Tensor, y: Tensor, window: Window, x_zp: int, weights: NDA
     """The fast group-1 convolution for the target: the byte kernel on cores without DSP
     (both the compact and the fast one there), int16 weights where chosen, else int8."""
     mode = options.requant_suffix
-    if options.mcu and not options.dsp:
+    if options.riscv:
+        call = im2col_rv_call(node, x, y, window, x_zp, weights, bias, requant,
+                              requant_arrays, mode)
+    elif options.mcu and not options.dsp:
         call = im2col_b8_call(node, x, y, window, x_zp, weights, bias, requant,
                               requant_arrays, mode, options.thumb1)
     elif options.mve and not options.wide_for(node.name):
@@ -329,6 +333,57 @@ def quad_columns_fit(k_padded: int, x: Tensor, y: Tensor) -> bool:
     """Do four int16 columns of k_padded taps fit the scratch a layer may take?"""
     own = x.numel * itemsize(x.dtype) + y.numel * itemsize(y.dtype)
     return 4 * k_padded * 2 <= max(B8_QUAD_SCRATCH_BYTES, own)
+
+
+def im2col_rv_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
+                   weights: NDArray[Any], bias: NDArray[Any] | None, requant: CStruct,
+                   requant_arrays: list[CArray], mode: str) -> KernelCall:
+    """The RV32IM path (conv_*_im2col_rv_*.c): int8 weights in groups of four rows
+    interleaved per tap, [ceil(M/4)][k_padded][4] (padding taps and rows 0), the bias with
+    x_zp * sum(w) taken out; a 1x1 layer with stride 1, no padding and C a multiple of 4
+    is read in place (direct), any other gathered into four pixels' columns."""
+    m = weights.shape[0]
+    rows = weights.reshape(m, -1).astype(np.int64)
+    k = rows.shape[1]
+    k_padded = (k + 3) // 4 * 4
+    groups = (m + 3) // 4
+    stored = np.zeros((groups * 4, k_padded), dtype=np.int8)
+    stored[:m, :k] = rows
+    interleaved = stored.reshape(groups, 4, k_padded).transpose(0, 2, 1)
+    bias_stored = np.zeros(groups * 4, dtype=np.int32)
+    bias_stored[:m] = folded_bias(bias, rows, x_zp)
+    direct = (tuple(window.kernel) == (1, 1) and tuple(window.strides) == (1, 1)
+              and not any(window.pads_begin) and not any(window.pads_end)
+              and x.shape[1] % 4 == 0)
+    requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    found = {a.name: a.values for a in requant_arrays}
+    ints = rv_int_requant(found["mult"], found["exp"]) if mode == "ireq" else None
+    params = CStruct("q8_conv_im2col_rv_params", (
+        ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
+        ("window", window_struct(window)), ("pad_value", x_zp), ("k_padded", k_padded),
+        ("direct", int(direct)), ("weights", CRef("weights")), ("bias", CRef("bias")),
+        ("ints", CRef("ints") if ints is not None else None), ("requant", requant)))
+    arrays = (CArray("weights", "int8_t", interleaved.reshape(-1)),
+              CArray("bias", "int32_t", bias_stored),
+              *((CArray("ints", "uint32_t", ints),) if ints is not None else ()),
+              *requant_arrays)
+    kernel, axes = CONV_IM2COL_RV, {"x": kernel_suffix(x.dtype), "rq": mode}
+    return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
+                      (kernel.file(**axes),), y.numel * k,
+                      scratch_bytes=kernel.scratch_bytes(params))
+
+
+def rv_int_requant(mult: NDArray[Any], exp: NDArray[Any]) -> NDArray[Any]:
+    """Each channel's constants of the RV32 integer requantization (q8_requant_rv.h),
+    [channels][4]: |mult| << 8, the accumulator limit of the product path (0: none), and
+    the shifts ja and r, so the kernel reads them instead of deriving them per block."""
+    out = np.zeros((len(mult), 4), dtype=np.uint32)
+    for i, (m, e) in enumerate(zip(mult.astype(np.int64), exp.astype(np.int64), strict=True)):
+        sh = int(-e - 20) if -62 <= e <= -21 else 0
+        limit = 0 if sh == 0 or m < 0 else 1 << (7 + sh if sh < 12 else 19)
+        out[i] = ((abs(int(m)) << 8) & 0xFFFFFFFF, limit, 0 if sh >= 24 else 24 - sh,
+                  sh - 24 if sh >= 24 else 0)
+    return out.reshape(-1)
 
 
 def im2col_b8_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
