@@ -12,7 +12,11 @@
  *
  * Weights: rows of k = C * KH * KW taps in (c, kh, kw) order, zero-padded to k_padded (a
  * multiple of 16); rows in fours (the count padded with zero rows) interleaved per 16
- * taps: [M/4][k_padded/16][4][16]. bias[m] = B[m] - pad * sum(W[m]) (modulo 2^32) where
+ * taps: [M/4][k_padded/16][4][16], each block of four rows after a head of 48 bytes
+ * (Q8_MVE_HEAD_BYTES): the block's four biases twice (int32, one per accumulator of the
+ * 4 x 2 block) and its four float32 scales (the layer's one four times; 0 in --requant
+ * int), which the fused row loop loads from the weight stream instead of from three
+ * pointers of its own. bias[m] = B[m] - pad * sum(W[m]) (modulo 2^32) where
  * pad = x_zp for int8 input and x_zp - 128 for uint8 (the column's own zero), one per
  * padded row: sum (col - pad) * w + B, the same sum modulo 2^32 as the model's.
  * pad_value holds that pad. scratch: two columns of k_padded bytes.
@@ -33,6 +37,8 @@
 #include "q8_window.h"
 #include "q8_im2col_mve_fill.h"
 
+/* Each block's head in the weight stream: 8 biases and 4 scales. */
+#define Q8_MVE_HEAD_BYTES 48
 
 
 /* acc[4j + r] += weight row r (of the block's four) . column j, over blocks of 16 taps:
@@ -181,17 +187,15 @@ Q8_INLINE void q8_mve_requant_block(const int32_t acc[8], float32x4_t scale, int
 typedef struct {
     const int8_t *c0, *c1;
     int32_t count; /* dot loop passes */
-    const int32_t *bias;
-    const float *scale;
+    const int8_t *end; /* the weight stream after the last block */
     uint8_t *y;
     int32_t step; /* 4 * pixels */
     int32_t zero_point, lo, hi;
-    int32_t blocks;
     const uint32_t *offsets;
     int32_t *sums; /* the block's eight sums on their way from r0 .. lr to q0, q1 */
 } q8_mve_fused_state;
 
-#define Q8_MVE_FUSED_ASM(SCALES_ONCE, SCALES_PER_BLOCK)                                    \
+#define Q8_MVE_FUSED_ASM(DOT_BODY)                                                         \
     __asm__ volatile(                                                                      \
         "ldr r11, %[ym]\n\t"                                                               \
         "ldr r7, %[zpm]\n\t"                                                               \
@@ -201,35 +205,17 @@ typedef struct {
         "vdup.32 q6, r3\n\t"                                                               \
         "ldr r3, %[him]\n\t"                                                               \
         "vdup.32 q7, r3\n\t"                                                               \
-        SCALES_ONCE                                                                        \
         "1:\n\t"                                                                           \
-        "ldr r3, %[biasm]\n\t"                                                             \
-        "ldrd r0, r4, [r3]\n\t"                                                            \
-        "ldrd r8, r12, [r3, #8]\n\t"                                                       \
-        "adds r3, r3, #16\n\t"                                                             \
-        "str r3, %[biasm]\n\t"                                                             \
-        "mov r2, r0\n\t"                                                                   \
-        "mov r6, r4\n\t"                                                                   \
-        "mov r10, r8\n\t"                                                                  \
-        "mov lr, r12\n\t"                                                                  \
+        "ldrd r0, r4, [r1], #8\n\t"                                                        \
+        "ldrd r8, r12, [r1], #8\n\t"                                                       \
+        "ldrd r2, r6, [r1], #8\n\t"                                                        \
+        "ldrd r10, lr, [r1], #8\n\t"                                                       \
+        "vldrw.32 q5, [r1], #16\n\t"                                                       \
         "ldr r3, %[c0m]\n\t"                                                               \
         "ldr r5, %[c1m]\n\t"                                                               \
         "ldr r9, %[countm]\n"                                                              \
         "2:\n\t"                                                                           \
-        "vldrb.8 q0, [r3], #16\n\t"                                                        \
-        "vldrb.8 q1, [r5], #16\n\t"                                                        \
-        "vldrb.8 q2, [r1], #16\n\t"                                                        \
-        "vmladava.s8 r0, q2, q0\n\t"                                                       \
-        "vmladava.s8 r2, q2, q1\n\t"                                                       \
-        "vldrb.8 q3, [r1], #16\n\t"                                                        \
-        "vmladava.s8 r4, q3, q0\n\t"                                                       \
-        "vmladava.s8 r6, q3, q1\n\t"                                                       \
-        "vldrb.8 q2, [r1], #16\n\t"                                                        \
-        "vmladava.s8 r8, q2, q0\n\t"                                                       \
-        "vmladava.s8 r10, q2, q1\n\t"                                                      \
-        "vldrb.8 q3, [r1], #16\n\t"                                                        \
-        "vmladava.s8 r12, q3, q0\n\t"                                                      \
-        "vmladava.s8 lr, q3, q1\n\t"                                                       \
+        DOT_BODY                                                                           \
         "subs r9, r9, #1\n\t"                                                              \
         "bne 2b\n\t"                                                                       \
         "ldr r3, %[sumsm]\n\t"                                                             \
@@ -239,7 +225,6 @@ typedef struct {
         "strd r10, lr, [r3, #24]\n\t"                                                      \
         "vldrw.32 q0, [r3]\n\t"                                                            \
         "vldrw.32 q1, [r3, #16]\n\t"                                                       \
-        SCALES_PER_BLOCK                                                                   \
         "vcvt.f32.s32 q0, q0\n\t"                                                          \
         "vcvt.f32.s32 q1, q1\n\t"                                                          \
         "vmul.f32 q0, q0, q5\n\t"                                                          \
@@ -257,13 +242,11 @@ typedef struct {
         "vstrb.32 q1, [r3, q4]\n\t"                                                        \
         "ldr r3, %[stepm]\n\t"                                                             \
         "add r11, r11, r3\n\t"                                                             \
-        "ldr r3, %[blocksm]\n\t"                                                           \
-        "subs r3, r3, #1\n\t"                                                              \
-        "str r3, %[blocksm]\n\t"                                                           \
+        "ldr r3, %[endm]\n\t"                                                              \
+        "cmp r1, r3\n\t"                                                                   \
         "bne 1b\n\t"                                                                       \
-        : "+r"(r_w), [biasm] "+m"(st.bias), [scalem] "+m"(st.scale),                        \
-          [blocksm] "+m"(st.blocks)                                                        \
-        : [c0m] "m"(st.c0), [c1m] "m"(st.c1), [countm] "m"(st.count), [ym] "m"(st.y),       \
+        : "+r"(r_w)                                                                        \
+        : [endm] "m"(st.end), [c0m] "m"(st.c0), [c1m] "m"(st.c1), [countm] "m"(st.count), [ym] "m"(st.y),       \
           [zpm] "m"(st.zero_point), [offm] "m"(st.offsets), [lom] "m"(st.lo),              \
           [him] "m"(st.hi), [stepm] "m"(st.step), [sumsm] "m"(st.sums)                     \
         : "r0", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", \
@@ -271,22 +254,32 @@ typedef struct {
           "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23",     \
           "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31", "cc", "memory")
 
-/* Per-channel scales: the block's four; one scale: loaded once. */
-#define Q8_MVE_SCALES_PER_BLOCK                                                            \
-    "ldr r3, %[scalem]\n\t"                                                                \
-    "vldrw.32 q5, [r3]\n\t"                                                                \
-    "adds r3, r3, #16\n\t"                                                                 \
-    "str r3, %[scalem]\n\t"
-#define Q8_MVE_SCALE_ONCE                                                                  \
-    "ldr r3, %[scalem]\n\t"                                                                \
-    "ldr r3, [r3]\n\t"                                                                     \
-    "vdup.32 q5, r3\n\t"
+/* One pass of the dot loop: 16 taps of the four rows against both columns (count passes
+ * a block; the unrolled bodies below run count / 2 or count / 4 times, two or six loop
+ * instructions fewer per four passes: K = 64 layers, DS-CNN's pointwise ones, take one
+ * pass of four). */
+#define Q8_MVE_DOT_16                                                                      \
+    "vldrb.8 q0, [r3], #16\n\t"                                                            \
+    "vldrb.8 q1, [r5], #16\n\t"                                                            \
+    "vldrb.8 q2, [r1], #16\n\t"                                                            \
+    "vmladava.s8 r0, q2, q0\n\t"                                                           \
+    "vmladava.s8 r2, q2, q1\n\t"                                                           \
+    "vldrb.8 q3, [r1], #16\n\t"                                                            \
+    "vmladava.s8 r4, q3, q0\n\t"                                                           \
+    "vmladava.s8 r6, q3, q1\n\t"                                                           \
+    "vldrb.8 q2, [r1], #16\n\t"                                                            \
+    "vmladava.s8 r8, q2, q0\n\t"                                                           \
+    "vmladava.s8 r10, q2, q1\n\t"                                                          \
+    "vldrb.8 q3, [r1], #16\n\t"                                                            \
+    "vmladava.s8 r12, q3, q0\n\t"                                                          \
+    "vmladava.s8 lr, q3, q1\n\t"
+#define Q8_MVE_DOT_32 Q8_MVE_DOT_16 Q8_MVE_DOT_16
+#define Q8_MVE_DOT_64 Q8_MVE_DOT_32 Q8_MVE_DOT_32
 
-/* `blocks` full blocks of four rows from w on columns c0 and c1, stored at y0 (row m at
- * y0 + m * pixels); returns the weights after them. */
+/* `blocks` full blocks of four rows from w (each after its head) on columns c0 and c1,
+ * stored at y0 (row m at y0 + m * pixels); returns the weights after them. */
 Q8_INLINE const int8_t *q8_mve_fused_rows(const int8_t *w, const int8_t *c0, const int8_t *c1,
-                                       int32_t count, const int32_t *bias, const float *scale,
-                                       int per_channel, int32_t zero_point, int32_t lo,
+                                       int32_t count, int32_t zero_point, int32_t lo,
                                        uint8_t *y0, int32_t pixels, int32_t blocks)
 {
     register const int8_t *r_w __asm__("r1") = w;
@@ -300,20 +293,22 @@ Q8_INLINE const int8_t *q8_mve_fused_rows(const int8_t *w, const int8_t *c0, con
     st.c0 = c0;
     st.c1 = c1;
     st.count = count;
-    st.bias = bias;
-    st.scale = scale;
+    st.end = w + (size_t)blocks * (Q8_MVE_HEAD_BYTES + 64u * (size_t)count);
     st.y = y0;
     st.step = 4 * pixels;
     st.zero_point = zero_point;
     st.lo = lo;
     st.hi = lo + 255;
-    st.blocks = blocks;
     st.offsets = offsets;
     st.sums = sums;
-    if (per_channel) {
-        Q8_MVE_FUSED_ASM("", Q8_MVE_SCALES_PER_BLOCK);
+    if (count % 4 == 0) {
+        st.count = count / 4;
+        Q8_MVE_FUSED_ASM(Q8_MVE_DOT_64);
+    } else if (count % 2 == 0) {
+        st.count = count / 2;
+        Q8_MVE_FUSED_ASM(Q8_MVE_DOT_32);
     } else {
-        Q8_MVE_FUSED_ASM(Q8_MVE_SCALE_ONCE, "");
+        Q8_MVE_FUSED_ASM(Q8_MVE_DOT_16);
     }
     return r_w;
 }
@@ -333,7 +328,7 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
     const float *const scale = p->requant.scale;
     const int32_t *const mult = p->requant.mult, *const exp = p->requant.exp;
     const int32_t ch_step = p->requant.per_channel ? 1 : 0;
-    const size_t block_bytes = 4u * (size_t)p->k_padded;
+    const size_t block_bytes = Q8_MVE_HEAD_BYTES + 4u * (size_t)p->k_padded;
     int32_t m, r;
 #if Q8_HAS_MVE
     if (mode == Q8_RQ_FREQ_BOUNDED_S8 || mode == Q8_RQ_FREQ_BOUNDED_U8) {
@@ -343,8 +338,8 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
         m = 0;
 #if Q8_MVE_FUSED_ROWS
         if (two && M >= 4) {
-            w = q8_mve_fused_rows(w, c0, c1, blocks, bias, scale, ch_step, layer->zero_point,
-                                  lo, y0, pixels, M / 4);
+            w = q8_mve_fused_rows(w, c0, c1, blocks, layer->zero_point, lo, y0, pixels,
+                                  M / 4);
             m = M / 4 * 4;
         }
 #endif
@@ -354,7 +349,7 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
             const int32x4_t b = vldrwq_z_s32(bias + m, rows);
             vst1q_s32(acc, b);
             vst1q_s32(acc + 4, b);
-            q8_dot_mve_4x2(w, c0, c1, blocks, acc);
+            q8_dot_mve_4x2(w + Q8_MVE_HEAD_BYTES, c0, c1, blocks, acc);
             q8_mve_requant_block(acc, ch_step ? vldrwq_z_f32(scale + m, rows) : one_scale,
                                  layer->zero_point, lo, lo + 255,
                                  y0 + (size_t)m * (size_t)pixels, offsets, rows, two);
@@ -368,7 +363,7 @@ Q8_INLINE void q8_mve_rows(const q8_conv_im2col_params *p, const q8_row_requant 
         for (r = 0; r < 4; r++) {
             acc[r] = acc[4 + r] = bias[m + r];
         }
-        q8_dot_mve_4x2(w, c0, c1, blocks, acc);
+        q8_dot_mve_4x2(w + Q8_MVE_HEAD_BYTES, c0, c1, blocks, acc);
         for (r = 0; r < 4 && m + r < M; r++) {
             const q8_row_requant rq = q8_channel_constants(*layer, scale, mult, exp,
                                                         (m + r) * ch_step, mode);

@@ -218,7 +218,8 @@ KERNELS: tuple[Kernel, ...] = (
            "conv_{x}_im2col_mve_{rq}.c", "q8_conv_im2col_params",
            _IM2COL_WHEN + ", on Helium (MVE) cores with int8 weights",
            "int8 rows padded to 16 taps, rows in fours interleaved per 16 taps "
-           "[M/4][k/16][4][16]; int8 columns (uint8 input less 128)",
+           "[M/4][k/16][4][16], each block after a 48-byte head (its biases twice, its "
+           "scales); int8 columns (uint8 input less 128)",
            Scratch("q8_conv_im2col_mve_scratch_bytes", _mve_im2col_scratch)),
     Kernel("conv_im2col_rv", "q8_conv_{x}_im2col_rv_{rq}", (("x", INT8), ("rq", REQUANT)),
            "conv_{x}_im2col_rv_{rq}.c", "q8_conv_im2col_rv_params",

@@ -207,7 +207,7 @@ def test_every_model_through_its_makefile(name: str, requant: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize("board", [on_board("cortex-m4f"), on_board("cortex-m0plus"),
-                                   on_board("riscv32")])
+                                   on_board("cortex-m55"), on_board("riscv32")])
 @pytest.mark.parametrize("name", FAMILIES)
 def test_one_model_per_family_in_qemu(name: str, board: str) -> None:
     report = codegen.verify(CORPUS / name, board=board, samples=1)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SANITIZE, ort_reference, skip_where_ort_differs
+from conftest import SANITIZE, on_board, ort_reference, skip_where_ort_differs
 from zoo import INPUT_NAME, MODEL_NAMES, quantized_model, sample_inputs
 
 import codegen
@@ -218,8 +218,8 @@ def test_bad_interface_options_are_refused(bad: list[str], message: str, tmp_pat
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
-@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m0plus"])
+@pytest.mark.parametrize("board", [on_board("cortex-m4f"), on_board("cortex-m0plus"),
+                                   on_board("riscv32")])
 def test_caller_arena_and_arena_section_in_qemu(board: str) -> None:
     model = quantized_model("dscnn", "i8-pc")
     skip_where_ort_differs(model, board=board)
@@ -456,8 +456,10 @@ def test_a_float_output_has_no_quantized_form(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.skipif(not CROSS_TOOLS, reason="needs arm-none-eabi-gcc and qemu-system-arm")
-@pytest.mark.parametrize("board,io", [("cortex-m4f", "quantized"), ("cortex-m0plus", "both")])
+@pytest.mark.parametrize("board,io", [
+    pytest.param("cortex-m4f", "quantized", marks=on_board("cortex-m4f").marks),
+    pytest.param("cortex-m0plus", "both", marks=on_board("cortex-m0plus").marks),
+    pytest.param("riscv32", "both", marks=on_board("riscv32").marks)])
 def test_quantized_io_in_qemu(board: str, io: str) -> None:
     model = quantized_model("dscnn", "u8-pc")
     skip_where_ort_differs(model, board=board)

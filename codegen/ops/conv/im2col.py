@@ -212,18 +212,41 @@ def im2col_mve_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
     wrapped = np.zeros(m_padded, np.int32)
     wrapped[:m] = folded_bias(bias, rows, pad)
     requant = bounded_requant(requant, requant_arrays, conv_acc_bound(rows, bias))
+    scales = np.zeros(m_padded, np.float32)
+    found = {a.name: a.values for a in requant_arrays}
+    if "scale" in found:
+        scales[:m] = np.broadcast_to(np.asarray(found["scale"], np.float32).reshape(-1), (m,))
+    stream = mve_weight_stream(np.ascontiguousarray(blocks).reshape(m_padded // 4, -1),
+                               wrapped, scales)
     params = CStruct("q8_conv_im2col_params", (
         ("input", dims_struct(x.shape)), ("output", dims_struct(y.shape)),
         ("window", window_struct(window)), ("pad_value", pad), ("k_padded", k_padded),
         ("weights", CRef("weights", "v")), ("bias", CRef("bias")), ("requant", requant),
         ("slab", slabs[0] if slabs else 0), ("chunk", slabs[1] if slabs else 0), ("band", 0)))
-    arrays = (CArray("weights", "int8_t", np.ascontiguousarray(blocks).reshape(-1),
-                     aligned8=True),
+    arrays = (CArray("weights", "int8_t", stream, aligned8=True),
               CArray("bias", "int32_t", wrapped), *requant_arrays)
     kernel, axes = CONV_IM2COL_MVE, {"x": kernel_suffix(x.dtype), "rq": mode}
     return KernelCall(kernel.symbol(**axes), node.name, (x.name,), (y.name,), params, arrays,
                       (kernel.file(**axes),), y.numel * k,
                       scratch_bytes=kernel.scratch_bytes(params))
+
+
+MVE_HEAD_BYTES = 48  # q8_im2col_mve.h's Q8_MVE_HEAD_BYTES
+
+
+def mve_weight_stream(blocks: NDArray[Any], bias: NDArray[Any],
+                      scales: NDArray[Any]) -> NDArray[Any]:
+    """The Helium weight stream: each block of four rows (`blocks`, one row of bytes per
+    block) after its head, the block's four biases twice (one per accumulator of the
+    4 x 2 block) and its four float32 scales, little-endian as the core reads them."""
+    count = blocks.shape[0]
+    heads = np.zeros((count, MVE_HEAD_BYTES), np.uint8)
+    four = bias.astype("<i4").reshape(count, 4)
+    heads[:, :32] = np.concatenate([four, four], axis=1).view(np.uint8)
+    heads[:, 32:] = scales.astype("<f4").reshape(count, 4).view(np.uint8)
+    stream: NDArray[Any] = np.concatenate([heads.view(np.int8), blocks.astype(np.int8)],
+                                          axis=1).reshape(-1)
+    return stream
 
 
 def im2col_w16_call(node: Node, x: Tensor, y: Tensor, window: Window, x_zp: int,
