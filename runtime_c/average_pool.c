@@ -14,13 +14,31 @@ Q8_INLINE int32_t load8(const uint8_t *p, int is_signed)
     return is_signed ? (int32_t)(int8_t)*p : (int32_t)*p;
 }
 
-/* The sum of n consecutive int8 or uint8 values. With the DSP extension, whole aligned
+/* The sum of n consecutive int8 or uint8 values. With Helium, 16 bytes a step. With the
+ * DSP extension, whole aligned
  * words by USADA8 (the four bytes' distances from zero, summed in one instruction), int8
  * bytes moved by 128 first: about 3 cycles per 4 bytes on Cortex-M4 against 6 per byte. */
 Q8_INLINE int32_t sum_bytes(const uint8_t *p, int32_t n, int is_signed)
 {
     int32_t sum = 0;
-#if Q8_HAS_DSP
+#if Q8_HAS_MVE
+    /* Helium: VADDVA adds 16 bytes to the sum a step, the last step's lanes past the end
+     * predicated off (VCTP), so there is no scalar tail. |sum| <= 255 n < 2^31. */
+    if (is_signed) {
+        for (; n > 0; n -= 16, p += 16) {
+            const mve_pred16_t lanes = vctp8q((uint32_t)n);
+            sum = vaddvaq_p_s8(sum, vldrbq_z_s8((const int8_t *)p, lanes), lanes);
+        }
+    } else {
+        uint32_t total = 0u;
+        for (; n > 0; n -= 16, p += 16) {
+            const mve_pred16_t lanes = vctp8q((uint32_t)n);
+            total = vaddvaq_p_u8(total, vldrbq_z_u8(p, lanes), lanes);
+        }
+        sum = (int32_t)total;
+    }
+    return sum;
+#elif Q8_HAS_DSP
     uint32_t total = 0;
     int32_t words, i;
     for (; n > 0 && ((uintptr_t)p & 3u) != 0; n--) {
