@@ -49,10 +49,50 @@
     const int32_t x23 = 0
 #endif
 
+#if Q8_HAS_MVE
+/* Helium: eight taps a step. The column's eight int16 values in one load; each channel's
+ * eight weights gathered from two quads (stored w0 w2 w1 w3, 16 bytes a quad for a block,
+ * 4 for a single row) and widened to int16 (VLDRB.S16 with offsets); VMLADAVA.S16 adds the
+ * eight products. A last step of four taps is predicated (VCTP). The same int32 chunks of
+ * 256 taps as the C. */
+Q8_INLINE uint16x8_t q8_quad_offsets(uint16_t quad_bytes)
+{
+    /* taps 0..3 at bytes 0, 2, 1, 3 of a quad; the next quad quad_bytes on */
+    const uint16_t at[8] = {0u, 2u, 1u, 3u, quad_bytes, (uint16_t)(quad_bytes + 2u),
+                            (uint16_t)(quad_bytes + 1u), (uint16_t)(quad_bytes + 3u)};
+    return vld1q_u16(at);
+}
+#endif
+
 /* Four channels' sums over the column: w a block of 4 channels (16 bytes per quad). */
 Q8_INLINE void q8_dot4_s16_s8(const int16_t *col, const int8_t *w, int32_t taps_padded,
                               int64_t sums[4])
 {
+#if Q8_HAS_MVE
+    const uint16x8_t offsets = q8_quad_offsets(16u);
+    int32_t start;
+    sums[0] = sums[1] = sums[2] = sums[3] = 0;
+    for (start = 0; start < taps_padded; start += Q8_CHUNK) {
+        const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, i;
+        const int8_t *wq = w + (size_t)start * 4u;
+        for (i = start; i < end; i += 8, wq += 32) {
+            const mve_pred16_t lanes = vctp16q((uint32_t)(end - i));
+            const int16x8_t c = vldrhq_z_s16(col + i, lanes);
+            a0 = vmladavaq_p_s16(a0, c, vldrbq_gather_offset_z_s16(wq, offsets, lanes), lanes);
+            a1 = vmladavaq_p_s16(a1, c, vldrbq_gather_offset_z_s16(wq + 4, offsets, lanes),
+                                 lanes);
+            a2 = vmladavaq_p_s16(a2, c, vldrbq_gather_offset_z_s16(wq + 8, offsets, lanes),
+                                 lanes);
+            a3 = vmladavaq_p_s16(a3, c, vldrbq_gather_offset_z_s16(wq + 12, offsets, lanes),
+                                 lanes);
+        }
+        sums[0] += a0;
+        sums[1] += a1;
+        sums[2] += a2;
+        sums[3] += a3;
+    }
+#else
     int32_t start;
     sums[0] = sums[1] = sums[2] = sums[3] = 0;
     for (start = 0; start < taps_padded; start += Q8_CHUNK) {
@@ -72,6 +112,7 @@ Q8_INLINE void q8_dot4_s16_s8(const int16_t *col, const int8_t *w, int32_t taps_
         sums[2] += a2;
         sums[3] += a3;
     }
+#endif
 }
 
 /* One channel's sum over the column: w its row. */
@@ -79,6 +120,20 @@ Q8_INLINE int64_t q8_dot_s16_s8(const int16_t *col, const int8_t *w, int32_t tap
 {
     int64_t total = 0;
     int32_t start;
+#if Q8_HAS_MVE
+    const uint16x8_t offsets = q8_quad_offsets(4u);
+    for (start = 0; start < taps_padded; start += Q8_CHUNK) {
+        const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
+        int32_t acc = 0, i;
+        for (i = start; i < end; i += 8) {
+            const mve_pred16_t lanes = vctp16q((uint32_t)(end - i));
+            acc = vmladavaq_p_s16(acc, vldrhq_z_s16(col + i, lanes),
+                                  vldrbq_gather_offset_z_s16(w + i, offsets, lanes), lanes);
+        }
+        total += acc;
+    }
+    return total;
+#else
     for (start = 0; start < taps_padded; start += Q8_CHUNK) {
         const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
         int32_t acc = 0, i;
@@ -90,6 +145,7 @@ Q8_INLINE int64_t q8_dot_s16_s8(const int16_t *col, const int8_t *w, int32_t tap
         total += acc;
     }
     return total;
+#endif
 }
 
 /* The column of output position (ih0, iw0) of a group whose first channel is x_g. */
