@@ -225,8 +225,8 @@ Q8_UNUSED static void q8_rv_store_block(const q8_conv_im2col_rv_params *p, int32
         }
         return;
     }
+    const q8_row_requant layer = q8_layer_constants(rq);
     for (r = 0; r < rows; r++) {
-        const q8_row_requant layer = q8_layer_constants(rq);
         const q8_row_requant c = q8_channel_constants(layer, rq->scale, rq->mult, rq->exp,
                                                       rq->per_channel ? m0 + r : 0, mode);
         for (i = 0; i < count; i++) {

@@ -20,10 +20,12 @@
 #include "q8_arith.h"
 #include "q8_runtime.h"
 
+#ifndef Q8_LIKELY
 #if defined(__GNUC__)
 #define Q8_LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define Q8_LIKELY(x) (x)
+#endif
 #endif
 
 typedef struct {

@@ -140,7 +140,7 @@ MVE_CORES = ("cortex-m55", "cortex-m85")
 THUMB1_CORES = ("cortex-m0", "cortex-m0plus", "cortex-m1", "cortex-m23")
 # RV32 base ISAs with the M extension: the cores of ESP32-C3/C6, GD32VF103, CH32V3, BL602.
 # No F: the runtime requantizes with integers there (requant = "int").
-RISCV_CORE = re.compile(r"^rv32im(a?c?|ac)$")
+RISCV_CORE = re.compile(r"^rv32ima?c?$")
 MEMORY_KEYS = ("flash_origin", "flash_length", "ram_origin", "ram_length")
 OPTIONAL_MEMORY_KEYS = ("vector_origin",)
 TOP_LEVEL_KEYS = ("description", "kind", "cpu", "cflags", "requant", "ram_bytes",
