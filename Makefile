@@ -47,6 +47,11 @@ demo: $(VENV)/.installed
 	else \
 		echo "(no arm-none-eabi-gcc/qemu-system-arm: skipping the Cortex-M4F run; make cortex-m-tools)"; \
 	fi
+	@if command -v riscv64-unknown-elf-gcc >/dev/null && command -v qemu-system-riscv32 >/dev/null; then \
+		$(BIN)/onnx2mcu verify $(EXAMPLE) --samples 5 --board riscv32; \
+	else \
+		echo "(no riscv64-unknown-elf-gcc/qemu-system-riscv32: skipping the RISC-V run; make riscv-tools)"; \
+	fi
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codegen tests examples bench docs
