@@ -17,7 +17,7 @@ import onnx
 import pytest
 from cli_inprocess import run_cli
 from modelgen import conv_batch_model, random_conv_config
-from zoo import MODEL_NAMES, VARIANTS, qdq_model, quantized_model
+from zoo import ZOO_CASES, case_id, qdq_model, quantized_model
 
 import codegen
 from codegen.api import count_instructions
@@ -50,15 +50,10 @@ def test_mlperf_tiny_models_are_bit_exact_in_qemu(board: str, model: str) -> Non
     assert report.requant == ("int" if board in ("cortex-m0plus", "cortex-m3") else "float")
 
 
-# Every architecture of the zoo on the Helium core, in two variants taken in turn (each of
-# u8/i8 activations and per-tensor/per-channel weights four times); the MLPerf Tiny four
-# in the other two above.
-HELIUM_CASES = [(name, VARIANTS[(i + k) % len(VARIANTS)].id)
-                for i, name in enumerate(MODEL_NAMES) for k in (0, 2)]
-
-
-@pytest.mark.parametrize("case", HELIUM_CASES, ids=[f"{n}-{v}" for n, v in HELIUM_CASES])
-def test_every_zoo_architecture_on_the_helium_core(case: tuple[str, str]) -> None:
+# Every model of the zoo on the Helium core: each architecture in its four variants
+# (u8/i8 activations, per-tensor/per-channel weights).
+@pytest.mark.parametrize("case", ZOO_CASES, ids=case_id)
+def test_every_zoo_model_on_the_helium_core(case: tuple[str, str]) -> None:
     report = codegen.verify(quantized_model(*case), board="cortex-m55", samples=2, seed=4)
     assert report.ok, report.outputs
 
