@@ -68,14 +68,16 @@ Q8_INLINE uint16x8_t q8_quad_offsets(uint16_t quad_bytes)
 Q8_INLINE void q8_dot4_s16_s8(const int16_t *col, const int8_t *w, int32_t taps_padded,
                               int64_t sums[4])
 {
+    int32_t start;
 #if Q8_HAS_MVE
     const uint16x8_t offsets = q8_quad_offsets(16u);
-    int32_t start;
+#endif
     sums[0] = sums[1] = sums[2] = sums[3] = 0;
     for (start = 0; start < taps_padded; start += Q8_CHUNK) {
         const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, i;
         const int8_t *wq = w + (size_t)start * 4u;
+#if Q8_HAS_MVE
         for (i = start; i < end; i += 8, wq += 32) {
             const mve_pred16_t lanes = vctp16q((uint32_t)(end - i));
             const int16x8_t c = vldrhq_z_s16(col + i, lanes);
@@ -87,18 +89,7 @@ Q8_INLINE void q8_dot4_s16_s8(const int16_t *col, const int8_t *w, int32_t taps_
             a3 = vmladavaq_p_s16(a3, c, vldrbq_gather_offset_z_s16(wq + 12, offsets, lanes),
                                  lanes);
         }
-        sums[0] += a0;
-        sums[1] += a1;
-        sums[2] += a2;
-        sums[3] += a3;
-    }
 #else
-    int32_t start;
-    sums[0] = sums[1] = sums[2] = sums[3] = 0;
-    for (start = 0; start < taps_padded; start += Q8_CHUNK) {
-        const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
-        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, i;
-        const int8_t *wq = w + (size_t)start * 4u;
         for (i = start; i < end; i += 4, wq += 16) {
             Q8_COLUMN_WORDS(col, i, x01, x23);
             (void)x23;
@@ -107,12 +98,12 @@ Q8_INLINE void q8_dot4_s16_s8(const int16_t *col, const int8_t *w, int32_t taps_
             Q8_QUAD(a2, x01, x23, wq + 8);
             Q8_QUAD(a3, x01, x23, wq + 12);
         }
+#endif
         sums[0] += a0;
         sums[1] += a1;
         sums[2] += a2;
         sums[3] += a3;
     }
-#endif
 }
 
 /* One channel's sum over the column: w its row. */
@@ -122,30 +113,26 @@ Q8_INLINE int64_t q8_dot_s16_s8(const int16_t *col, const int8_t *w, int32_t tap
     int32_t start;
 #if Q8_HAS_MVE
     const uint16x8_t offsets = q8_quad_offsets(4u);
+#endif
     for (start = 0; start < taps_padded; start += Q8_CHUNK) {
         const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
         int32_t acc = 0, i;
+#if Q8_HAS_MVE
         for (i = start; i < end; i += 8) {
             const mve_pred16_t lanes = vctp16q((uint32_t)(end - i));
             acc = vmladavaq_p_s16(acc, vldrhq_z_s16(col + i, lanes),
                                   vldrbq_gather_offset_z_s16(w + i, offsets, lanes), lanes);
         }
-        total += acc;
-    }
-    return total;
 #else
-    for (start = 0; start < taps_padded; start += Q8_CHUNK) {
-        const int32_t end = taps_padded - start < Q8_CHUNK ? taps_padded : start + Q8_CHUNK;
-        int32_t acc = 0, i;
         for (i = start; i < end; i += 4) {
             Q8_COLUMN_WORDS(col, i, x01, x23);
             (void)x23;
             Q8_QUAD(acc, x01, x23, w + i);
         }
+#endif
         total += acc;
     }
     return total;
-#endif
 }
 
 /* The column of output position (ih0, iw0) of a group whose first channel is x_g. */

@@ -254,7 +254,6 @@ Q8_INLINE void q8_conv_im2col_rv(const q8_conv_im2col_rv_params *p, const uint8_
     for (n = 0; n < p->input.n; n++) {
         const uint8_t *x_n = x + (size_t)n * in_image;
         uint8_t *y_n = y + (size_t)n * (size_t)M * (size_t)pixels;
-        int32_t oh = 0, ow = 0;
         for (px = 0; px < pixels; px += 4) {
             const int32_t count = pixels - px < 4 ? pixels - px : 4;
             const uint8_t *cols = scratch;
@@ -266,26 +265,15 @@ Q8_INLINE void q8_conv_im2col_rv(const q8_conv_im2col_rv_params *p, const uint8_
             } else {
                 for (i = 0; i < 4; i++) {
                     /* a last pass of fewer than four pixels repeats its first (not
-                       stored) */
+                       stored); RV32IM divides in one instruction */
                     if (i < count) {
-                        q8_rv_fill(p, x_n, oh, ow, scratch + i);
-                        if (++ow == OW) {
-                            ow = 0;
-                            ++oh;
-                        }
+                        q8_rv_fill(p, x_n, (px + i) / OW, (px + i) % OW, scratch + i);
                     } else {
                         int32_t k;
                         for (k = 0; k < K; k++) {
                             scratch[4 * k + i] = scratch[4 * k];
                         }
                     }
-                }
-            }
-            if (in_place) {
-                ow += 4;
-                while (ow >= OW) {
-                    ow -= OW;
-                    ++oh;
                 }
             }
             for (g = 0; 4 * g < M; g++) {

@@ -7,7 +7,6 @@ them these tests are skipped, loudly."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import onnx
 import pytest
 from cli_inprocess import run_cli
+from firmware_project import c_loop_mismatches, run_project
 from modelgen import conv_batch_model, random_conv_config
 from zoo import ZOO_CASES, case_id, qdq_model, quantized_model
 
@@ -113,24 +113,9 @@ def test_the_firmware_project_builds_and_runs_with_its_makefile(tmp_path: Path) 
     for file in ("startup.c", f"{result.name}.ld", f"{result.name}_qemu.ld", "Makefile",
                  "CMakeLists.txt", f"{result.name}_main.c"):
         assert (out / file).is_file(), file
-    gen = generate_sources(model, Options(board="cortex-m4f"))
-    data = random_inputs(gen.program.inputs, 2, seed=5)
-    x = gen.program.inputs[0]
-    np.concatenate([d[x.name].astype("<f4").reshape(-1) for d in data]).tofile(
-        out / "input.bin")
-    subprocess.run(["make", "-s", "-C", str(out), "all", "qemu", "run"], check=True,
-                   capture_output=True, timeout=600)
-    if shutil.which("cmake"):
-        subprocess.run(["cmake", "-S", str(out), "-B", str(out / "cmake-build"),
-                        "-DCMAKE_TOOLCHAIN_FILE=arm-none-eabi.cmake"], check=True,
-                       capture_output=True, timeout=600)
-        subprocess.run(["cmake", "--build", str(out / "cmake-build")], check=True,
-                       capture_output=True, timeout=600)
-        assert (out / "cmake-build" / f"{result.name}.elf").is_file()
-    ours = np.fromfile(out / "output.bin", dtype="<f4")
-    host = codegen.run(model, data[0]), codegen.run(model, data[1])
-    expected = np.concatenate([h[gen.program.outputs[0].name].reshape(-1) for h in host])
-    assert np.array_equal(ours.view(np.uint32), expected.astype("<f4").view(np.uint32))
+    ours, expected = run_project(model, out, "cortex-m4f", ("all", "qemu", "run"),
+                                 "arm-none-eabi.cmake")
+    assert np.array_equal(ours, expected)
 
 
 @pytest.mark.parametrize("board", ["cortex-m3", "cortex-m7"])
@@ -215,28 +200,14 @@ def test_the_c_loops_beside_the_hand_scheduled_ones_are_bit_exact(board: str,
     VCVTR):
     the reference of the hand-scheduled path, on the same core, against ORT."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-    from conftest import ort_reference
     from test_matrix_ops import combine, qgemm_case
     from test_qlinear_conv_random import depthwise_rows_configs
-
-    from codegen.backend.io_boundary import harness_entries
-    from codegen.oracle.verify import compare_outputs
-    from codegen.target.qemu import run_firmware
 
     rng = np.random.default_rng(91)
     configs = [random_conv_config(rng, 9100 + i) for i in range(8)]
     for model in (conv_batch_model(configs), combine([qgemm_case(rng, i) for i in range(6)]),
                   conv_batch_model(depthwise_rows_configs(6, 9200))):
-        gen = generate_sources(model, Options(board=board, weights=weights))
-        entry = harness_entries(gen.program)[0]
-        samples = random_inputs(entry.inputs, 2, seed=5)
-        build = build_firmware(gen.files, gen.name, gen.board, size=False,
-                               cflags=("-DQ8_NO_ASM",))
-        ours, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
-        reports = compare_outputs(gen.program.outputs, ours,
-                                  ort_reference(model, samples, board=board, weights=weights))
-        assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
-                                                         if r.mismatches]
+        assert c_loop_mismatches(model, board, weights) == []
 
 
 def test_thumb1_depthwise_kernel_against_ort_in_qemu() -> None:

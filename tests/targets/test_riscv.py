@@ -9,12 +9,12 @@ them); without them these tests are skipped, loudly."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from firmware_project import c_loop_mismatches, run_project
 from zoo import ZOO_CASES, case_id, quantized_model
 
 import codegen
@@ -105,24 +105,11 @@ def test_the_firmware_project_builds_and_runs_with_its_makefile(tmp_path: Path) 
                  "CMakeLists.txt", "riscv64-unknown-elf.cmake", f"{result.name}_main.c"):
         assert (out / file).is_file(), file
     assert not (out / "arm-none-eabi.cmake").exists()
-    gen = generate_sources(model, Options(board=BOARD))
-    data = random_inputs(gen.program.inputs, 2, seed=5)
-    x = gen.program.inputs[0]
-    np.concatenate([d[x.name].astype("<f4").reshape(-1) for d in data]).tofile(
-        out / "input.bin")
-    subprocess.run(["make", "-s", "-C", str(out), "all", "qemu", "run", "size", "lib"],
-                   check=True, capture_output=True, timeout=600)
+    ours, expected = run_project(model, out, BOARD, ("all", "qemu", "run", "size", "lib"),
+                                 "riscv64-unknown-elf.cmake")
     if shutil.which("cmake"):
-        subprocess.run(["cmake", "-S", str(out), "-B", str(out / "cmake-build"),
-                        "-DCMAKE_TOOLCHAIN_FILE=riscv64-unknown-elf.cmake"], check=True,
-                       capture_output=True, timeout=600)
-        subprocess.run(["cmake", "--build", str(out / "cmake-build")], check=True,
-                       capture_output=True, timeout=600)
         assert (out / "cmake-build" / f"{result.name}.elf").is_file()
-    ours = np.fromfile(out / "output.bin", dtype="<f4")
-    host = codegen.run(model, data[0]), codegen.run(model, data[1])
-    expected = np.concatenate([h[gen.program.outputs[0].name].reshape(-1) for h in host])
-    assert np.array_equal(ours.view(np.uint32), expected.astype("<f4").view(np.uint32))
+    assert np.array_equal(ours, expected)
 
 
 def test_shipped_riscv_boards_are_integer_cores() -> None:
@@ -196,29 +183,15 @@ def test_the_c_loops_beside_the_assembly_are_bit_exact() -> None:
     and the depthwise rows generically: the reference of the RV32 paths, on the core,
     against ORT."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
-    from conftest import ort_reference
     from modelgen import conv_batch_model, random_conv_config
     from test_qlinear_conv_random import depthwise_rows_configs, pointwise_configs
-
-    from codegen.backend.io_boundary import harness_entries
-    from codegen.oracle.verify import compare_outputs
-    from codegen.target.qemu import run_firmware
 
     rng = np.random.default_rng(91)
     configs = [random_conv_config(rng, 9100 + i) for i in range(8)] + \
         pointwise_configs(4, 9300)
     for model in (conv_batch_model(configs),
                   conv_batch_model(depthwise_rows_configs(6, 9200))):
-        gen = generate_sources(model, Options(board=BOARD))
-        entry = harness_entries(gen.program)[0]
-        samples = random_inputs(entry.inputs, 2, seed=5)
-        build = build_firmware(gen.files, gen.name, gen.board, size=False,
-                               cflags=("-DQ8_NO_ASM",))
-        ours, _ = run_firmware(build.elf, gen.board, entry.inputs, entry.outputs, samples)
-        reports = compare_outputs(gen.program.outputs, ours,
-                                  ort_reference(model, samples, board=BOARD))
-        assert all(r.mismatches == 0 for r in reports), [r.name for r in reports
-                                                         if r.mismatches]
+        assert c_loop_mismatches(model, BOARD) == []
 
 
 def test_random_matrix_products_and_binary_ops_on_the_core() -> None:
